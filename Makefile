@@ -1,0 +1,39 @@
+# Everything installs into .venv; a machine with Python 3.11+, pip, gcc and make needs nothing else.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test test-fast lint fmt demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+test: install
+	$(BIN)/pytest -q
+
+test-fast: install
+	$(BIN)/pytest -q -m 'not slow'
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+fmt: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+demo: install
+	$(BIN)/rollouts demo
+
+bench: install
+	$(BIN)/python bench/queue_overhead.py
+
+clean:
+	rm -rf $(VENV) .rollouts .pytest_cache .mypy_cache .ruff_cache

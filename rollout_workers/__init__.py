@@ -1,0 +1,1 @@
+"""rollout-workers: an Argo Rollouts-compatible controller on a Celery worker pool."""

@@ -1,0 +1,3 @@
+from rollout_workers.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""The `rollouts` command-line interface."""

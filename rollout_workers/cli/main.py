@@ -1,0 +1,322 @@
+"""The `rollouts` command.
+
+Every option can also be set from the environment: click reads `ROLLOUTS_<COMMAND>_<OPTION>`,
+and the settings tree reads `ROLLOUTS_<SECTION>_<FIELD>`. A mistake prints one line and exits
+non-zero; no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import pydantic
+import redis
+import yaml
+
+from rollout_workers import logs, redis_server
+from rollout_workers.keys import InvalidKey
+from rollout_workers.settings import KINDS, Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Fail(click.ClickException):
+    """An error shown as one line, exit code 1."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"rollouts: {self.format_message()}", err=True)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    try:
+        settings = Settings()
+    except pydantic.ValidationError as err:
+        first = err.errors()[0]
+        where = "_".join(str(p) for p in first["loc"]).upper()
+        raise Fail(f"invalid setting ROLLOUTS_{where}: {first['msg']}") from None
+    return apply(settings, overrides)
+
+
+def apply(settings: Settings, overrides: dict[str, Any]) -> Settings:
+    """Apply CLI options given as dotted paths ('worker.concurrency') over the settings."""
+    data = settings.model_dump()
+    for path, value in overrides.items():
+        if value is None:
+            continue
+        node = data
+        *parents, leaf = path.split(".")
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    try:
+        return Settings.model_validate(data)
+    except pydantic.ValidationError as err:
+        first = err.errors()[0]
+        raise Fail(f"invalid option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+
+
+def redis_url(settings: Settings) -> str:
+    try:
+        return redis_server.resolve_url(settings)
+    except redis_server.RedisNotFound as err:
+        raise Fail(str(err)) from None
+
+
+def friendly_errors(fn: F) -> F:
+    """Turn expected failures (bad keys, Redis unreachable) into one-line errors."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except InvalidKey as err:
+            raise Fail(str(err)) from None
+        except redis.RedisError as err:
+            raise Fail(f"Redis error: {err}") from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+state_dir_option = click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Local state directory (default ./.rollouts, or ROLLOUTS_STATE_DIR).",
+)
+
+
+@click.group(
+    context_settings={"auto_envvar_prefix": "ROLLOUTS", "help_option_names": ["-h", "--help"]}
+)
+def cli() -> None:
+    """rollout-workers: Argo Rollouts-compatible progressive delivery on a Celery worker pool."""
+
+
+@cli.command()
+@state_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of YAML.")
+def config(state_dir: Path | None, as_json: bool) -> None:
+    """Print the effective settings (secrets masked)."""
+    settings = load_settings(state_dir=state_dir)
+    data = settings.masked()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(yaml.safe_dump(data, sort_keys=False).rstrip())
+
+
+@cli.command("redis")
+@state_dir_option
+@click.option("--port", type=int, default=0, help="Port on 127.0.0.1 (default: a free one).")
+def redis_command(state_dir: Path | None, port: int) -> None:
+    """Run an embedded Redis on 127.0.0.1 until interrupted; other commands find it."""
+    settings = load_settings(state_dir=state_dir)
+    logs.configure(settings.log)
+    existing = redis_server.recorded_url(settings.state_dir)
+    if existing:
+        raise Fail(f"an embedded Redis already runs at {existing} ({settings.state_dir})")
+    try:
+        server = redis_server.EmbeddedRedis(settings.state_dir / "redis", port=port).start()
+    except redis_server.RedisNotFound as err:
+        raise Fail(str(err)) from None
+    record = server.record(settings.state_dir)
+    click.echo(f"redis listening on {server.url}")
+    click.echo(f"  pid {server.process.pid if server.process else '?'}, log {server.log_file}")
+    click.echo(f"  recorded in {record}; or export ROLLOUTS_REDIS_URL={server.url}")
+    sys.stdout.flush()
+    wait_for_signal(lambda: server.process is not None and server.process.poll() is None)
+    server.stop()
+    server.unrecord(settings.state_dir)
+
+
+def wait_for_signal(alive: Callable[[], bool]) -> None:
+    """Block until SIGINT/SIGTERM, or until `alive()` turns false."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(0.5):
+        if not alive():
+            raise Fail("the embedded Redis exited unexpectedly")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@state_dir_option
+@click.option("-c", "--concurrency", type=int, default=None, help="Worker processes.")
+@click.option("-Q", "--queues", default=None, help="Comma-separated queues to consume.")
+@click.option("-n", "--hostname", default=None, help="Worker node name (celery -n).")
+@click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
+def worker(
+    state_dir: Path | None,
+    concurrency: int | None,
+    queues: str | None,
+    hostname: str | None,
+    celery_args: tuple[str, ...],
+) -> None:
+    """Run a Celery worker host; extra arguments pass through to `celery worker`."""
+    settings = load_settings(
+        state_dir=state_dir,
+        **{
+            "worker.concurrency": concurrency,
+            "worker.queues": queues.split(",") if queues else None,
+        },
+    )
+    url = redis_url(settings)
+    logs.configure(settings.log)
+    from rollout_workers.app import create_app
+
+    app = create_app(settings, url)
+    argv = [
+        "worker",
+        "--events",
+        f"--concurrency={settings.worker.concurrency}",
+        f"--queues={','.join(settings.worker.queues)}",
+        f"--loglevel={settings.log.level}",
+        "--without-mingle",
+        "--without-gossip",
+    ]
+    if hostname:
+        argv.append(f"--hostname={hostname}")
+    sys.exit(app.worker_main(argv=[*argv, *celery_args]) or 0)
+
+
+@cli.command()
+@state_dir_option
+def beat(state_dir: Path | None) -> None:
+    """Run the beat process (timer tick and periodic resync); standbys wait on its lock."""
+    settings = load_settings(state_dir=state_dir)
+    url = redis_url(settings)
+    logs.configure(settings.log)
+    from beat.process import run
+
+    run(settings, url)
+
+
+@cli.command()
+@state_dir_option
+@click.option("--address", default=None, help="Listen address (default 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Listen port (default 5555).")
+@click.option("--basic-auth", default=None, help="user:password; required off loopback.")
+def flower(
+    state_dir: Path | None, address: str | None, port: int | None, basic_auth: str | None
+) -> None:
+    """Run the stock Flower UI and API on the same broker."""
+    import os
+
+    settings = load_settings(
+        state_dir=state_dir,
+        **{"flower.address": address, "flower.port": port, "flower.basic_auth": basic_auth},
+    )
+    url = redis_url(settings)
+    logs.configure(settings.log)
+    fl = settings.flower
+    argv = ["flower", f"--address={fl.address}", f"--port={fl.port}"]
+    if fl.basic_auth is not None:
+        argv.append(f"--basic-auth={fl.basic_auth.get_secret_value()}")
+    elif fl.address in ("127.0.0.1", "localhost", "::1"):
+        # Loopback only: the API may be used without credentials.
+        os.environ["FLOWER_UNAUTHENTICATED_API"] = "true"
+    else:
+        raise Fail(f"Flower on {fl.address} needs --basic-auth (or ROLLOUTS_FLOWER_BASIC_AUTH)")
+    from rollout_workers.app import create_app
+
+    sys.exit(create_app(settings, url).start(argv=argv) or 0)
+
+
+def kind_option(fn: F) -> F:
+    return click.option(
+        "--kind",
+        type=click.Choice(sorted(KINDS)),
+        default="rollouts",
+        show_default=True,
+        help="Task kind.",
+    )(fn)
+
+
+@cli.command()
+@state_dir_option
+@kind_option
+@click.option("--all", "all_keys", is_flag=True, help="Every known key of the kind.")
+@click.option("-n", "--namespace", default=None, help="With --all: only this namespace.")
+@click.argument("keys", nargs=-1)
+@friendly_errors
+def enqueue(
+    state_dir: Path | None, kind: str, all_keys: bool, namespace: str | None, keys: tuple[str, ...]
+) -> None:
+    """Queue a resync of NAMESPACE/NAME keys (or --all)."""
+    if all_keys == bool(keys):
+        raise click.UsageError("give NAMESPACE/NAME keys or --all, not both or neither")
+    if namespace and not all_keys:
+        raise click.UsageError("-n/--namespace goes with --all")
+    settings = load_settings(state_dir=state_dir)
+    runtime = build_runtime(settings)
+    queue = runtime.queue(kind)
+    result = queue.resync(namespace) if all_keys else queue.add(keys)
+    for key in result.queued:
+        click.echo(f"queued     {kind} {key}")
+    for key in result.coalesced:
+        click.echo(f"coalesced  {kind} {key} (already queued)")
+    for key in result.dirty:
+        click.echo(f"coalesced  {kind} {key} (being reconciled; runs again after)")
+    click.echo(
+        f"{len(result.queued)} queued, {len(result.coalesced) + len(result.dirty)} coalesced"
+    )
+
+
+def build_runtime(settings: Settings) -> Any:
+    from rollout_workers.app import create_app
+    from rollout_workers.tasks import build_runtime as build
+
+    url = redis_url(settings)
+    return build(create_app(settings, url), settings, url)
+
+
+@cli.group()
+def queue() -> None:
+    """Inspect the work queues."""
+
+
+@queue.command()
+@state_dir_option
+@click.option("--kind", type=click.Choice(sorted(KINDS)), default=None, help="Only this kind.")
+@click.option("--top", type=int, default=10, show_default=True, help="Failing keys to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@friendly_errors
+def stats(state_dir: Path | None, kind: str | None, top: int, as_json: bool) -> None:
+    """Queued, active and dirty counts, timers, and the keys failing most."""
+    settings = load_settings(state_dir=state_dir)
+    runtime = build_runtime(settings)
+    kinds = [kind] if kind else list(KINDS)
+    all_stats = [runtime.queue(k).stats(top=top) for k in kinds]
+    if as_json:
+        click.echo(json.dumps([vars(s) for s in all_stats], indent=2))
+        return
+    click.echo(
+        f"{'KIND':<14}{'QUEUED':>8}{'ACTIVE':>8}{'DIRTY':>8}{'TIMERS':>8}{'DUE':>6}"
+        f"{'KNOWN':>8}{'RECONCILES':>12}{'ERRORS':>8}"
+    )
+    for s in all_stats:
+        click.echo(
+            f"{s.kind:<14}{s.queued:>8}{s.active:>8}{s.dirty:>8}{s.timers:>8}{s.timers_due:>6}"
+            f"{s.known:>8}{s.counters.get('reconciles', 0):>12}{s.counters.get('error', 0):>8}"
+        )
+    for s in all_stats:
+        if s.failing:
+            click.echo(f"\nfailing {s.kind} keys:")
+            for key, count in s.failing:
+                click.echo(f"  {count:>5}  {key}")
+
+
+def main() -> None:
+    cli.main(prog_name="rollouts")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,85 @@
+"""The contract between the sync runner and reconcile code.
+
+A handler takes a SyncRequest and returns a Result (or None for "done"); raising means "failed,
+retry with backoff". Handlers are named per task kind in settings (`module:factory`); the
+factory receives the process Runtime and returns the handler, so handlers get their
+dependencies passed in rather than importing them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from rollout_workers.keys import ObjectKey
+from rollout_workers.runtime import Runtime
+from rollout_workers.workqueue import Outcome
+
+
+class LeaseLost(RuntimeError):
+    """Another worker now owns the key; the reconcile must stop without writing."""
+
+
+class Lease(Protocol):
+    def lost(self) -> bool: ...
+
+    def check(self) -> None:
+        """Raise LeaseLost if the key has been taken over."""
+
+
+@dataclass(frozen=True)
+class SyncRequest:
+    kind: str
+    key: ObjectKey
+    lease: Lease
+
+
+@dataclass(frozen=True)
+class Result:
+    outcome: Outcome = Outcome.OK
+    delay: float = 0.0
+
+    @classmethod
+    def done(cls) -> Result:
+        return cls(Outcome.OK)
+
+    @classmethod
+    def requeue_after(cls, seconds: float) -> Result:
+        return cls(Outcome.AFTER, max(0.0, seconds))
+
+    @classmethod
+    def gone(cls) -> Result:
+        """The object no longer exists: stop tracking its key."""
+        return cls(Outcome.GONE)
+
+
+Handler = Callable[[SyncRequest], Result | None]
+HandlerFactory = Callable[[Runtime], Handler]
+
+
+class HandlerNotFound(ImportError):
+    pass
+
+
+def load_handler(spec: str, runtime: Runtime) -> Handler:
+    """Import `module:factory` and build the handler with the runtime."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise HandlerNotFound(f"handler {spec!r} is not of the form 'module:factory'")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as err:
+        raise HandlerNotFound(f"cannot load handler {spec!r}: {err}") from err
+    handler: Handler = factory(runtime)
+    return handler
+
+
+def noop(runtime: Runtime) -> Handler:
+    """The handler of a kind whose reconciler is not installed: every sync succeeds at once."""
+
+    def handle(request: SyncRequest) -> Result:
+        return Result.done()
+
+    return handle

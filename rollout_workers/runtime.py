@@ -1,0 +1,24 @@
+"""What one process needs to serve tasks: settings, a Redis client and the work queues.
+
+Built once per process (after a prefork worker forks) by the tasks layer, which knows how to
+send Celery messages, and handed to reconcile handlers so they never reach for globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from rollout_workers.settings import Settings
+from rollout_workers.workqueue import WorkQueue
+
+
+@dataclass(frozen=True)
+class Runtime:
+    settings: Settings
+    redis: redis.Redis
+    queues: dict[str, WorkQueue]
+
+    def queue(self, kind: str) -> WorkQueue:
+        return self.queues[kind]

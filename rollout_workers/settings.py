@@ -1,0 +1,159 @@
+"""One settings tree for every process, read from `ROLLOUTS_*` environment variables.
+
+Sections nest with a single underscore after the section name, so `ROLLOUTS_REDIS_URL` sets
+`redis.url` and `ROLLOUTS_QUEUE_LEASE_TTL` sets `queue.lease_ttl`. The tree is built once at a
+process's entry point (the CLI) and passed down explicitly; nothing below reads the environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: The task kinds and the Celery queue each one is served from.
+KINDS: dict[str, str] = {
+    "rollouts": "rollouts",
+    "analysisruns": "analysis",
+    "experiments": "analysis",
+}
+
+
+class RedisSettings(BaseModel):
+    url: str | None = Field(
+        default=None,
+        description="Redis URL; when unset, the embedded Redis recorded in the state dir is used.",
+    )
+    key_prefix: str = Field(
+        default="rw", description="Prefix of every Redis key this project writes."
+    )
+    socket_timeout: float = Field(
+        default=10.0, description="Seconds a Redis command may take before it fails."
+    )
+
+
+class QueueSettings(BaseModel):
+    rollouts: str = Field(default="rollouts", description="Celery queue of rollout reconciles.")
+    analysis: str = Field(
+        default="analysis", description="Celery queue of analysis run and experiment reconciles."
+    )
+    system: str = Field(default="system", description="Celery queue of timer and resync tasks.")
+    lease_ttl: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a claim on a key lives without a heartbeat before it is requeued.",
+    )
+    backoff_base: float = Field(
+        default=0.005, gt=0, description="Seconds of the first retry delay after a failure."
+    )
+    backoff_max: float = Field(
+        default=300.0, gt=0, description="Upper bound, in seconds, of the per-key retry delay."
+    )
+    stale_after: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a queued key may wait unclaimed before its message is sent again.",
+    )
+    tick_batch: int = Field(
+        default=1000, gt=0, description="Most keys one timer tick moves per kind and per source."
+    )
+
+    def for_kind(self, kind: str) -> str:
+        """The Celery queue that serves a task kind."""
+        return self.analysis if KINDS[kind] == "analysis" else self.rollouts
+
+
+class ReconcileSettings(BaseModel):
+    handlers: dict[str, str] = Field(
+        default_factory=lambda: {kind: "rollout_workers.handlers:noop" for kind in KINDS},
+        description="Handler per task kind, as 'module:function'.",
+    )
+    resync_period: float = Field(
+        default=900.0, gt=0, description="Seconds between resyncs that add every known key."
+    )
+
+
+class BeatSettings(BaseModel):
+    tick_interval: float = Field(
+        default=1.0, gt=0, description="Seconds between timer ticks (due timers, expired leases)."
+    )
+    lock_timeout: int = Field(
+        default=10,
+        gt=0,
+        description="Seconds the beat lock lives unrefreshed; a standby beat takes over after it.",
+    )
+    max_loop_interval: float = Field(
+        default=1.0, gt=0, description="Most seconds the beat loop sleeps between checks."
+    )
+
+
+class WorkerSettings(BaseModel):
+    concurrency: int = Field(default=2, gt=0, description="Worker processes per worker host.")
+    queues: list[str] = Field(
+        default_factory=lambda: ["rollouts", "analysis", "system"],
+        description="Queues a worker consumes.",
+    )
+
+
+class FlowerSettings(BaseModel):
+    address: str = Field(default="127.0.0.1", description="Address Flower listens on.")
+    port: int = Field(default=5555, description="Port Flower listens on.")
+    basic_auth: SecretStr | None = Field(
+        default=None,
+        description="'user:password' for Flower; required unless it listens on loopback.",
+    )
+
+
+class LogSettings(BaseModel):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="Log level of every process."
+    )
+    format: Literal["text", "json"] = Field(default="text", description="Log line format.")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="ROLLOUTS_",
+        env_nested_delimiter="_",
+        env_nested_max_split=1,
+        extra="ignore",
+    )
+
+    state_dir: Path = Field(
+        default=Path(".rollouts"),
+        description="Directory of local state: the embedded Redis and API records, logs.",
+    )
+    redis: RedisSettings = Field(default_factory=RedisSettings, description="Redis connection.")
+    queue: QueueSettings = Field(default_factory=QueueSettings, description="Work queues.")
+    reconcile: ReconcileSettings = Field(
+        default_factory=ReconcileSettings, description="Reconcile handlers and resync."
+    )
+    beat: BeatSettings = Field(default_factory=BeatSettings, description="The beat process.")
+    worker: WorkerSettings = Field(default_factory=WorkerSettings, description="Worker hosts.")
+    flower: FlowerSettings = Field(default_factory=FlowerSettings, description="Flower UI.")
+    log: LogSettings = Field(default_factory=LogSettings, description="Logging.")
+
+    def masked(self) -> dict[str, Any]:
+        """The effective settings as plain data, with secrets masked."""
+        data: dict[str, Any] = self.model_dump(mode="json")
+        if self.redis.url:
+            data["redis"]["url"] = mask_url(self.redis.url)
+        if self.flower.basic_auth is not None:
+            data["flower"]["basic_auth"] = "**********"
+        data["state_dir"] = str(self.state_dir)
+        return data
+
+
+def mask_url(url: str) -> str:
+    """Hide the password of a URL such as redis://:secret@host:6379/0."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"{user}:****@{host}"))

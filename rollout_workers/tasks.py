@@ -1,0 +1,154 @@
+"""The Celery tasks. Thin by design: they deserialize a key and hand it to the sync runner or
+the workqueue; everything else lives below them.
+
+Task names are explicit and stable (`rollouts.sync`, `analysisruns.sync`, `experiments.sync`,
+`timers.tick`, `resync.all`) because Flower, the CLI and beat refer to them by name.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from celery import Celery
+
+from rollout_workers import redis_server
+from rollout_workers.handlers import Handler, load_handler
+from rollout_workers.keys import ObjectKey
+from rollout_workers.runner import SyncReport, run_sync
+from rollout_workers.runtime import Runtime
+from rollout_workers.settings import KINDS, Settings
+from rollout_workers.workqueue import Sender, WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+def sync_task_name(kind: str) -> str:
+    return f"{kind}.sync"
+
+
+def make_sender(app: Celery, kind: str, queue: str) -> Sender:
+    """Send one `<kind>.sync` message per key, over one pooled producer."""
+    name = sync_task_name(kind)
+
+    def send(keys: Sequence[ObjectKey]) -> None:
+        with app.producer_or_acquire() as producer:
+            for key in keys:
+                app.send_task(name, args=(key,), queue=queue, producer=producer)
+
+    return send
+
+
+def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
+    client = redis_server.client(redis_url, settings)
+    queues = {
+        kind: WorkQueue(
+            client,
+            kind=kind,
+            prefix=settings.redis.key_prefix,
+            settings=settings.queue,
+            send=make_sender(app, kind, settings.queue.for_kind(kind)),
+        )
+        for kind in KINDS
+    }
+    return Runtime(settings=settings, redis=client, queues=queues)
+
+
+class ProcessState:
+    """The runtime and handlers of this process, built on first use after a fork."""
+
+    def __init__(self, app: Celery, settings: Settings, redis_url: str) -> None:
+        self._app, self._settings, self._url = app, settings, redis_url
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._runtime: Runtime | None = None
+        self._handlers: dict[str, Handler] = {}
+
+    @property
+    def runtime(self) -> Runtime:
+        with self._lock:
+            if self._runtime is None or self._pid != os.getpid():
+                self._runtime = build_runtime(self._app, self._settings, self._url)
+                self._handlers = {}
+                self._pid = os.getpid()
+            return self._runtime
+
+    def handler(self, kind: str) -> Handler:
+        runtime = self.runtime
+        with self._lock:
+            if kind not in self._handlers:
+                spec = self._settings.reconcile.handlers.get(kind, "rollout_workers.handlers:noop")
+                self._handlers[kind] = load_handler(spec, runtime)
+            return self._handlers[kind]
+
+
+def ticks_key(settings: Settings) -> str:
+    return f"{settings.redis.key_prefix}:system:ticks"
+
+
+def record_tick(runtime: Runtime) -> None:
+    """Count ticks and stamp the last one (Redis time), so operators can see beat is alive."""
+    now_s, now_us = runtime.redis.time()
+    key = ticks_key(runtime.settings)
+    pipe = runtime.redis.pipeline(transaction=False)
+    pipe.hincrby(key, "count", 1)
+    pipe.hset(key, "last", f"{int(now_s)}.{int(now_us):06d}")
+    pipe.execute()
+
+
+def register_tasks(app: Celery, state: ProcessState) -> None:
+    for kind in KINDS:
+        _register_sync(app, state, kind)
+
+    def tick() -> dict[str, Any]:
+        """Due timers, expired leases and stale messages of every kind back onto the queues."""
+        report: dict[str, Any] = {}
+        runtime = state.runtime
+        record_tick(runtime)
+        for kind, queue in runtime.queues.items():
+            result = queue.tick()
+            if result.sent or result.expired or result.resent:
+                report[kind] = vars(result)
+            if result.expired:
+                log.warning("%d expired %s leases requeued", result.expired, kind)
+        return report
+
+    def resync_all(kind: str | None = None, namespace: str | None = None) -> dict[str, int]:
+        """Add every known key of a kind (all kinds when None)."""
+        kinds = [kind] if kind else list(KINDS)
+        report: dict[str, int] = {}
+        for name in kinds:
+            if name not in KINDS:
+                log.error("resync.all: unknown kind %r", name)
+                continue
+            result = state.runtime.queue(name).resync(namespace)
+            report[name] = len(result.queued)
+        return report
+
+    app.task(name="timers.tick", ignore_result=True)(tick)
+    app.task(name="resync.all", ignore_result=True)(resync_all)
+
+
+def _register_sync(app: Celery, state: ProcessState, kind: str) -> None:
+    def sync(key: object = None, *args: object, **kwargs: object) -> dict[str, Any]:
+        if args or kwargs:
+            log.error("dropping %s message with unexpected arguments", kind)
+            return {"status": "invalid"}
+        try:
+            handler = state.handler(kind)
+        except Exception:
+            log.exception("cannot build the %s handler", kind)
+            return {"status": "no-handler"}
+        report: SyncReport = run_sync(
+            queue=state.runtime.queue(kind),
+            handler=handler,
+            raw_key=key,
+            lease_ttl=state.runtime.settings.queue.lease_ttl,
+        )
+        return {"status": report.status, "key": report.key, "seconds": round(report.duration, 4)}
+
+    sync.__doc__ = f"Reconcile one {kind} key under the workqueue's lease."
+    app.task(name=sync_task_name(kind), ignore_result=True)(sync)

@@ -1,0 +1,41 @@
+"""client-go's workqueue guarantees, rebuilt on Redis for a pool of Celery workers.
+
+Celery gives transport and a worker pool; it does not give per-key exclusivity or coalescing.
+The queue state lives in Redis and every transition is one atomic Lua script, so any number of
+processes on any number of hosts can add, claim and finish keys. A Celery message carries only
+a key and is merely a wake-up: the Redis state decides whether it is acted on.
+
+Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
+
+* Coalescing: a key added many times while it waits is processed once (`queued` zset; only the
+  add that inserts the key sends a message).
+* Exclusivity: a key is never processed by two live workers at once. `claim` takes a lease with
+  an owner token; a claim that finds another live owner marks the key dirty and drops its
+  message.
+* No lost update: a key added while it is being processed is marked dirty and queued again when
+  its holder calls `done`. A reconcile starts after its claim removed the key from `queued`, so
+  it reads state at least as new as every add before the claim.
+* Rate limiting: `add_rate_limited` and a failed `done` delay the key by base * 2^(failures-1),
+  capped at max; a successful `done` (or `forget`) resets the count.
+* Delays: `add_after` puts the key in a `timers` zset scored by due time; the earliest due time
+  wins. The beat-driven `tick` moves due keys onto the queue. There is no Celery eta/countdown.
+* Dead workers: a lease not extended by heartbeat expires and `tick` queues the key again. The
+  old holder is fenced off: its heartbeat and its `done` find another token and change nothing.
+* Lost or duplicated messages: a duplicate finds the key not queued and is dropped (`stale`);
+  a lost one leaves the key queued, and `tick` sends it again once it has waited `stale_after`.
+  Either costs at most one extra reconcile.
+
+All times come from Redis' own clock (`TIME`), so hosts with skewed clocks agree on deadlines.
+"""
+
+from rollout_workers.workqueue.queue import (
+    AddResult,
+    Claim,
+    Outcome,
+    QueueStats,
+    Sender,
+    TickResult,
+    WorkQueue,
+)
+
+__all__ = ["AddResult", "Claim", "Outcome", "QueueStats", "Sender", "TickResult", "WorkQueue"]

@@ -1,0 +1,27 @@
+-- claim(key, token, ttl_ms): take exclusive hold of a key for one reconcile.
+-- KEYS: queued, active(hash key->owner), leases(zset key->deadline ms), dirty, stats
+-- Returns 1 claimed, 0 stale (the key is not queued: a duplicate or late message), 2 busy
+-- (another live owner holds it: the key is marked dirty so that owner's done() requeues it).
+local k, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+if not redis.call('ZSCORE', KEYS[1], k) then
+  redis.call('HINCRBY', KEYS[5], 'stale', 1)
+  return 0
+end
+redis.call('ZREM', KEYS[1], k)
+if redis.call('HEXISTS', KEYS[2], k) == 1 then
+  local deadline = tonumber(redis.call('ZSCORE', KEYS[3], k) or '0')
+  if deadline > now then
+    redis.call('SADD', KEYS[4], k)
+    redis.call('HINCRBY', KEYS[5], 'busy', 1)
+    return 2
+  end
+  -- The holder's lease ran out (it died or stalled); it is fenced off by the owner token.
+  redis.call('HINCRBY', KEYS[5], 'lease_expired', 1)
+end
+-- The reconcile that starts now reads state at least as new as every add before this point.
+redis.call('SREM', KEYS[4], k)
+redis.call('HSET', KEYS[2], k, token)
+redis.call('ZADD', KEYS[3], now + ttl, k)
+return 1

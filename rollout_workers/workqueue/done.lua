@@ -1,0 +1,49 @@
+-- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep): release a claim
+-- and record the outcome in one step.
+-- KEYS: queued, active, leases, dirty, failures(hash key->count), timers(zset key->due ms),
+--       known, stats(hash), durations(list of recent reconcile milliseconds)
+-- outcome: ok (reset backoff), after (reset backoff, run again after delay_ms),
+--          error (per-key exponential backoff), gone (the object no longer exists)
+-- Returns {owned, send}: owned is 0 when the lease was lost to another owner (nothing is
+-- changed); send is 1 when the key was dirty and is queued again (the caller sends a message).
+local k, token, outcome = ARGV[1], ARGV[2], ARGV[3]
+local delay, duration = tonumber(ARGV[4]), ARGV[5]
+local base, max, keep = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+if redis.call('HGET', KEYS[2], k) ~= token then
+  redis.call('HINCRBY', KEYS[8], 'lease_lost', 1)
+  return {0, 0}
+end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('HDEL', KEYS[2], k)
+redis.call('ZREM', KEYS[3], k)
+redis.call('HINCRBY', KEYS[8], 'reconciles', 1)
+redis.call('HINCRBY', KEYS[8], outcome, 1)
+redis.call('LPUSH', KEYS[9], duration)
+redis.call('LTRIM', KEYS[9], 0, keep - 1)
+local due = nil
+if outcome == 'error' then
+  local n = redis.call('HINCRBY', KEYS[5], k, 1)
+  local d = max
+  if n < 64 then d = math.min(base * math.pow(2, n - 1), max) end
+  due = now + d
+else
+  redis.call('HDEL', KEYS[5], k)
+  if outcome == 'after' then due = now + delay end
+end
+if outcome == 'gone' then
+  redis.call('SREM', KEYS[7], k)
+  redis.call('ZREM', KEYS[6], k)
+end
+if due then
+  local current = redis.call('ZSCORE', KEYS[6], k)
+  if not current or due < tonumber(current) then
+    redis.call('ZADD', KEYS[6], due, k)
+  end
+end
+local send = 0
+if redis.call('SREM', KEYS[4], k) == 1 then
+  if outcome == 'gone' then redis.call('SADD', KEYS[7], k) end
+  if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then send = 1 end
+end
+return {1, send}

@@ -1,0 +1,282 @@
+"""The WorkQueue: one task kind's queue state in Redis, driven by the Lua scripts beside it."""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import redis
+
+from rollout_workers.keys import ObjectKey, parse_key
+from rollout_workers.settings import QueueSettings
+
+#: Sends one Celery message per key. Injected so this package never imports Celery.
+Sender = Callable[[Sequence[ObjectKey]], None]
+
+#: Recent reconcile durations kept per kind, for percentiles.
+DURATIONS_KEPT = 10_000
+
+
+class Claim(enum.Enum):
+    CLAIMED = 1
+    STALE = 0
+    BUSY = 2
+
+
+class Outcome(enum.StrEnum):
+    OK = "ok"
+    AFTER = "after"
+    ERROR = "error"
+    GONE = "gone"
+
+
+@dataclass(frozen=True)
+class AddResult:
+    queued: list[ObjectKey] = field(default_factory=list)
+    coalesced: list[ObjectKey] = field(default_factory=list)
+    dirty: list[ObjectKey] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TickResult:
+    sent: int
+    due: int
+    expired: int
+    resent: int
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    kind: str
+    queued: int
+    active: int
+    dirty: int
+    timers: int
+    timers_due: int
+    known: int
+    failing: list[tuple[str, int]]
+    counters: dict[str, int]
+
+
+@functools.cache
+def _source(name: str) -> str:
+    return resources.files(__package__).joinpath(f"{name}.lua").read_text()
+
+
+def _ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
+class WorkQueue:
+    """The queue of one task kind. Safe to share between threads; holds no state of its own."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        kind: str,
+        prefix: str,
+        settings: QueueSettings,
+        send: Sender,
+    ) -> None:
+        self.kind = kind
+        self._redis = client
+        self._settings = settings
+        self._send = send
+        base = f"{prefix}:wq:{kind}"
+        self.k_queued = f"{base}:queued"
+        self.k_active = f"{base}:active"
+        self.k_leases = f"{base}:leases"
+        self.k_dirty = f"{base}:dirty"
+        self.k_failures = f"{base}:failures"
+        self.k_timers = f"{base}:timers"
+        self.k_known = f"{base}:known"
+        self.k_stats = f"{base}:stats"
+        self.k_durations = f"{base}:durations"
+        script = client.register_script
+        self._add = script(_source("add"))
+        self._claim = script(_source("claim"))
+        self._extend = script(_source("extend"))
+        self._done = script(_source("done"))
+        self._add_after = script(_source("add_after"))
+        self._add_rate_limited = script(_source("add_rate_limited"))
+        self._tick = script(_source("tick"))
+
+    # -- producers -------------------------------------------------------------------------
+
+    def add(self, keys: Iterable[str]) -> AddResult:
+        """Mark keys as needing a reconcile; send a message for each one newly queued."""
+        checked = [parse_key(k) for k in keys]
+        if not checked:
+            return AddResult()
+        codes = self._add(
+            keys=[self.k_queued, self.k_active, self.k_dirty, self.k_known], args=checked
+        )
+        result = AddResult()
+        for key, code in zip(checked, codes, strict=True):
+            {1: result.queued, 0: result.coalesced, 2: result.dirty}[int(code)].append(key)
+        if result.queued:
+            self._send(result.queued)
+        return result
+
+    def add_after(self, keys: Iterable[str], seconds: float) -> None:
+        """Queue keys once `seconds` have passed; an earlier pending due time is kept."""
+        checked = [parse_key(k) for k in keys]
+        if checked:
+            self._add_after(keys=[self.k_timers, self.k_known], args=[_ms(seconds), *checked])
+
+    def add_rate_limited(self, key: str) -> float:
+        """Count a failure of `key` and queue it after its backoff; returns the delay (s)."""
+        checked = parse_key(key)
+        delay_ms = self._add_rate_limited(
+            keys=[self.k_failures, self.k_timers, self.k_known],
+            args=[checked, *self._backoff_args()],
+        )
+        return int(delay_ms) / 1000
+
+    def forget(self, key: str) -> None:
+        """Stop tracking failures of `key` (its backoff starts again from the base)."""
+        self._redis.hdel(self.k_failures, parse_key(key))
+
+    def remove(self, key: str) -> None:
+        """Drop `key` from the known set, its timer and its failures (the object is gone)."""
+        checked = parse_key(key)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.srem(self.k_known, checked)
+        pipe.zrem(self.k_timers, checked)
+        pipe.hdel(self.k_failures, checked)
+        pipe.execute()
+
+    # -- consumers -------------------------------------------------------------------------
+
+    def claim(self, key: ObjectKey, token: str) -> Claim:
+        code = self._claim(
+            keys=[self.k_queued, self.k_active, self.k_leases, self.k_dirty, self.k_stats],
+            args=[key, token, _ms(self._settings.lease_ttl)],
+        )
+        return Claim(int(code))
+
+    def heartbeat(self, key: ObjectKey, token: str) -> bool:
+        """Extend the lease; False means another owner has the key and the caller must stop."""
+        owned = self._extend(
+            keys=[self.k_active, self.k_leases], args=[key, token, _ms(self._settings.lease_ttl)]
+        )
+        return bool(int(owned))
+
+    def done(
+        self,
+        key: ObjectKey,
+        token: str,
+        outcome: Outcome,
+        *,
+        delay: float = 0.0,
+        duration: float = 0.0,
+    ) -> bool:
+        """Release a claim and apply its outcome; False when the lease had been lost."""
+        owned, send = self._done(
+            keys=[
+                self.k_queued,
+                self.k_active,
+                self.k_leases,
+                self.k_dirty,
+                self.k_failures,
+                self.k_timers,
+                self.k_known,
+                self.k_stats,
+                self.k_durations,
+            ],
+            args=[
+                key,
+                token,
+                outcome.value,
+                _ms(delay),
+                f"{duration * 1000:.3f}",
+                *self._backoff_args(),
+                DURATIONS_KEPT,
+            ],
+        )
+        if int(send):
+            self._send([key])
+        return bool(int(owned))
+
+    # -- system ----------------------------------------------------------------------------
+
+    def tick(self) -> TickResult:
+        """Queue due timers, requeue expired leases, resend messages of stale queued keys."""
+        limit = self._settings.tick_batch
+        reply = self._tick(
+            keys=[
+                self.k_queued,
+                self.k_active,
+                self.k_leases,
+                self.k_dirty,
+                self.k_timers,
+                self.k_stats,
+            ],
+            args=[limit, _ms(self._settings.stale_after)],
+        )
+        *keys, due, expired, resent = reply
+        to_send = [ObjectKey(_text(k)) for k in keys]
+        if to_send:
+            self._send(to_send)
+        return TickResult(sent=len(to_send), due=int(due), expired=int(expired), resent=int(resent))
+
+    def known(self, namespace: str | None = None) -> list[ObjectKey]:
+        """Every key this queue has been given and not removed, optionally in one namespace."""
+        match = f"{namespace}/*" if namespace else None
+        keys = self._redis.sscan_iter(self.k_known, match=match, count=1000)
+        return sorted(ObjectKey(_text(k)) for k in keys)
+
+    def resync(self, namespace: str | None = None, batch: int = 1000) -> AddResult:
+        """Add every known key (the periodic resync, or `rollouts enqueue --all`)."""
+        keys = self.known(namespace)
+        total = AddResult()
+        for i in range(0, len(keys), batch):
+            part = self.add(keys[i : i + batch])
+            total.queued.extend(part.queued)
+            total.coalesced.extend(part.coalesced)
+            total.dirty.extend(part.dirty)
+        return total
+
+    def stats(self, top: int = 10) -> QueueStats:
+        now_s, now_us = self._redis.time()
+        now_ms = int(now_s) * 1000 + int(now_us) // 1000
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.zcard(self.k_queued)
+        pipe.hlen(self.k_active)
+        pipe.scard(self.k_dirty)
+        pipe.zcard(self.k_timers)
+        pipe.zcount(self.k_timers, "-inf", now_ms)
+        pipe.scard(self.k_known)
+        pipe.hgetall(self.k_failures)
+        pipe.hgetall(self.k_stats)
+        queued, active, dirty, timers, due, known, failures, counters = pipe.execute()
+        failing = sorted(
+            ((_text(k), int(v)) for k, v in failures.items()), key=lambda kv: (-kv[1], kv[0])
+        )
+        return QueueStats(
+            kind=self.kind,
+            queued=int(queued),
+            active=int(active),
+            dirty=int(dirty),
+            timers=int(timers),
+            timers_due=int(due),
+            known=int(known),
+            failing=failing[:top],
+            counters={_text(k): int(v) for k, v in counters.items()},
+        )
+
+    def durations(self) -> list[float]:
+        """Recent reconcile durations in seconds, newest first."""
+        return [float(v) / 1000 for v in self._redis.lrange(self.k_durations, 0, -1)]
+
+    def _backoff_args(self) -> tuple[int, int]:
+        return _ms(self._settings.backoff_base), _ms(self._settings.backoff_max)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,60 @@
+"""Integration fixtures: settings and a runtime that talk to this session's real Redis."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+
+import pytest
+import redis
+
+from rollout_workers.app import create_app
+from rollout_workers.keys import ObjectKey
+from rollout_workers.runtime import Runtime
+from rollout_workers.settings import Settings
+from rollout_workers.tasks import build_runtime
+from rollout_workers.workqueue import WorkQueue
+from tests.conftest import TEST_HANDLERS
+
+
+@pytest.fixture
+def settings(base_env: dict[str, str]) -> Settings:
+    return Settings(
+        state_dir=base_env["ROLLOUTS_STATE_DIR"],
+        redis={"url": base_env["ROLLOUTS_REDIS_URL"]},
+        queue={"lease_ttl": float(base_env["ROLLOUTS_QUEUE_LEASE_TTL"])},
+        reconcile={"handlers": TEST_HANDLERS},
+    )
+
+
+@pytest.fixture
+def runtime(rdb: redis.Redis, settings: Settings) -> Iterator[Runtime]:
+    """A runtime whose queues send real Celery messages."""
+    assert settings.redis.url
+    rt = build_runtime(create_app(settings, settings.redis.url), settings, settings.redis.url)
+    yield rt
+    rt.redis.close()
+
+
+class SentLog:
+    """A sender that records messages instead of sending them (single-process queue tests)."""
+
+    def __init__(self) -> None:
+        self.sent: list[ObjectKey] = []
+
+    def __call__(self, keys: Sequence[ObjectKey]) -> None:
+        self.sent.extend(keys)
+
+
+@pytest.fixture
+def sent() -> SentLog:
+    return SentLog()
+
+
+@pytest.fixture
+def wq(rdb: redis.Redis, settings: Settings, sent: SentLog) -> WorkQueue:
+    return WorkQueue(rdb, kind="rollouts", prefix="t", settings=settings.queue, send=sent)
+
+
+def trace(rdb: redis.Redis, prefix: str = "rw") -> list[dict[str, object]]:
+    return [json.loads(x) for x in rdb.lrange(f"{prefix}:test:trace", 0, -1)]

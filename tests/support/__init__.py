@@ -1,0 +1,1 @@
+"""Shared test machinery: process control, polling, recording handlers."""
