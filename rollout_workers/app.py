@@ -25,6 +25,7 @@ def celery_config(settings: Settings, redis_url: str) -> dict[str, Any]:
     routes["resync.all"] = {"queue": q.system}
     return {
         "broker_url": redis_url,
+        "broker_transport": "rollout_workers.transport:Transport",
         "broker_connection_retry_on_startup": True,
         "broker_connection_max_retries": None,
         # Unacked messages of a dead worker come back after this; the workqueue's stale-message

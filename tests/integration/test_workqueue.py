@@ -64,9 +64,7 @@ def test_done_by_a_fenced_owner_changes_nothing(wq: WorkQueue, rdb: redis.Redis)
     assert wq.heartbeat(A, "w2") is True
 
 
-def test_error_backs_off_exponentially_and_success_resets(
-    wq: WorkQueue, rdb: redis.Redis
-) -> None:
+def test_error_backs_off_exponentially_and_success_resets(wq: WorkQueue, rdb: redis.Redis) -> None:
     delays = []
     for _ in range(4):
         wq.add([A])

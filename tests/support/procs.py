@@ -61,10 +61,8 @@ class Proc:
     def stop(self, timeout: float = 10) -> None:
         if self.popen.poll() is None:
             self.kill_group(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
         # Children of a killed host may outlive it; take the whole group down.
         self.kill_group(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -1,0 +1,183 @@
+"""Failure handling with real processes: kill -9 mid-reconcile, timers, beat failover, bad input."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import redis
+
+from rollout_workers.redis_server import EmbeddedRedis
+from rollout_workers.runtime import Runtime
+from rollout_workers.settings import Settings
+from tests.integration.conftest import trace
+from tests.support.procs import Processes, wait_for
+
+LEASE_TTL = 3.0  # base_env's ROLLOUTS_QUEUE_LEASE_TTL
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.parametrize("victim", ["child", "host"])
+def test_killed_worker_key_is_reconciled_within_lease_ttl(
+    victim: str, procs: Processes, runtime: Runtime, rdb: redis.Redis
+) -> None:
+    procs.beat()
+    hosts = [procs.worker("host-a", concurrency=1), procs.worker("host-b", concurrency=1)]
+    key = "default/long"
+    rdb.set(f"rw:test:sleep:{key}", 60)  # the first reconcile would take a minute
+    runtime.queue("rollouts").add([key])
+    started = wait_for(lambda: rdb.get(f"rw:test:started:{key}"), 15, "the long reconcile began")
+    pid = json.loads(started)["pid"]  # type: ignore[arg-type]
+    time.sleep(LEASE_TTL)  # let heartbeats extend the lease at least once
+
+    killed_at = time.time()
+    if victim == "child":
+        import os
+
+        os.kill(pid, signal.SIGKILL)
+    else:
+        host = next(h for h in hosts if h.pid == _ppid(pid))
+        host.kill_group(signal.SIGKILL)
+
+    def rerun() -> list[dict[str, object]]:
+        return [t for t in trace(rdb) if t["key"] == key]
+
+    done = wait_for(rerun, LEASE_TTL + 10, "another worker reconciled the key")
+    record = done[0]  # type: ignore[index]
+    assert record["pid"] != pid
+    delay = float(record["start"]) - killed_at
+    assert delay <= LEASE_TTL + 2, f"requeued {delay:.2f}s after the kill"
+    assert int(rdb.hget("rw:wq:rollouts:stats", "lease_expired") or 0) >= 1
+
+
+def test_timers_fire_once_on_time_and_the_earliest_wins(
+    procs: Processes, runtime: Runtime, rdb: redis.Redis
+) -> None:
+    procs.worker("host-a", concurrency=2)
+    beat = procs.beat()
+    wait_for(lambda: rdb.hget("rw:system:ticks", "count"), 30, "beat ticks")
+    queue = runtime.queue("rollouts")
+    rng = random.Random(7)
+    due: dict[str, float] = {}
+    for i in range(200):
+        key = f"timers/k-{i}"
+        delay = rng.uniform(0.5, 10)
+        if i % 4 == 1:  # a later timer added after an earlier one does not postpone it
+            queue.add_after([key], delay)
+            queue.add_after([key], delay + 5)
+        elif i % 4 == 2:  # an earlier timer added after a later one brings it forward
+            queue.add_after([key], delay + 5)
+            queue.add_after([key], delay)
+        else:
+            queue.add_after([key], delay)
+        due[key] = time.time() + delay
+
+    wait_for(lambda: len(trace(rdb)) >= 200, 20, "all 200 timers fired")
+    time.sleep(6)  # the postponed duplicates (+5 s) would have fired by now; none may
+    records = trace(rdb)
+    counts = Counter(str(t["key"]) for t in records)
+    assert set(counts) == set(due) and set(counts.values()) == {1}, counts.most_common(3)
+    lateness = sorted(float(t["start"]) - due[str(t["key"])] for t in records)  # type: ignore[arg-type]
+    assert lateness[0] > -0.05, f"a timer fired {-lateness[0]:.3f}s early"
+    assert lateness[-1] <= 1.5, f"max lateness {lateness[-1]:.3f}s"
+    print(
+        f"timer lateness p50={lateness[100]:.3f}s p99={lateness[197]:.3f}s max={lateness[-1]:.3f}s"
+    )
+    beat.stop()
+
+
+def test_standby_beat_takes_over_within_15s(procs: Processes, rdb: redis.Redis) -> None:
+    procs.worker("host-a", concurrency=1, queues="system")
+    active = procs.beat("beat-1")
+    wait_for(lambda: rdb.hget("rw:system:ticks", "count"), 30, "the first beat ticks")
+    standby = procs.beat("beat-2")
+    standby.wait_log(r"beat: Starting", timeout=30)
+    time.sleep(2)
+    assert "Sending due task" not in standby.text(), "the standby must wait for the lock"
+
+    active.kill_group(signal.SIGKILL)
+    killed_at = time.time()
+
+    def tick_after_kill() -> bool:
+        last = rdb.hget("rw:system:ticks", "last")
+        return last is not None and float(last) > killed_at + 1.5  # beyond ticks in flight
+
+    wait_for(tick_after_kill, 15, "ticks resume from the standby beat", interval=0.1)
+    takeover = time.time() - killed_at
+    assert "Sending due task" in standby.text()
+    print(f"beat failover: ticks resumed {takeover:.1f}s after kill -9")
+
+
+def _worker_served(runtime: Runtime, rdb: redis.Redis, key: str, timeout: float = 20) -> None:
+    runtime.queue("rollouts").add([key])
+    wait_for(
+        lambda: any(t["key"] == key for t in trace(rdb)), timeout, f"{key} reconciled afterwards"
+    )
+
+
+def test_garbage_messages_and_bad_keys_are_logged_and_skipped(
+    procs: Processes, runtime: Runtime, rdb: redis.Redis
+) -> None:
+    worker = procs.worker("host-a", concurrency=1)
+    rdb.lpush("rollouts", b"\x00\xffnot json at all")
+    rdb.lpush("rollouts", json.dumps({"body": "??", "headers": {}, "properties": {}}))
+    from rollout_workers.app import create_app
+
+    assert runtime.settings.redis.url
+    app = create_app(runtime.settings, runtime.settings.redis.url)
+    app.send_task("rollouts.sync", args=("Not A Key",), queue="rollouts")
+    app.send_task("rollouts.sync", args=(12345,), queue="rollouts")
+    app.send_task("rollouts.sync", args=("default/x", "extra"), queue="rollouts")
+    app.send_task("rollouts.sync", kwargs={"nonsense": True}, queue="rollouts")
+    _worker_served(runtime, rdb, "default/after-garbage")
+    log = worker.text()
+    assert log.count("dropped a malformed message from the broker") == 2
+    assert "invalid key 'Not A Key'" in log
+    assert "invalid key 12345" in log
+    assert worker.popen.poll() is None
+
+
+def test_a_malformed_key_never_reaches_a_worker(runtime: Runtime, rdb: redis.Redis) -> None:
+    from rollout_workers.keys import InvalidKey
+
+    with pytest.raises(InvalidKey, match="expected 'namespace/name'"):
+        runtime.queue("rollouts").add(["not-a-key"])
+    assert rdb.llen("rollouts") == 0
+
+
+def test_worker_keeps_serving_across_a_redis_restart(
+    procs: Processes, settings: Settings, tmp_path: Path
+) -> None:
+    from rollout_workers.app import create_app
+    from rollout_workers.tasks import build_runtime
+
+    server = EmbeddedRedis(tmp_path / "own-redis").start()
+    try:
+        procs.env["ROLLOUTS_REDIS_URL"] = server.url
+        own = settings.model_copy(
+            update={"redis": settings.redis.model_copy(update={"url": server.url})}
+        )
+        rt = build_runtime(create_app(own, server.url), own, server.url)
+        rdb = rt.redis
+        worker = procs.worker("host-a", concurrency=1)
+        procs.beat()
+        _worker_served(rt, rdb, "default/before")
+
+        time.sleep(1.2)  # the append-only file is synced every second
+        server.kill()
+        time.sleep(1)
+        server.start()
+        _worker_served(rt, rdb, "default/after", timeout=60)
+        assert worker.popen.poll() is None
+        assert "Connection" in worker.text() or "connection" in worker.text()
+    finally:
+        procs.stop_all()
+        server.stop()
