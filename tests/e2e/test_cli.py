@@ -1,0 +1,151 @@
+"""The `rollouts` command as a user runs it: real processes, the embedded Redis found through
+the state dir, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rollout_workers.redis_server import free_port
+from tests.support.procs import REPO, Processes, wait_for
+
+
+def run(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
+    full.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "rollout_workers", *args],
+        cwd=REPO,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], needle: str) -> None:
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def state_env(tmp_path: Path) -> dict[str, str]:
+    return {"ROLLOUTS_STATE_DIR": str(tmp_path / "state")}
+
+
+@pytest.fixture
+def embedded(state_env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
+    """`rollouts redis` running in the background, found by other commands via the state dir."""
+    procs = Processes(env=state_env, logs=tmp_path / "logs")
+    proc = procs.spawn("redis", "redis")
+    proc.wait_log(r"redis listening on redis://127\.0\.0\.1:\d+/0", timeout=20)
+    yield state_env
+    proc.popen.send_signal(signal.SIGTERM)
+    proc.popen.wait(10)
+    assert not (Path(state_env["ROLLOUTS_STATE_DIR"]) / "redis.json").exists()
+    procs.stop_all()
+
+
+def test_commands_without_redis_print_a_hint(state_env: dict[str, str]) -> None:
+    one_line_error(run(state_env, "enqueue", "default/a"), "start one with: rollouts redis")
+    one_line_error(run(state_env, "queue", "stats"), "start one with: rollouts redis")
+
+
+def test_enqueue_reports_queued_and_coalesced(embedded: dict[str, str]) -> None:
+    first = run(embedded, "enqueue", "default/a", "default/b")
+    assert first.returncode == 0, first.stderr
+    assert "queued     rollouts default/a" in first.stdout
+    again = run(embedded, "enqueue", "default/a", "--kind", "rollouts")
+    assert "coalesced  rollouts default/a (already queued)" in again.stdout
+    assert "0 queued, 1 coalesced" in again.stdout
+
+    stats = run(embedded, "queue", "stats", "--json")
+    assert stats.returncode == 0, stats.stderr
+    rollouts = next(s for s in json.loads(stats.stdout) if s["kind"] == "rollouts")
+    assert rollouts["queued"] == 2 and rollouts["known"] == 2
+
+    everything = run(embedded, "enqueue", "--all", "-n", "default")
+    assert "0 queued, 2 coalesced" in everything.stdout
+    table = run(embedded, "queue", "stats")
+    assert table.stdout.splitlines()[0].split()[:4] == ["KIND", "QUEUED", "ACTIVE", "DIRTY"]
+
+
+def test_second_embedded_redis_is_refused(embedded: dict[str, str]) -> None:
+    one_line_error(run(embedded, "redis"), "already runs at redis://127.0.0.1:")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["enqueue", "Bad/Key"], "invalid key 'Bad/Key'"),
+        (["enqueue", "just-a-name"], "expected 'namespace/name'"),
+    ],
+)
+def test_bad_keys_are_one_line_errors(
+    embedded: dict[str, str], args: list[str], needle: str
+) -> None:
+    one_line_error(run(embedded, *args), needle)
+
+
+def test_usage_mistakes(state_env: dict[str, str]) -> None:
+    for args in (["enqueue"], ["enqueue", "--all", "default/a"], ["enqueue", "-n", "x", "a/b"]):
+        result = run(state_env, *args)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert run(state_env, "enqueue", "--kind", "nope", "a/b").returncode == 2
+    assert run(state_env, "no-such-command").returncode == 2
+
+
+def test_invalid_setting_is_one_line(state_env: dict[str, str]) -> None:
+    env = {**state_env, "ROLLOUTS_QUEUE_LEASE_TTL": "soon"}
+    one_line_error(run(env, "config"), "invalid setting ROLLOUTS_QUEUE_LEASE_TTL")
+
+
+def test_config_prints_effective_settings_with_secrets_masked(state_env: dict[str, str]) -> None:
+    env = {
+        **state_env,
+        "ROLLOUTS_REDIS_URL": "redis://:hunter2@redis.example:6379/0",
+        "ROLLOUTS_FLOWER_BASIC_AUTH": "admin:hunter2",
+        "ROLLOUTS_QUEUE_LEASE_TTL": "7",
+    }
+    result = run(env, "config", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["queue"]["lease_ttl"] == 7
+    assert data["redis"]["url"] == "redis://:****@redis.example:6379/0"
+    assert "hunter2" not in result.stdout
+
+
+def test_flower_off_loopback_needs_auth(embedded: dict[str, str]) -> None:
+    one_line_error(run(embedded, "flower", "--address", "0.0.0.0"), "needs --basic-auth")
+
+
+def test_flower_serves_the_pool(embedded: dict[str, str], tmp_path: Path) -> None:
+    procs = Processes(env=embedded, logs=tmp_path / "flower-logs")
+    try:
+        procs.worker("host-a", concurrency=1)
+        port = free_port()
+        procs.spawn("flower", "flower", "--port", str(port))
+
+        def workers() -> dict[str, object] | None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/workers", timeout=2) as r:
+                    data: dict[str, object] = json.loads(r.read())
+                    return data or None
+            except OSError:
+                return None
+
+        found = wait_for(workers, 45, "Flower lists the worker", interval=0.5)
+        assert any(name.startswith("host-a@") for name in found)  # type: ignore[attr-defined]
+    finally:
+        procs.stop_all()
