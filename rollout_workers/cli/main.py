@@ -307,11 +307,23 @@ def stats(state_dir: Path | None, kind: str | None, top: int, as_json: bool) -> 
             f"{s.kind:<14}{s.queued:>8}{s.active:>8}{s.dirty:>8}{s.timers:>8}{s.timers_due:>6}"
             f"{s.known:>8}{s.counters.get('reconciles', 0):>12}{s.counters.get('error', 0):>8}"
         )
+    click.echo(f"\nlast timer tick: {tick_age(runtime)}")
     for s in all_stats:
         if s.failing:
             click.echo(f"\nfailing {s.kind} keys:")
             for key, count in s.failing:
                 click.echo(f"  {count:>5}  {key}")
+
+
+def tick_age(runtime: Any) -> str:
+    from rollout_workers.tasks import ticks_key
+
+    info = runtime.redis.hgetall(ticks_key(runtime.settings))
+    if not info:
+        return "never (is `rollouts beat` running?)"
+    now_s, now_us = runtime.redis.time()
+    age = now_s + now_us / 1e6 - float(info[b"last"])
+    return f"{age:.1f}s ago ({int(info[b'count'])} ticks)"
 
 
 def main() -> None:
