@@ -107,6 +107,38 @@ class FlowerSettings(BaseModel):
     )
 
 
+class KubeSettings(BaseModel):
+    context: str | None = Field(default=None, description="Kubeconfig context to use.")
+    namespace: str = Field(
+        default="", description="Only watch this namespace; empty watches all namespaces."
+    )
+    instance_id: str = Field(
+        default="",
+        description="controller-instance-id label value to own; empty owns unlabelled objects.",
+    )
+    qps: float = Field(default=40.0, gt=0, description="Sustained API requests per second.")
+    burst: int = Field(default=80, gt=0, description="API requests allowed in a burst.")
+    page_size: int = Field(default=500, gt=0, description="Objects per LIST page.")
+    watch_timeout_min: int = Field(
+        default=300, gt=0, description="Shortest server-side watch timeout, seconds."
+    )
+    watch_timeout_max: int = Field(
+        default=600, gt=0, description="Longest server-side watch timeout, seconds."
+    )
+    request_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds a non-watch API request may take."
+    )
+
+
+class WatcherSettings(BaseModel):
+    lease_ttl: float = Field(
+        default=10.0, gt=0, description="Seconds the leader lease lives without renewal."
+    )
+    backoff_max: float = Field(
+        default=30.0, gt=0, description="Longest wait between retries after API errors."
+    )
+
+
 class LogSettings(BaseModel):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Log level of every process."
@@ -126,7 +158,15 @@ class Settings(BaseSettings):
         default=Path(".rollouts"),
         description="Directory of local state: the embedded Redis and API records, logs.",
     )
+    kubeconfig: Path | None = Field(
+        default=None,
+        description="Kubeconfig of the cluster; else the embedded API, else KUBECONFIG.",
+    )
     redis: RedisSettings = Field(default_factory=RedisSettings, description="Redis connection.")
+    kube: KubeSettings = Field(default_factory=KubeSettings, description="Kubernetes API.")
+    watcher: WatcherSettings = Field(
+        default_factory=WatcherSettings, description="The watcher process."
+    )
     queue: QueueSettings = Field(default_factory=QueueSettings, description="Work queues.")
     reconcile: ReconcileSettings = Field(
         default_factory=ReconcileSettings, description="Reconcile handlers and resync."
@@ -144,6 +184,7 @@ class Settings(BaseSettings):
         if self.flower.basic_auth is not None:
             data["flower"]["basic_auth"] = "**********"
         data["state_dir"] = str(self.state_dir)
+        data["kubeconfig"] = str(self.kubeconfig) if self.kubeconfig else None
         return data
 
 

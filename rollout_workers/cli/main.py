@@ -230,6 +230,37 @@ def flower(
     sys.exit(create_app(settings, url).start(argv=argv) or 0)
 
 
+@cli.command()
+@state_dir_option
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Kubeconfig of the cluster (default: ROLLOUTS_KUBECONFIG, the embedded API, KUBECONFIG).",
+)
+@click.option("--instance-id", default=None, help="controller-instance-id to own.")
+@click.option("--namespace", default=None, help="Watch only this namespace.")
+def watcher(
+    state_dir: Path | None, kubeconfig: Path | None, instance_id: str | None, namespace: str | None
+) -> None:
+    """List+watch the cluster into the Redis cache and queue the affected keys (leader-elected)."""
+    settings = load_settings(
+        state_dir=state_dir,
+        kubeconfig=kubeconfig,
+        **{"kube.instance_id": instance_id, "kube.namespace": namespace},
+    )
+    url = redis_url(settings)
+    logs.configure(settings.log)
+    from rollout_workers.kube.config import ClusterNotFound, find_kubeconfig
+    from rollout_workers.watcher.process import run
+
+    try:
+        find_kubeconfig(settings)
+    except ClusterNotFound as err:
+        raise Fail(str(err)) from None
+    sys.exit(run(settings, url))
+
+
 def kind_option(fn: F) -> F:
     return click.option(
         "--kind",

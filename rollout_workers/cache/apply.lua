@@ -1,0 +1,29 @@
+-- apply(op, key, json, rv, sets, type_rv): write or delete one cached object with its indexes.
+-- KEYS: objects(hash key->json), versions(hash key->resourceVersion),
+--       memberships(hash key->JSON list of index sets), type_rv(string)
+-- ARGV: op 'put'|'del', key, json, rv, JSON list of index set names, the type's new rv ('' keeps)
+-- Returns the previous resourceVersion of the object, or false.
+local op, k = ARGV[1], ARGV[2]
+local previous = redis.call('HGET', KEYS[2], k)
+local old = redis.call('HGET', KEYS[3], k)
+local oldsets = {}
+if old then oldsets = cjson.decode(old) end
+local newsets = {}
+if op == 'put' then newsets = cjson.decode(ARGV[5]) end
+local keep = {}
+for _, s in ipairs(newsets) do keep[s] = true end
+for _, s in ipairs(oldsets) do
+  if not keep[s] then redis.call('SREM', s, k) end
+end
+for _, s in ipairs(newsets) do redis.call('SADD', s, k) end
+if op == 'put' then
+  redis.call('HSET', KEYS[1], k, ARGV[3])
+  redis.call('HSET', KEYS[2], k, ARGV[4])
+  redis.call('HSET', KEYS[3], k, ARGV[5])
+else
+  redis.call('HDEL', KEYS[1], k)
+  redis.call('HDEL', KEYS[2], k)
+  redis.call('HDEL', KEYS[3], k)
+end
+if ARGV[6] ~= '' then redis.call('SET', KEYS[4], ARGV[6]) end
+return previous

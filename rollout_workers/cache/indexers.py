@@ -1,0 +1,109 @@
+"""Which index sets an object belongs to: pure functions of the object.
+
+Indexes answer the watcher's and the workers' questions without scanning: the objects of a
+namespace, the ReplicaSets/AnalysisRuns owned by a rollout (controller owner UID), and the
+rollouts that reference a service, an analysis template or an ingress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from rollout_workers.kube.resources import EXPERIMENTS, ROLLOUTS, Resource
+
+Obj = dict[str, Any]
+
+NAMESPACE = "ns"
+OWNER = "owner"
+SERVICE = "svc"
+TEMPLATE = "tpl"
+CLUSTER_TEMPLATE = "ctpl"
+INGRESS = "ing"
+
+
+def object_key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if namespace else name
+
+
+def controller_owner(obj: Obj) -> Obj | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return ref
+    return None
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for part in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _templates(refs: Iterable[Any]) -> Iterator[tuple[str, str]]:
+    """(index, template name) for each analysis template reference."""
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("templateName"):
+            yield (CLUSTER_TEMPLATE if ref.get("clusterScope") else TEMPLATE, ref["templateName"])
+
+
+def rollout_references(rollout: Obj) -> Iterator[tuple[str, str]]:
+    """(index, name) of every service, template and ingress a rollout refers to."""
+    canary = _get(rollout, "spec", "strategy", "canary") or {}
+    bluegreen = _get(rollout, "spec", "strategy", "blueGreen") or {}
+    for field in ("stableService", "canaryService", "pingPong"):
+        value = canary.get(field)
+        if isinstance(value, str) and value:
+            yield SERVICE, value
+        elif isinstance(value, dict):
+            for side in ("pingService", "pongService"):
+                if value.get(side):
+                    yield SERVICE, value[side]
+    for field in ("activeService", "previewService"):
+        if bluegreen.get(field):
+            yield SERVICE, bluegreen[field]
+    routing = canary.get("trafficRouting") or {}
+    if _get(routing, "smi", "rootService"):
+        yield SERVICE, routing["smi"]["rootService"]
+    nginx = routing.get("nginx") or {}
+    for name in [nginx.get("stableIngress"), *_list(nginx.get("additionalStableIngresses"))]:
+        if name:
+            yield INGRESS, name
+    alb = routing.get("alb") or {}
+    for name in [alb.get("ingress"), *_list(alb.get("ingresses"))]:
+        if name:
+            yield INGRESS, name
+    yield from _templates(_list(_get(canary, "analysis", "templates")))
+    for step in _list(canary.get("steps")):
+        yield from _templates(_list(_get(step, "analysis", "templates")))
+        yield from _templates(_list(_get(step, "experiment", "analyses")))
+    for field in ("prePromotionAnalysis", "postPromotionAnalysis"):
+        yield from _templates(_list(_get(bluegreen, field, "templates")))
+
+
+def index_values(resource: Resource, obj: Obj) -> list[tuple[str, str]]:
+    """(index, value) pairs for an object. Namespaced references are qualified `ns/name`."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") or ""
+    values: list[tuple[str, str]] = []
+    if namespace:
+        values.append((NAMESPACE, namespace))
+    owner = controller_owner(obj)
+    if owner and owner.get("uid"):
+        values.append((OWNER, str(owner["uid"])))
+    refs: Iterable[tuple[str, str]] = ()
+    if resource == ROLLOUTS:
+        refs = rollout_references(obj)
+    elif resource == EXPERIMENTS:
+        refs = _templates(_list(_get(obj, "spec", "analyses")))
+    for index, name in dict.fromkeys(refs):
+        values.append((index, name if index == CLUSTER_TEMPLATE else f"{namespace}/{name}"))
+    return values

@@ -1,0 +1,187 @@
+"""The shared cluster cache in Redis: written by the watcher alone, read by every worker.
+
+Per resource type: a hash of `namespace/name` (or `name`) -> the object's JSON as the server
+sent it, a hash of resourceVersions, and index sets (see `indexers`). Each write is one Lua
+script, so an object and its index memberships never disagree. The type's latest applied
+resourceVersion is kept beside them.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import redis
+
+from rollout_workers.cache.indexers import NAMESPACE, OWNER, index_values, object_key
+from rollout_workers.kube.resources import Resource
+
+Obj = dict[str, Any]
+
+
+@functools.cache
+def _apply_source() -> str:
+    return resources.files(__package__).joinpath("apply.lua").read_text()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def dumps(obj: Obj) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+class Keys:
+    """Redis key names of one type's cache."""
+
+    def __init__(self, prefix: str, resource: Resource) -> None:
+        base = f"{prefix}:cache:{resource.plural}"
+        self.objects = f"{base}:obj"
+        self.versions = f"{base}:rv"
+        self.memberships = f"{base}:idx"
+        self.type_rv = f"{base}:typerv"
+        self._index = f"{base}:i"
+
+    def index(self, name: str, value: str) -> str:
+        return f"{self._index}:{name}:{value}"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One applied change: the object (new, or last known for a delete) and what it replaced."""
+
+    type: str  # ADDED, MODIFIED, DELETED
+    key: str
+    obj: Obj
+    previous_rv: str | None
+
+
+class CacheWriter:
+    """The watcher's side: apply watch events, replace a type after a LIST."""
+
+    def __init__(self, client: redis.Redis, *, prefix: str, resource: Resource) -> None:
+        self.resource = resource
+        self.keys = Keys(prefix, resource)
+        self._redis = client
+        self._apply = client.register_script(_apply_source())
+
+    def _args(self, op: str, obj: Obj, type_rv: str) -> tuple[list[str], list[str]]:
+        sets = [self.keys.index(n, v) for n, v in index_values(self.resource, obj)]
+        meta = obj.get("metadata") or {}
+        k = self.keys
+        return (
+            [k.objects, k.versions, k.memberships, k.type_rv],
+            [
+                op,
+                object_key(obj),
+                dumps(obj) if op == "put" else "",
+                str(meta.get("resourceVersion", "")),
+                json.dumps(sets),
+                type_rv,
+            ],
+        )
+
+    def apply(self, event_type: str, obj: Obj) -> Change:
+        """Apply one watch event (ADDED, MODIFIED, DELETED) and record its resourceVersion."""
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        op = "del" if event_type == "DELETED" else "put"
+        keys, args = self._args(op, obj, rv)
+        previous = self._apply(keys=keys, args=args)
+        return Change(event_type, object_key(obj), obj, _text(previous) if previous else None)
+
+    def set_resource_version(self, rv: str) -> None:
+        """A bookmark: nothing changed, but the type is now current up to `rv`."""
+        self._redis.set(self.keys.type_rv, rv)
+
+    def replace(self, items: list[Obj], rv: str, batch: int = 500) -> list[Change]:
+        """Make the cache equal a fresh LIST: add and update what changed, delete what vanished.
+
+        Returns the changes (unchanged objects are skipped), like DeltaFIFO's Replace.
+        """
+        known = {_text(k): _text(v) for k, v in self._redis.hgetall(self.keys.versions).items()}
+        changes: list[Change] = []
+        listed: set[str] = set()
+        pending: list[tuple[str, Obj]] = []
+        for obj in items:
+            key = object_key(obj)
+            listed.add(key)
+            obj_rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+            if known.get(key) != obj_rv:
+                pending.append(("put", obj))
+                changes.append(
+                    Change("MODIFIED" if key in known else "ADDED", key, obj, known.get(key))
+                )
+        vanished = [k for k in known if k not in listed]
+        if vanished:
+            stored = self._redis.hmget(self.keys.objects, vanished)
+            for key, raw in zip(vanished, stored, strict=True):
+                obj = json.loads(raw) if raw else _stub(self.resource, key)
+                pending.append(("del", obj))
+                changes.append(Change("DELETED", key, obj, known[key]))
+        for chunk in _chunks(pending, batch):
+            pipe = self._redis.pipeline(transaction=False)
+            for op, obj in chunk:
+                keys, args = self._args(op, obj, "")
+                self._apply(keys=keys, args=args, client=pipe)
+            pipe.execute()
+        self._redis.set(self.keys.type_rv, rv)
+        return changes
+
+
+def _stub(resource: Resource, key: str) -> Obj:
+    namespace, _, name = key.rpartition("/")
+    meta: Obj = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": meta}
+
+
+def _chunks(items: list[tuple[str, Obj]], size: int) -> Iterator[list[tuple[str, Obj]]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class Lister:
+    """The workers' read side of one type's cache."""
+
+    def __init__(self, client: redis.Redis, *, prefix: str, resource: Resource) -> None:
+        self.resource = resource
+        self.keys = Keys(prefix, resource)
+        self._redis = client
+
+    def get(self, key: str) -> Obj | None:
+        raw = self._redis.hget(self.keys.objects, key)
+        return json.loads(raw) if raw else None
+
+    def get_many(self, keys: Iterable[str]) -> list[Obj]:
+        wanted = sorted(keys)
+        if not wanted:
+            return []
+        return [json.loads(raw) for raw in self._redis.hmget(self.keys.objects, wanted) if raw]
+
+    def list(self, namespace: str | None = None) -> list[Obj]:
+        if namespace:
+            return self.by_index(NAMESPACE, namespace)
+        return [json.loads(raw) for raw in self._redis.hvals(self.keys.objects)]
+
+    def keys_by_index(self, index: str, value: str) -> builtins.list[str]:
+        return sorted(_text(k) for k in self._redis.smembers(self.keys.index(index, value)))
+
+    def by_index(self, index: str, value: str) -> builtins.list[Obj]:
+        return self.get_many(self.keys_by_index(index, value))
+
+    def by_owner(self, uid: str) -> builtins.list[Obj]:
+        return self.by_index(OWNER, uid)
+
+    def resource_version(self) -> str | None:
+        raw = self._redis.get(self.keys.type_rv)
+        return _text(raw) if raw else None
+
+    def count(self) -> int:
+        return int(self._redis.hlen(self.keys.objects))

@@ -1,0 +1,178 @@
+"""Raw JSON requests through the official client: list pages, watch streams, writes.
+
+Every request passes a client-side rate limiter (QPS with a burst, as client-go's), and every
+failure is turned into a typed error from `errors`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from rollout_workers.kube.errors import KubeError, Unavailable, from_status
+from rollout_workers.kube.resources import Resource
+from rollout_workers.settings import KubeSettings
+
+Obj = dict[str, Any]
+
+
+class RateLimiter:
+    """Token bucket: `qps` tokens a second, at most `burst` saved up."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self._qps, self._burst = qps, float(burst)
+        self._tokens = float(burst)
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+            self._last = now
+            self._tokens -= 1
+            delay = -self._tokens / self._qps if self._tokens < 0 else 0.0
+        if delay:
+            time.sleep(delay)
+
+
+class Kube:
+    def __init__(self, api: k8s.ApiClient, settings: KubeSettings) -> None:
+        self.api = api
+        self.settings = settings
+        self.limiter = RateLimiter(settings.qps, settings.burst)
+        self.requests = 0
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | tuple[float, float] | None = None,
+    ) -> urllib3.HTTPResponse:
+        """One API request; the response is returned unread (the caller reads or streams it)."""
+        self.limiter.wait()
+        self.requests += 1
+        params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        try:
+            response: urllib3.HTTPResponse = self.api.call_api(
+                path,
+                method,
+                query_params=params,
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout or self.settings.request_timeout,
+            )
+        except ApiException as err:
+            raise from_status(int(err.status or 0), err.body) from None
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise Unavailable(0, "Unavailable", str(err)) from None
+        return response
+
+    def json(self, method: str, path: str, **kwargs: Any) -> Obj:
+        response = self.request(method, path, **kwargs)
+        try:
+            data: Obj = json.loads(response.data)
+        except ValueError as err:
+            raise KubeError(response.status, "BadResponse", f"not JSON: {err}") from None
+        return data
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def list_page(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> Obj:
+        return self.json(
+            "GET",
+            resource.path(namespace),
+            query={"labelSelector": label_selector, "limit": limit, "continue": continue_token},
+        )
+
+    def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> tuple[list[Obj], str]:
+        """Every object (paginated), and the list's resourceVersion."""
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            page = self.list_page(
+                resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                limit=self.settings.page_size,
+                continue_token=token,
+            )
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return items, str(meta.get("resourceVersion", ""))
+
+    def watch(
+        self,
+        resource: Resource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> Iterator[Obj]:
+        """Watch events as parsed JSON, until the server ends the stream."""
+        response = self.request(
+            "GET",
+            resource.path(namespace),
+            query={
+                "watch": "true",
+                "resourceVersion": resource_version,
+                "allowWatchBookmarks": "true",
+                "labelSelector": label_selector,
+                "timeoutSeconds": timeout_seconds,
+            },
+            # Connect timeout, then a read timeout past the server's own end of the stream.
+            timeout=(self.settings.request_timeout, timeout_seconds + 30),
+        )
+        try:
+            for line in iter_lines(response):
+                yield json.loads(line)
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise Unavailable(0, "Unavailable", f"watch stream broke: {err}") from None
+        finally:
+            response.release_conn()
+
+    def get(self, resource: Resource, namespace: str | None, name: str) -> Obj:
+        return self.json("GET", resource.path(namespace, name))
+
+
+def iter_lines(response: urllib3.HTTPResponse) -> Iterator[bytes]:
+    """Split a chunked stream into lines as they arrive."""
+    pending = b""
+    for chunk in response.stream(amt=None, decode_content=True):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield line
+    if pending.strip():
+        yield pending

@@ -1,0 +1,80 @@
+"""The resource types the controller reads and writes, and their URL paths."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Resource:
+    plural: str
+    group: str
+    version: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+            if sub:
+                base += f"/{sub}"
+        return base
+
+
+ROLLOUTS = Resource("rollouts", "argoproj.io", "v1alpha1", "Rollout")
+ANALYSISRUNS = Resource("analysisruns", "argoproj.io", "v1alpha1", "AnalysisRun")
+ANALYSISTEMPLATES = Resource("analysistemplates", "argoproj.io", "v1alpha1", "AnalysisTemplate")
+CLUSTERANALYSISTEMPLATES = Resource(
+    "clusteranalysistemplates", "argoproj.io", "v1alpha1", "ClusterAnalysisTemplate", False
+)
+EXPERIMENTS = Resource("experiments", "argoproj.io", "v1alpha1", "Experiment")
+REPLICASETS = Resource("replicasets", "apps", "v1", "ReplicaSet")
+SERVICES = Resource("services", "", "v1", "Service")
+JOBS = Resource("jobs", "batch", "v1", "Job")
+INGRESSES = Resource("ingresses", "networking.k8s.io", "v1", "Ingress")
+EVENTS = Resource("events", "", "v1", "Event")
+PODS = Resource("pods", "", "v1", "Pod")
+
+#: What the watcher mirrors into the cache, by plural name.
+WATCHED: dict[str, Resource] = {
+    r.plural: r
+    for r in (
+        ROLLOUTS,
+        REPLICASETS,
+        SERVICES,
+        ANALYSISRUNS,
+        ANALYSISTEMPLATES,
+        CLUSTERANALYSISTEMPLATES,
+        EXPERIMENTS,
+        JOBS,
+        INGRESSES,
+    )
+}
+
+INSTANCE_ID_LABEL = "argo-rollouts.argoproj.io/controller-instance-id"
+POD_TEMPLATE_HASH_LABEL = "rollouts-pod-template-hash"
+ANALYSIS_RUN_UID_LABEL = "analysisrun.argoproj.io/uid"
+
+
+def instance_id_selector(instance_id: str) -> str:
+    """Objects of this controller instance: the label's value, or no label when unset."""
+    return f"{INSTANCE_ID_LABEL}={instance_id}" if instance_id else f"!{INSTANCE_ID_LABEL}"
+
+
+def watch_selector(resource: Resource, instance_id: str) -> str | None:
+    """The label selector the watcher lists and watches a type with (as Argo's informers)."""
+    if resource.group == "argoproj.io":
+        return instance_id_selector(instance_id)
+    if resource is REPLICASETS:
+        return POD_TEMPLATE_HASH_LABEL
+    if resource is JOBS:
+        return ANALYSIS_RUN_UID_LABEL
+    return None

@@ -1,0 +1,154 @@
+"""The watcher process: wins the leader lease, then runs one Reflector thread per type.
+
+Only the leader lists, watches and writes the cache; standbys poll the lease every second and
+take over within the lease TTL of the leader's death, starting with a full relist so nothing
+that happened in between is missed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections import defaultdict
+from dataclasses import asdict
+
+from rollout_workers.app import create_app
+from rollout_workers.cache import CacheWriter, Change, Lister
+from rollout_workers.keys import InvalidKey, parse_key
+from rollout_workers.kube.client import Kube
+from rollout_workers.kube.config import api_client
+from rollout_workers.kube.resources import WATCHED, Resource, watch_selector
+from rollout_workers.runtime import Runtime
+from rollout_workers.settings import Settings
+from rollout_workers.tasks import build_runtime
+from rollout_workers.watcher.leader import LeaderLease
+from rollout_workers.watcher.reflector import Reflector
+from rollout_workers.watcher.routing import route
+
+log = logging.getLogger(__name__)
+
+ADD_BATCH = 1000
+
+
+class Watcher:
+    def __init__(
+        self, *, settings: Settings, kube: Kube, runtime: Runtime, stop: threading.Event
+    ) -> None:
+        self.settings, self.runtime = settings, runtime
+        self.stop = stop
+        prefix = settings.redis.key_prefix
+        client = runtime.redis
+        self.listers = {
+            plural: Lister(client, prefix=prefix, resource=res) for plural, res in WATCHED.items()
+        }
+        namespace = settings.kube.namespace or None
+        self.reflectors = [
+            Reflector(
+                kube=kube,
+                writer=CacheWriter(client, prefix=prefix, resource=res),
+                resource=res,
+                settings=settings.kube,
+                on_changes=self.on_changes,
+                label_selector=watch_selector(res, settings.kube.instance_id),
+                namespace=namespace if res.namespaced else None,
+                stop=self.stop,
+                backoff_max=settings.watcher.backoff_max,
+            )
+            for res in WATCHED.values()
+        ]
+        self._threads: list[threading.Thread] = []
+
+    def lookup(self, plural: str, index: str, value: str) -> list[str]:
+        return self.listers[plural].keys_by_index(index, value)
+
+    def on_changes(self, resource: Resource, changes: list[Change]) -> None:
+        wanted: dict[str, set[str]] = defaultdict(set)
+        for change in changes:
+            for kind, keys in route(resource, change, self.lookup).items():
+                wanted[kind].update(keys)
+        for kind, keys in wanted.items():
+            valid = []
+            for key in sorted(keys):
+                try:
+                    valid.append(parse_key(key))
+                except InvalidKey as err:
+                    log.error("not queueing %s: %s", kind, err)
+            queue = self.runtime.queue(kind)
+            for i in range(0, len(valid), ADD_BATCH):
+                queue.add(valid[i : i + ADD_BATCH])
+
+    def start(self) -> None:
+        for reflector in self.reflectors:
+            thread = threading.Thread(
+                target=reflector.run, name=f"reflector {reflector.resource.plural}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def synced(self) -> bool:
+        return all(r.stats.synced.is_set() for r in self.reflectors)
+
+    def publish_stats(self) -> None:
+        """Counters per type in Redis, for `rollouts queue stats` and metrics."""
+        key = f"{self.settings.redis.key_prefix}:watcher:stats"
+        pipe = self.runtime.redis.pipeline(transaction=False)
+        for r in self.reflectors:
+            stats = {k: v for k, v in asdict(r.stats).items() if isinstance(v, int)}
+            for name, value in stats.items():
+                pipe.hset(key, f"{r.resource.plural}.{name}", value)
+        pipe.hset(key, "updated", time.time())
+        pipe.execute()
+
+
+def run(settings: Settings, redis_url: str) -> int:
+    """Run until SIGTERM/SIGINT (exit 0) or until leadership is lost (exit 1)."""
+    kube = Kube(api_client(settings), settings.kube)
+    runtime = build_runtime(create_app(settings, redis_url), settings, redis_url)
+    identity = f"{socket.gethostname()}:{os.getpid()}"
+    lease = LeaderLease(
+        runtime.redis,
+        key=f"{settings.redis.key_prefix}:watcher:leader",
+        identity=identity,
+        ttl=settings.watcher.lease_ttl,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+
+    while not stop.is_set():
+        try:
+            if lease.try_acquire():
+                break
+            log.info("standby: the leader is %s", lease.holder())
+        except Exception as err:  # Redis down: keep waiting
+            log.warning("cannot reach the leader lease: %s", err)
+        stop.wait(1.0)
+    if stop.is_set():
+        return 0
+    log.info("%s leads; starting %d reflectors", identity, len(WATCHED))
+    watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop)
+    watcher.start()
+
+    interval = settings.watcher.lease_ttl / 3
+    renewed = time.monotonic()
+    while not stop.wait(interval):
+        try:
+            if not lease.renew():
+                log.error("leadership lost to %s; stopping", lease.holder())
+                return 1
+            renewed = time.monotonic()
+            watcher.publish_stats()
+        except Exception as err:
+            log.warning("cannot renew the leader lease: %s", err)
+            if time.monotonic() - renewed > settings.watcher.lease_ttl:
+                log.error("lease could not be renewed within its TTL; stopping")
+                return 1
+    try:
+        lease.release()
+    except Exception:
+        log.warning("could not release the leader lease", exc_info=True)
+    return 0

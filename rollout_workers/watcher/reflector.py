@@ -1,0 +1,156 @@
+"""The Reflector: client-go's ListAndWatch for one resource type, into the Redis cache.
+
+LIST (paginated) -> replace the type's cache (vanished objects are deleted) -> WATCH from the
+list's resourceVersion with a random 5-10 minute server timeout and bookmarks. A 410 Gone
+relists at once; connection and server errors back off exponentially; a watch that closes in
+under a second having delivered nothing counts as an error (a server that keeps hanging up
+must not be hammered).
+
+Ordering: every change is written to the cache *before* its keys are handed to `on_changes`,
+so a reconcile that claims a key after the add reads state at least as new as the event.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import redis
+
+from rollout_workers.cache import CacheWriter, Change
+from rollout_workers.kube.client import Kube
+from rollout_workers.kube.errors import Gone, KubeError
+from rollout_workers.kube.resources import Resource
+from rollout_workers.settings import KubeSettings
+
+log = logging.getLogger(__name__)
+
+OnChanges = Callable[[Resource, list[Change]], None]
+
+
+@dataclass
+class ReflectorStats:
+    events: int = 0
+    relists: int = 0
+    watch_restarts: int = 0
+    errors: int = 0
+    malformed: int = 0
+    synced: threading.Event = field(default_factory=threading.Event)
+
+
+class Reflector:
+    def __init__(
+        self,
+        *,
+        kube: Kube,
+        writer: CacheWriter,
+        resource: Resource,
+        settings: KubeSettings,
+        on_changes: OnChanges,
+        label_selector: str | None,
+        namespace: str | None,
+        stop: threading.Event,
+        backoff_max: float = 30.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.resource = resource
+        self.stats = ReflectorStats()
+        self._kube, self._writer, self._settings = kube, writer, settings
+        self._on_changes = on_changes
+        self._selector, self._namespace = label_selector, namespace
+        self._stop = stop
+        self._backoff_max = backoff_max
+        self._rng = rng or random.Random()
+
+    def run(self) -> None:
+        rv: str | None = None
+        delay = 0.0
+        while not self._stop.is_set():
+            try:
+                if rv is None:
+                    rv = self._relist()
+                rv = self._watch(rv)
+                delay = 0.0
+            except Gone:
+                log.info("%s: resourceVersion %s is too old; relisting", self.resource.plural, rv)
+                rv = None
+            except (KubeError, redis.RedisError, ValueError) as err:
+                self.stats.errors += 1
+                delay = min(self._backoff_max, max(0.5, delay * 2))
+                log.warning(
+                    "%s: %s; retrying in %.1fs", self.resource.plural, err, delay, exc_info=False
+                )
+                self._stop.wait(delay * self._rng.uniform(0.8, 1.2))
+
+    def _relist(self) -> str:
+        items, rv = self._kube.list(
+            self.resource, namespace=self._namespace, label_selector=self._selector
+        )
+        changes = self._writer.replace(items, rv)
+        self.stats.relists += 1
+        self.stats.synced.set()
+        log.info(
+            "%s: listed %d objects at %s (%d changed)",
+            self.resource.plural,
+            len(items),
+            rv,
+            len(changes),
+        )
+        if changes:
+            self._on_changes(self.resource, changes)
+        return rv
+
+    def _watch(self, rv: str) -> str:
+        s = self._settings
+        timeout = self._rng.randint(
+            s.watch_timeout_min, max(s.watch_timeout_min, s.watch_timeout_max)
+        )
+        started = time.monotonic()
+        delivered = 0
+        self.stats.watch_restarts += 1
+        stream = self._kube.watch(
+            self.resource,
+            resource_version=rv,
+            namespace=self._namespace,
+            label_selector=self._selector,
+            timeout_seconds=timeout,
+        )
+        for event in stream:
+            if self._stop.is_set():
+                break
+            delivered += 1
+            rv = self._handle(event, rv)
+        if not delivered and time.monotonic() - started < 1.0:
+            raise KubeError(0, "WatchClosed", "watch closed in under 1s with no events")
+        return rv
+
+    def _handle(self, event: object, rv: str) -> str:
+        if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+            self.stats.malformed += 1
+            log.error("%s: skipping malformed watch event %.200r", self.resource.plural, event)
+            return rv
+        kind, obj = event.get("type"), event["object"]
+        if kind == "ERROR":
+            code = obj.get("code")
+            if code == 410:
+                raise Gone(410, str(obj.get("reason", "Expired")), str(obj.get("message", "")))
+            raise KubeError(int(code or 0), str(obj.get("reason", "")), str(obj.get("message")))
+        new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if kind == "BOOKMARK":
+            if new_rv:
+                self._writer.set_resource_version(new_rv)
+            return new_rv or rv
+        if kind not in ("ADDED", "MODIFIED", "DELETED") or not (obj.get("metadata") or {}).get(
+            "name"
+        ):
+            self.stats.malformed += 1
+            log.error("%s: skipping malformed %s event", self.resource.plural, kind)
+            return rv
+        change = self._writer.apply(kind, obj)
+        self.stats.events += 1
+        self._on_changes(self.resource, [change])
+        return new_rv or rv

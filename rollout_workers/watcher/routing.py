@@ -1,0 +1,67 @@
+"""Which keys an applied change wakes up. Pure given the cache's reverse indexes; never
+modifies the object it is given."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+
+from rollout_workers.cache import Change
+from rollout_workers.cache.indexers import (
+    CLUSTER_TEMPLATE,
+    INGRESS,
+    SERVICE,
+    TEMPLATE,
+    controller_owner,
+)
+from rollout_workers.kube import resources as r
+
+#: Reverse lookup into the cache: (type plural, index, value) -> keys of objects of that type.
+Lookup = Callable[[str, str, str], list[str]]
+
+Keys = dict[str, set[str]]  # task kind -> object keys
+
+
+def _owner_key(change: Change, kind: str) -> str | None:
+    owner = controller_owner(change.obj)
+    namespace = (change.obj.get("metadata") or {}).get("namespace")
+    if owner and owner.get("kind") == kind and owner.get("name") and namespace:
+        return f"{namespace}/{owner['name']}"
+    return None
+
+
+def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
+    keys: Keys = defaultdict(set)
+    qualified = change.key  # ns/name, or name for cluster-scoped types
+
+    def owner(kind: str, task_kind: str) -> None:
+        key = _owner_key(change, kind)
+        if key:
+            keys[task_kind].add(key)
+
+    def referencing(index: str, value: str, *types: str) -> None:
+        for plural in types:
+            keys[plural].update(lookup(plural, index, value))
+
+    if resource is r.ROLLOUTS:
+        keys["rollouts"].add(change.key)
+    elif resource is r.REPLICASETS:
+        owner("Rollout", "rollouts")
+    elif resource is r.ANALYSISRUNS:
+        keys["analysisruns"].add(change.key)
+        owner("Rollout", "rollouts")
+        owner("Experiment", "experiments")
+    elif resource is r.EXPERIMENTS:
+        keys["experiments"].add(change.key)
+        owner("Rollout", "rollouts")
+    elif resource is r.JOBS:
+        owner("AnalysisRun", "analysisruns")
+    elif resource is r.SERVICES:
+        referencing(SERVICE, qualified, "rollouts")
+    elif resource is r.INGRESSES:
+        referencing(INGRESS, qualified, "rollouts")
+    elif resource is r.ANALYSISTEMPLATES:
+        referencing(TEMPLATE, qualified, "rollouts", "experiments")
+    elif resource is r.CLUSTERANALYSISTEMPLATES:
+        referencing(CLUSTER_TEMPLATE, qualified, "rollouts", "experiments")
+    return {kind: found for kind, found in keys.items() if found}

@@ -1,0 +1,63 @@
+"""The Redis cache: writes keep indexes true; replace makes the cache equal a LIST."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+
+from rollout_workers.cache import CacheWriter, Lister
+from rollout_workers.kube import resources as r
+
+
+def rollout(name: str, rv: int, svc: str, ns: str = "prod") -> dict[str, Any]:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"name": name, "namespace": ns, "resourceVersion": str(rv), "uid": name},
+        "spec": {"strategy": {"canary": {"stableService": svc}}, "x-unknown": {"kept": [1, 2]}},
+    }
+
+
+def test_apply_keeps_indexes_true(rdb: redis.Redis) -> None:
+    w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
+    lister = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
+    w.apply("ADDED", rollout("a", 1, "s1"))
+    w.apply("ADDED", rollout("b", 2, "s1"))
+    assert lister.keys_by_index("svc", "prod/s1") == ["prod/a", "prod/b"]
+    change = w.apply("MODIFIED", rollout("a", 3, "s2"))
+    assert change.previous_rv == "1"
+    assert lister.keys_by_index("svc", "prod/s1") == ["prod/b"]
+    assert lister.keys_by_index("svc", "prod/s2") == ["prod/a"]
+    w.apply("DELETED", rollout("b", 4, "s1"))
+    assert lister.keys_by_index("svc", "prod/s1") == []
+    assert lister.get("prod/b") is None
+    assert lister.get("prod/a") == rollout("a", 3, "s2")  # unknown fields kept
+    assert lister.resource_version() == "4"
+    assert [o["metadata"]["name"] for o in lister.list("prod")] == ["a"]
+
+
+def test_replace_equals_the_list_and_reports_changes(rdb: redis.Redis) -> None:
+    w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
+    lister = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
+    for i in range(5):
+        w.apply("ADDED", rollout(f"r{i}", i + 1, "s"))
+    fresh = [rollout("r0", 1, "s"), rollout("r1", 10, "t"), rollout("new", 11, "s")]
+    changes = w.replace(fresh, "12")
+    assert sorted((c.type, c.key) for c in changes) == [
+        ("ADDED", "prod/new"),
+        ("DELETED", "prod/r2"),
+        ("DELETED", "prod/r3"),
+        ("DELETED", "prod/r4"),
+        ("MODIFIED", "prod/r1"),
+    ]
+    assert sorted(lister.list(), key=lambda o: o["metadata"]["name"]) == sorted(
+        fresh, key=lambda o: o["metadata"]["name"]
+    )
+    assert lister.keys_by_index("svc", "prod/s") == ["prod/new", "prod/r0"]
+    assert lister.resource_version() == "12"
+    # No orphaned index entries remain anywhere.
+    members = set()
+    for key in rdb.scan_iter("t:cache:rollouts:i:*"):
+        members |= {m.decode() for m in rdb.smembers(key)}
+    assert members == {"prod/r0", "prod/r1", "prod/new"}

@@ -1,0 +1,118 @@
+"""Index values of objects: a table of named cases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rollout_workers.cache.indexers import index_values, object_key
+from rollout_workers.kube import resources as r
+
+
+def meta(name: str, ns: str | None = "prod", **extra: Any) -> dict[str, Any]:
+    m: dict[str, Any] = {"name": name, **extra}
+    if ns:
+        m["namespace"] = ns
+    return m
+
+
+OWNED_RS = {
+    "metadata": meta(
+        "web-abc",
+        ownerReferences=[
+            {"kind": "Rollout", "name": "web", "uid": "u-1", "controller": True},
+            {"kind": "Other", "name": "x", "uid": "u-2"},
+        ],
+    )
+}
+CANARY = {
+    "metadata": meta("web"),
+    "spec": {
+        "strategy": {
+            "canary": {
+                "stableService": "web-stable",
+                "canaryService": "web-canary",
+                "trafficRouting": {
+                    "nginx": {"stableIngress": "web-ing", "additionalStableIngresses": ["alt"]}
+                },
+                "analysis": {"templates": [{"templateName": "success-rate"}]},
+                "steps": [
+                    {"setWeight": 20},
+                    {"analysis": {"templates": [{"templateName": "g", "clusterScope": True}]}},
+                    {"experiment": {"analyses": [{"name": "a", "templateName": "success-rate"}]}},
+                ],
+            }
+        }
+    },
+}
+BLUEGREEN = {
+    "metadata": meta("bg"),
+    "spec": {
+        "strategy": {
+            "blueGreen": {
+                "activeService": "bg-active",
+                "previewService": "bg-preview",
+                "prePromotionAnalysis": {"templates": [{"templateName": "smoke"}]},
+                "postPromotionAnalysis": {"templates": [{"templateName": "load"}]},
+            }
+        }
+    },
+}
+
+CASES = {
+    "owned replicaset": (r.REPLICASETS, OWNED_RS, [("ns", "prod"), ("owner", "u-1")]),
+    "cluster-scoped template": (r.CLUSTERANALYSISTEMPLATES, {"metadata": meta("g", None)}, []),
+    "canary references": (
+        r.ROLLOUTS,
+        CANARY,
+        [
+            ("ns", "prod"),
+            ("svc", "prod/web-stable"),
+            ("svc", "prod/web-canary"),
+            ("ing", "prod/web-ing"),
+            ("ing", "prod/alt"),
+            ("tpl", "prod/success-rate"),
+            ("ctpl", "g"),
+        ],
+    ),
+    "blue-green references": (
+        r.ROLLOUTS,
+        BLUEGREEN,
+        [
+            ("ns", "prod"),
+            ("svc", "prod/bg-active"),
+            ("svc", "prod/bg-preview"),
+            ("tpl", "prod/smoke"),
+            ("tpl", "prod/load"),
+        ],
+    ),
+    "experiment templates": (
+        r.EXPERIMENTS,
+        {"metadata": meta("e"), "spec": {"analyses": [{"templateName": "t"}]}},
+        [("ns", "prod"), ("tpl", "prod/t")],
+    ),
+    "garbage spec is ignored": (
+        r.ROLLOUTS,
+        {"metadata": meta("w"), "spec": {"strategy": {"canary": {"steps": "nonsense"}}}},
+        [("ns", "prod")],
+    ),
+}
+
+
+@pytest.mark.parametrize(("resource", "obj", "expected"), CASES.values(), ids=CASES.keys())
+def test_index_values(resource: r.Resource, obj: dict[str, Any], expected: list[Any]) -> None:
+    assert index_values(resource, obj) == expected
+
+
+def test_object_key() -> None:
+    assert object_key({"metadata": meta("a")}) == "prod/a"
+    assert object_key({"metadata": meta("a", None)}) == "a"
+
+
+def test_watch_selectors_follow_argo() -> None:
+    assert r.watch_selector(r.ROLLOUTS, "") == f"!{r.INSTANCE_ID_LABEL}"
+    assert r.watch_selector(r.CLUSTERANALYSISTEMPLATES, "a") == f"{r.INSTANCE_ID_LABEL}=a"
+    assert r.watch_selector(r.REPLICASETS, "a") == "rollouts-pod-template-hash"
+    assert r.watch_selector(r.JOBS, "") == "analysisrun.argoproj.io/uid"
+    assert r.watch_selector(r.SERVICES, "a") is None

@@ -1,0 +1,100 @@
+"""Event routing: which keys each kind of change wakes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rollout_workers.cache import Change
+from rollout_workers.kube import resources as r
+from rollout_workers.watcher.routing import route
+
+REFS = {
+    ("rollouts", "svc", "prod/web-stable"): ["prod/web", "prod/web2"],
+    ("rollouts", "tpl", "prod/rate"): ["prod/web"],
+    ("experiments", "tpl", "prod/rate"): ["prod/exp"],
+    ("rollouts", "ctpl", "global"): ["a/x", "b/y"],
+    ("rollouts", "ing", "prod/web-ing"): ["prod/web"],
+}
+
+
+def lookup(plural: str, index: str, value: str) -> list[str]:
+    return REFS.get((plural, index, value), [])
+
+
+def owned(kind: str, name: str, controller: bool = True) -> list[dict[str, Any]]:
+    return [{"kind": kind, "name": name, "uid": "u", "controller": controller}]
+
+
+def change(name: str, ns: str | None = "prod", owners: list[Any] | None = None) -> Change:
+    meta: dict[str, Any] = {"name": name}
+    if ns:
+        meta["namespace"] = ns
+    if owners:
+        meta["ownerReferences"] = owners
+    return Change("MODIFIED", f"{ns}/{name}" if ns else name, {"metadata": meta}, None)
+
+
+CASES = {
+    "rollout to itself": (r.ROLLOUTS, change("web"), {"rollouts": {"prod/web"}}),
+    "rs to its owner": (
+        r.REPLICASETS,
+        change("web-1", owners=owned("Rollout", "web")),
+        {"rollouts": {"prod/web"}},
+    ),
+    "rs without controller owner": (
+        r.REPLICASETS,
+        change("x", owners=owned("Rollout", "web", controller=False)),
+        {},
+    ),
+    "rs owned by a deployment": (
+        r.REPLICASETS,
+        change("x", owners=owned("Deployment", "web")),
+        {},
+    ),
+    "analysis run of a rollout": (
+        r.ANALYSISRUNS,
+        change("run", owners=owned("Rollout", "web")),
+        {"analysisruns": {"prod/run"}, "rollouts": {"prod/web"}},
+    ),
+    "analysis run of an experiment": (
+        r.ANALYSISRUNS,
+        change("run", owners=owned("Experiment", "exp")),
+        {"analysisruns": {"prod/run"}, "experiments": {"prod/exp"}},
+    ),
+    "experiment of a rollout": (
+        r.EXPERIMENTS,
+        change("exp", owners=owned("Rollout", "web")),
+        {"experiments": {"prod/exp"}, "rollouts": {"prod/web"}},
+    ),
+    "job of a run": (
+        r.JOBS,
+        change("job", owners=owned("AnalysisRun", "run")),
+        {"analysisruns": {"prod/run"}},
+    ),
+    "service to referencing rollouts": (
+        r.SERVICES,
+        change("web-stable"),
+        {"rollouts": {"prod/web", "prod/web2"}},
+    ),
+    "unreferenced service": (r.SERVICES, change("other"), {}),
+    "template to rollouts and experiments": (
+        r.ANALYSISTEMPLATES,
+        change("rate"),
+        {"rollouts": {"prod/web"}, "experiments": {"prod/exp"}},
+    ),
+    "cluster template": (
+        r.CLUSTERANALYSISTEMPLATES,
+        change("global", ns=None),
+        {"rollouts": {"a/x", "b/y"}},
+    ),
+    "ingress": (r.INGRESSES, change("web-ing"), {"rollouts": {"prod/web"}}),
+}
+
+
+@pytest.mark.parametrize(("resource", "chg", "expected"), CASES.values(), ids=CASES.keys())
+def test_route(resource: r.Resource, chg: Change, expected: dict[str, set[str]]) -> None:
+    before = repr(chg.obj)
+    assert route(resource, chg, lookup) == expected
+    assert repr(chg.obj) == before  # handlers never modify what they are given
