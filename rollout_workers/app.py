@@ -40,7 +40,9 @@ def celery_config(settings: Settings, redis_url: str) -> dict[str, Any]:
         "task_acks_late": False,
         "worker_prefetch_multiplier": 1,
         "worker_send_task_events": True,
-        "task_send_sent_event": True,
+        # Workers' events give Flower every state it shows; a sent event per message would
+        # double the producer's publishes (bench/queue_overhead.py).
+        "task_send_sent_event": False,
         "worker_hijack_root_logger": False,
         "worker_redirect_stdouts": False,
         "task_default_queue": q.rollouts,

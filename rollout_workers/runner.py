@@ -7,12 +7,14 @@ cannot stop a worker.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import redis
@@ -24,46 +26,77 @@ from rollout_workers.workqueue import Claim, Outcome, WorkQueue
 log = logging.getLogger(__name__)
 
 
+_HOST = socket.gethostname()
+
+
 def new_token() -> str:
     """An owner token: readable (host:pid) and unique per claim."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
-class Heartbeat:
-    """Extends the lease every ttl/3 while a reconcile runs; notices when it is lost."""
+class HeldLease:
+    """One claim being kept alive by the process's LeaseKeeper."""
 
-    def __init__(self, queue: WorkQueue, key: ObjectKey, token: str, ttl: float) -> None:
-        self._queue, self._key, self._token = queue, key, token
-        self._interval = ttl / 3
-        self._stop = threading.Event()
+    def __init__(self, queue: WorkQueue, key: ObjectKey, token: str) -> None:
+        self.queue, self.key, self.token = queue, key, token
         self._lost = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"heartbeat {key}", daemon=True)
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
     def lost(self) -> bool:
         return self._lost.is_set()
 
     def check(self) -> None:
         if self._lost.is_set():
-            raise LeaseLost(f"lease on {self._key} was lost to another worker")
+            raise LeaseLost(f"lease on {self.key} was lost to another worker")
+
+
+class LeaseKeeper:
+    """Extends, every ttl/3, each lease this process holds, from one background thread.
+
+    A reconcile only registers and unregisters its lease, so a fast reconcile costs no thread
+    start. The thread notices a lease taken over by another owner and marks it lost; the
+    reconcile then stops without writing. After a fork the child starts its own thread.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._held: dict[int, HeldLease] = {}
+        self._pid = -1
+        self._wake = threading.Event()
+
+    @contextlib.contextmanager
+    def hold(self, queue: WorkQueue, key: ObjectKey, token: str) -> Iterator[HeldLease]:
+        lease = HeldLease(queue, key, token)
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._held = {}
+                threading.Thread(target=self._run, name="lease keeper", daemon=True).start()
+            self._held[id(lease)] = lease
+        try:
+            yield lease
+        finally:
+            with self._lock:
+                self._held.pop(id(lease), None)
 
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                if not self._queue.heartbeat(self._key, self._token):
-                    log.warning("lease on %s lost; abandoning the reconcile", self._key)
-                    self._lost.set()
-                    return
-            except redis.RedisError as err:
-                # The lease may still be ours; keep trying until it would have expired.
-                log.warning("heartbeat for %s failed: %s", self._key, err)
+        pid = os.getpid()
+        while not self._wake.wait(self._interval) and self._pid == pid:
+            with self._lock:
+                held = list(self._held.values())
+            for lease in held:
+                self._extend(lease)
+
+    def _extend(self, lease: HeldLease) -> None:
+        try:
+            if not lease.queue.heartbeat(lease.key, lease.token):
+                log.warning("lease on %s lost; abandoning the reconcile", lease.key)
+                lease._lost.set()
+                with self._lock:
+                    self._held.pop(id(lease), None)
+        except redis.RedisError as err:
+            # The lease may still be ours; keep trying until it would have expired.
+            log.warning("heartbeat for %s failed: %s", lease.key, err)
 
 
 @dataclass(frozen=True)
@@ -74,7 +107,7 @@ class SyncReport:
 
 
 def run_sync(
-    *, queue: WorkQueue, handler: Handler, raw_key: object, lease_ttl: float
+    *, queue: WorkQueue, handler: Handler, raw_key: object, keeper: LeaseKeeper
 ) -> SyncReport:
     try:
         key = parse_key(raw_key)
@@ -93,7 +126,7 @@ def run_sync(
 
     started = time.monotonic()
     result: Result | None
-    with Heartbeat(queue, key, token, lease_ttl) as lease:
+    with keeper.hold(queue, key, token) as lease:
         try:
             result = handler(SyncRequest(kind=queue.kind, key=key, lease=lease)) or Result.done()
         except LeaseLost:

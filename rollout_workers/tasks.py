@@ -18,7 +18,7 @@ from celery import Celery
 from rollout_workers import redis_server
 from rollout_workers.handlers import Handler, load_handler
 from rollout_workers.keys import ObjectKey
-from rollout_workers.runner import SyncReport, run_sync
+from rollout_workers.runner import LeaseKeeper, SyncReport, run_sync
 from rollout_workers.runtime import Runtime
 from rollout_workers.settings import KINDS, Settings
 from rollout_workers.workqueue import Sender, WorkQueue
@@ -66,6 +66,7 @@ class ProcessState:
         self._pid = -1
         self._runtime: Runtime | None = None
         self._handlers: dict[str, Handler] = {}
+        self.keeper = LeaseKeeper(interval=settings.queue.lease_ttl / 3)
 
     @property
     def runtime(self) -> Runtime:
@@ -146,7 +147,7 @@ def _register_sync(app: Celery, state: ProcessState, kind: str) -> None:
             queue=state.runtime.queue(kind),
             handler=handler,
             raw_key=key,
-            lease_ttl=state.runtime.settings.queue.lease_ttl,
+            keeper=state.keeper,
         )
         return {"status": report.status, "key": report.key, "seconds": round(report.duration, 4)}
 

@@ -54,8 +54,25 @@ def test_killed_worker_key_is_reconciled_within_lease_ttl(
     record = done[0]  # type: ignore[index]
     assert record["pid"] != pid
     delay = float(record["start"]) - killed_at
-    assert delay <= LEASE_TTL + 2, f"requeued {delay:.2f}s after the kill"
+    # Heartbeats held the lease until the kill; after it, the lease ran out and was requeued.
+    assert 0 < delay <= LEASE_TTL + 2, f"requeued {delay:.2f}s after the kill"
     assert int(rdb.hget("rw:wq:rollouts:stats", "lease_expired") or 0) >= 1
+
+
+def test_heartbeats_keep_a_long_reconcile_exclusive(
+    procs: Processes, runtime: Runtime, rdb: redis.Redis
+) -> None:
+    procs.beat()
+    procs.worker("host-a", concurrency=2)
+    procs.worker("host-b", concurrency=2)
+    key = "default/slow"
+    rdb.set(f"rw:test:sleep:{key}", 3 * LEASE_TTL)
+    runtime.queue("rollouts").add([key])
+    wait_for(lambda: rdb.get(f"rw:test:started:{key}"), 15, "the long reconcile began")
+    wait_for(lambda: trace(rdb), 4 * LEASE_TTL, "the long reconcile finished")
+    assert [t["key"] for t in trace(rdb)] == [key]
+    assert rdb.hget("rw:wq:rollouts:stats", "lease_expired") is None
+    assert runtime.queue("rollouts").stats().active == 0
 
 
 def test_timers_fire_once_on_time_and_the_earliest_wins(
