@@ -29,8 +29,9 @@ fmt: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+DEMO_ARGS ?= --exit-when-done
 demo: install
-	$(BIN)/rollouts demo
+	$(BIN)/rollouts demo $(DEMO_ARGS)
 
 bench: install
 	$(BIN)/python bench/queue_overhead.py

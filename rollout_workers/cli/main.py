@@ -261,6 +261,117 @@ def watcher(
     sys.exit(run(settings, url))
 
 
+@cli.command()
+@state_dir_option
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Use this cluster instead of starting the embedded API.",
+)
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Worker hosts to start.")  # fmt: skip
+@click.option("--flower/--no-flower", default=False, help="Also start Flower.")
+@click.option("--flower-port", type=int, default=5555, show_default=True)
+@click.option("--ready-delay", type=float, default=2.0, show_default=True,
+              help="Seconds the embedded API's pods take to become ready.")  # fmt: skip
+def up(
+    *,
+    state_dir: Path | None,
+    kubeconfig: Path | None,
+    workers: int,
+    flower: bool,
+    flower_port: int,
+    ready_delay: float,
+) -> None:
+    """Start the whole system locally (Redis, API, watcher, workers, beat) until Ctrl-C."""
+    settings = load_settings(state_dir=state_dir, kubeconfig=kubeconfig)
+    logs.configure(settings.log)
+    stack = start_stack(
+        settings, workers=workers, flower=flower, flower_port=flower_port, ready_delay=ready_delay
+    )
+    try:
+        for line in stack.describe():
+            click.echo(line)
+        click.echo("press Ctrl-C to stop")
+        sys.stdout.flush()
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        while not stop.wait(0.5):
+            for note in stack.supervise_once():
+                click.echo(note)
+    finally:
+        stack.stop()
+
+
+@cli.command()
+@state_dir_option
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--flower/--no-flower", default=False, help="Also start Flower.")
+@click.option("--flower-port", type=int, default=5555, show_default=True)
+@click.option("--exit-when-done", is_flag=True, help="Stop everything and exit at the end.")
+def demo(
+    *,
+    state_dir: Path | None,
+    workers: int,
+    flower: bool,
+    flower_port: int,
+    exit_when_done: bool,
+) -> None:
+    """Run the demo on the embedded defaults (its own Redis and API in <state dir>/demo)."""
+    base = load_settings(state_dir=state_dir)
+    # Always the embedded defaults, in their own state dir, whatever the environment points at.
+    settings = base.model_copy(
+        update={
+            "state_dir": base.state_dir / "demo",
+            "kubeconfig": None,
+            "redis": base.redis.model_copy(update={"url": None}),
+        }
+    )
+    logs.configure(settings.log)
+    from rollout_workers.demo import Demo, DemoFailed
+
+    stack = start_stack(
+        settings, workers=workers, flower=flower, flower_port=flower_port, ready_delay=0.5
+    )
+    try:
+        for line in stack.describe():
+            click.echo(line)
+        try:
+            summary = Demo(settings=settings, stack=stack).run()
+        except DemoFailed as err:
+            raise Fail(f"demo failed: {err} (logs in {stack.logs})") from None
+        click.echo("summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
+        if exit_when_done:
+            return
+        click.echo("the system stays up for exploring; press Ctrl-C to stop")
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        while not stop.wait(0.5):
+            for note in stack.supervise_once():
+                click.echo(note)
+    finally:
+        stack.stop()
+
+
+def start_stack(settings: Settings, **options: Any) -> Any:
+    from rollout_workers.kube.config import ClusterNotFound
+    from rollout_workers.local import Stack, StartupFailed
+
+    if settings.kubeconfig is not None and not settings.kubeconfig.is_file():
+        raise Fail(str(ClusterNotFound(f"kubeconfig {settings.kubeconfig} does not exist")))
+    stack = Stack(settings=settings, **options)
+    try:
+        stack.start()
+    except (StartupFailed, redis_server.RedisNotFound) as err:
+        stack.stop()
+        raise Fail(str(err)) from None
+    stack.record()
+    return stack
+
+
 def kind_option(fn: F) -> F:
     return click.option(
         "--kind",
@@ -355,6 +466,15 @@ def tick_age(runtime: Any) -> str:
     now_s, now_us = runtime.redis.time()
     age = now_s + now_us / 1e6 - float(info[b"last"])
     return f"{age:.1f}s ago ({int(info[b'count'])} ticks)"
+
+
+def _attach_devcluster() -> None:
+    from rollout_workers.devcluster.cli import devcluster
+
+    cli.add_command(devcluster)
+
+
+_attach_devcluster()
 
 
 def main() -> None:

@@ -164,6 +164,29 @@ class Kube:
     def get(self, resource: Resource, namespace: str | None, name: str) -> Obj:
         return self.json("GET", resource.path(namespace, name))
 
+    # -- writes ----------------------------------------------------------------------------
+
+    def create(self, resource: Resource, namespace: str | None, body: Obj) -> Obj:
+        return self.json("POST", resource.path(namespace), body=body)
+
+    def patch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str = "",
+        patch_type: str = "application/merge-patch+json",
+    ) -> Obj:
+        """Patch; a `metadata.resourceVersion` in a merge patch is a precondition (409 if stale)."""
+        return self.json(
+            "PATCH", resource.path(namespace, name, subresource), body=body, content_type=patch_type
+        )
+
+    def delete(self, resource: Resource, namespace: str | None, name: str) -> Obj:
+        return self.json("DELETE", resource.path(namespace, name))
+
 
 def iter_lines(response: urllib3.HTTPResponse) -> Iterator[bytes]:
     """Split a chunked stream into lines as they arrive."""

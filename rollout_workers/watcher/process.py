@@ -14,7 +14,6 @@ import socket
 import threading
 import time
 from collections import defaultdict
-from dataclasses import asdict
 
 from rollout_workers.app import create_app
 from rollout_workers.cache import CacheWriter, Change, Lister
@@ -97,8 +96,7 @@ class Watcher:
         key = f"{self.settings.redis.key_prefix}:watcher:stats"
         pipe = self.runtime.redis.pipeline(transaction=False)
         for r in self.reflectors:
-            stats = {k: v for k, v in asdict(r.stats).items() if isinstance(v, int)}
-            for name, value in stats.items():
+            for name, value in r.stats.counters().items():
                 pipe.hset(key, f"{r.resource.plural}.{name}", value)
         pipe.hset(key, "updated", time.time())
         pipe.execute()
@@ -141,12 +139,16 @@ def run(settings: Settings, redis_url: str) -> int:
                 log.error("leadership lost to %s; stopping", lease.holder())
                 return 1
             renewed = time.monotonic()
-            watcher.publish_stats()
         except Exception as err:
             log.warning("cannot renew the leader lease: %s", err)
             if time.monotonic() - renewed > settings.watcher.lease_ttl:
                 log.error("lease could not be renewed within its TTL; stopping")
                 return 1
+            continue
+        try:
+            watcher.publish_stats()
+        except Exception as err:
+            log.warning("cannot publish watcher stats: %s", err)
     try:
         lease.release()
     except Exception:

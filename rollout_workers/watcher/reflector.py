@@ -41,6 +41,15 @@ class ReflectorStats:
     malformed: int = 0
     synced: threading.Event = field(default_factory=threading.Event)
 
+    def counters(self) -> dict[str, int]:
+        return {
+            "events": self.events,
+            "relists": self.relists,
+            "watch_restarts": self.watch_restarts,
+            "errors": self.errors,
+            "malformed": self.malformed,
+        }
+
 
 class Reflector:
     def __init__(

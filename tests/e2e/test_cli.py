@@ -150,3 +150,35 @@ def test_flower_serves_the_pool(embedded: dict[str, str], tmp_path: Path) -> Non
         assert any(name.startswith("host-a@") for name in found)  # type: ignore[attr-defined]
     finally:
         procs.stop_all()
+
+
+def test_demo_runs_to_the_end(tmp_path: Path) -> None:
+    result = run({"ROLLOUTS_STATE_DIR": str(tmp_path / "state")}, "demo", "--exit-when-done",
+                 timeout=240)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = result.stdout.strip().splitlines()[-1]
+    assert summary.startswith("summary: rollouts 2, reconciles ")
+    assert "errors 0" in summary
+    # Everything it started is gone again.
+    assert not (tmp_path / "state" / "demo" / "redis.json").exists()
+    assert not (tmp_path / "state" / "demo" / "devcluster.json").exists()
+
+
+def test_up_starts_and_stops_the_system(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    procs = Processes(env={"ROLLOUTS_STATE_DIR": str(state)}, logs=tmp_path / "logs")
+    try:
+        up = procs.spawn("up", "up", "--workers", "1")
+        up.wait_log(r"press Ctrl-C to stop", timeout=60)
+        for name in ("redis ", "kubeconfig ", "devcluster ", "watcher ", "worker-1 ", "beat "):
+            assert name in up.text()
+        wait_for(lambda: "leads; starting" in (state / "logs" / "watcher.log").read_text(), 30,
+                 "the watcher leads")  # fmt: skip
+        stats = run({"ROLLOUTS_STATE_DIR": str(state)}, "queue", "stats")
+        assert stats.returncode == 0, stats.stderr
+        up.popen.send_signal(signal.SIGINT)
+        up.popen.wait(30)
+        assert up.popen.returncode == 0
+        assert not (state / "redis.json").exists()
+    finally:
+        procs.stop_all()

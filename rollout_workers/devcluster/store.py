@@ -1,0 +1,1161 @@
+"""The object store: the state, resourceVersions, watch history and write semantics of the API.
+
+Everything a client can observe about persistence lives here, free of HTTP and of asyncio, so it
+is unit-tested directly: one cluster-wide resourceVersion counter; uid, creationTimestamp,
+generateName, generation; the status subresource split; preconditions (a stale resourceVersion on
+PUT or inside a PATCH is a 409 Conflict, the fence the controller relies on); no-op writes that
+change nothing and do not bump the resourceVersion (as etcd's GuaranteedUpdate); finalizers and
+deletionTimestamp; orphan and foreground deletion; list pagination; and, per type, a bounded event
+history from which watches resume (older resourceVersions get 410 Expired).
+
+Invariants:
+
+- Stored objects are immutable. A write builds a new dict (sharing unchanged subtrees), so an
+  object handed to a watcher or a controller never changes under it, and its JSON is serialised
+  once (``Stored.raw``) for every GET, LIST page and watch event that carries it.
+- Every commit appends to the type's history and is pushed to the matching watches and to the
+  in-process listeners (the controllers) synchronously, in resourceVersion order. Listeners must
+  only record work; they never write back from inside the callback.
+- Background garbage collection is not done here: a DELETED event is the signal the GC
+  controller acts on (``owners_of``/``dependents_of`` are the indexes it uses).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import json
+import random
+import re
+import time
+import uuid
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollout_workers.devcluster import errors
+from rollout_workers.devcluster.errors import ApiError, JSONDict
+from rollout_workers.devcluster.patches import (
+    PatchApplyError,
+    PatchDecodeError,
+    json_patch,
+    merge_patch,
+    strategic_merge_patch,
+)
+from rollout_workers.devcluster.resources import Registry, ResourceType
+from rollout_workers.devcluster.selectors import (
+    FieldSelector,
+    LabelSelector,
+    format_label_selector,
+    selector_from_label_selector_object,
+)
+
+Clock = Callable[[], float]
+Listener = Callable[["Event"], None]
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# The alphabet of generateName suffixes (utilrand.String: no vowels, no confusable digits).
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+# Fields of metadata only the server sets; writes cannot change them.
+_SYSTEM_METADATA = (
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def format_timestamp(seconds: float) -> str:
+    """RFC 3339 with second precision and ``Z``, as metav1.Time serialises."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def random_suffix(rng: random.Random, length: int = 5) -> str:
+    return "".join(rng.choice(_SUFFIX_ALPHABET) for _ in range(length))
+
+
+class Stored:
+    """One immutable object version and its JSON, serialised on first use."""
+
+    __slots__ = ("_raw", "obj")
+
+    def __init__(self, obj: JSONDict) -> None:
+        self.obj = obj
+        self._raw: bytes | None = None
+
+    def raw(self) -> bytes:
+        if self._raw is None:
+            self._raw = _dumps(self.obj)
+        return self._raw
+
+    @property
+    def metadata(self) -> JSONDict:
+        meta: JSONDict = self.obj["metadata"]
+        return meta
+
+    @property
+    def resource_version(self) -> int:
+        return int(self.metadata["resourceVersion"])
+
+
+@dataclass(slots=True)
+class Event:
+    """One committed change: ADDED, MODIFIED or DELETED, at resourceVersion ``rv``."""
+
+    type: str
+    rv: int
+    rt: ResourceType
+    namespace: str
+    name: str
+    current: Stored
+    previous: Stored | None
+    _lines: dict[str, bytes] = field(default_factory=dict)
+
+    def line(self, variant: str) -> bytes:
+        """The watch-stream line for one variant, encoded once for every watcher.
+
+        ``variant`` is the event type, or ``DELETED_PREV``: an object that stopped matching a
+        watch's selector is sent as DELETED with its previous content at this resourceVersion
+        (what the real watch cache does).
+        """
+        cached = self._lines.get(variant)
+        if cached is None:
+            if variant == "DELETED_PREV":
+                assert self.previous is not None
+                prev = self.previous.obj
+                obj = {**prev, "metadata": {**prev["metadata"], "resourceVersion": str(self.rv)}}
+                cached = b'{"type":"DELETED","object":' + _dumps(obj) + b"}\n"
+            else:
+                cached = (
+                    b'{"type":"' + variant.encode() + b'","object":' + self.current.raw() + b"}\n"
+                )
+            self._lines[variant] = cached
+        return cached
+
+
+@dataclass(frozen=True, slots=True)
+class WatchFilter:
+    namespace: str | None = None
+    labels: LabelSelector = field(default_factory=LabelSelector)
+    fields: FieldSelector = field(default_factory=FieldSelector)
+
+    def matches(self, obj: JSONDict) -> bool:
+        if not self.labels.empty and not self.labels.matches(obj["metadata"].get("labels")):
+            return False
+        return self.fields.empty or self.fields.matches(obj)
+
+    def classify(self, event: Event) -> str | None:
+        """Which variant of ``event`` this watch sees, or None."""
+        if self.namespace is not None and event.namespace != self.namespace:
+            return None
+        if self.labels.empty and self.fields.empty:
+            return event.type
+        now = self.matches(event.current.obj)
+        if event.type != "MODIFIED":
+            return event.type if now else None
+        before = event.previous is not None and self.matches(event.previous.obj)
+        if now:
+            return "MODIFIED" if before else "ADDED"
+        return "DELETED_PREV" if before else None
+
+
+class Watch:
+    """A subscription: encoded event lines waiting to be written to one HTTP watch stream.
+
+    ``notify`` is set by the transport to wake its writer; the store calls it after pushing.
+    A watch that falls more than ``max_pending`` lines behind is closed (a real server drops a
+    watcher that cannot keep up; the client resumes from its last resourceVersion).
+    """
+
+    def __init__(self, *, rt: ResourceType, flt: WatchFilter, max_pending: int) -> None:
+        self.rt = rt
+        self.filter = flt
+        self.pending: deque[bytes] = deque()
+        self.closed = False
+        self.max_pending = max_pending
+        self.notify: Callable[[], None] | None = None
+
+    def push(self, line: bytes) -> None:
+        if self.closed:
+            return
+        self.pending.append(line)
+        if len(self.pending) > self.max_pending:
+            self.closed = True
+        if self.notify is not None:
+            self.notify()
+
+    def close(self, final_line: bytes | None = None) -> None:
+        if final_line is not None and not self.closed:
+            self.pending.append(final_line)
+        self.closed = True
+        if self.notify is not None:
+            self.notify()
+
+
+@dataclass(slots=True)
+class ListResult:
+    items: list[Stored]
+    resource_version: int
+    continue_token: str | None
+    remaining: int | None
+
+
+class _TypeState:
+    """Objects of one type, their sort order for pagination, history and watches."""
+
+    def __init__(self, rt: ResourceType, start_rv: int) -> None:
+        self.rt = rt
+        self.by_ns: dict[str, dict[str, Stored]] = {}
+        self.count = 0
+        self._sorted_all: list[tuple[str, str]] | None = None
+        self._sorted_ns: dict[str, list[str]] = {}
+        self.history: deque[Event] = deque()
+        self.compacted_rv = start_rv
+        self.forced_rv = start_rv
+        self.watches: set[Watch] = set()
+
+    def get(self, namespace: str, name: str) -> Stored | None:
+        bucket = self.by_ns.get(namespace)
+        return None if bucket is None else bucket.get(name)
+
+    def put(self, namespace: str, name: str, stored: Stored) -> None:
+        bucket = self.by_ns.setdefault(namespace, {})
+        if name not in bucket:
+            self.count += 1
+            self._sorted_all = None
+            self._sorted_ns.pop(namespace, None)
+        bucket[name] = stored
+
+    def remove(self, namespace: str, name: str) -> None:
+        bucket = self.by_ns.get(namespace)
+        if bucket is None or name not in bucket:
+            return
+        del bucket[name]
+        self.count -= 1
+        if not bucket:
+            del self.by_ns[namespace]
+        self._sorted_all = None
+        self._sorted_ns.pop(namespace, None)
+
+    def sorted_keys(self, namespace: str | None) -> list[tuple[str, str]]:
+        if namespace is None:
+            if self._sorted_all is None:
+                self._sorted_all = sorted(
+                    (ns, name) for ns, bucket in self.by_ns.items() for name in bucket
+                )
+            return self._sorted_all
+        names = self._sorted_ns.get(namespace)
+        if names is None:
+            names = sorted(self.by_ns.get(namespace, {}))
+            self._sorted_ns[namespace] = names
+        return [(namespace, n) for n in names]
+
+    def all(self) -> Iterator[Stored]:
+        for bucket in self.by_ns.values():
+            yield from bucket.values()
+
+
+def _encode_continue(rv: int, namespace: str, name: str) -> str:
+    payload = _dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": [namespace, name]})
+    return base64.urlsafe_b64encode(payload).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded))
+        start = data["start"]
+        return int(data["rv"]), (str(start[0]), str(start[1]))
+    except (ValueError, KeyError, TypeError, IndexError, binascii.Error):
+        raise errors.bad_request(f"continue key is not valid: {token!r}") from None
+
+
+def _owner_uids(obj: JSONDict) -> set[str]:
+    return {
+        str(ref["uid"])
+        for ref in obj.get("metadata", {}).get("ownerReferences") or []
+        if isinstance(ref, dict) and ref.get("uid")
+    }
+
+
+def _without_rv(obj: JSONDict) -> JSONDict:
+    meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
+    return {**obj, "metadata": meta}
+
+
+class Store:
+    """The in-memory API state. Single-threaded: call it from one event loop only."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        history_size: int = 10_000,
+        clock: Clock = time.time,
+        rng: random.Random | None = None,
+        max_watch_pending: int = 100_000,
+    ) -> None:
+        self.registry = registry
+        self.history_size = history_size
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.max_watch_pending = max_watch_pending
+        self._rv = 0
+        self._types = {rt.key: _TypeState(rt, 0) for rt in registry.types}
+        self._by_uid: dict[str, tuple[str, str, str]] = {}
+        self._dependents: dict[str, set[tuple[str, str, str]]] = {}
+        self._listeners: list[Listener] = []
+        self._next_cluster_ip = 10
+        self._ns_rt = registry.lookup("", "v1", "namespaces")
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        """The current (latest committed) resourceVersion."""
+        return self._rv
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def state(self, rt: ResourceType) -> _TypeState:
+        return self._types[rt.key]
+
+    def ensure_namespaces(self, names: Iterable[str] = INITIAL_NAMESPACES) -> None:
+        assert self._ns_rt is not None
+        for name in names:
+            if self.state(self._ns_rt).get("", name) is None:
+                self.create(self._ns_rt, namespace=None, body={"metadata": {"name": name}})
+
+    def now_timestamp(self) -> str:
+        return format_timestamp(self.clock())
+
+    def _commit(
+        self,
+        ts: _TypeState,
+        *,
+        event_type: str,
+        namespace: str,
+        name: str,
+        obj: JSONDict,
+        previous: Stored | None,
+    ) -> Stored:
+        self._rv += 1
+        rv = self._rv
+        obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(rv)}}
+        stored = Stored(obj)
+        uid = str(obj["metadata"].get("uid", ""))
+        key = (ts.rt.key, namespace, name)
+        old_owners = _owner_uids(previous.obj) if previous is not None else set()
+        if event_type == "DELETED":
+            ts.remove(namespace, name)
+            self._by_uid.pop(uid, None)
+            new_owners: set[str] = set()
+        else:
+            ts.put(namespace, name, stored)
+            self._by_uid[uid] = key
+            new_owners = _owner_uids(obj)
+        for owner in old_owners - new_owners:
+            deps = self._dependents.get(owner)
+            if deps is not None:
+                deps.discard(key)
+                if not deps:
+                    del self._dependents[owner]
+        for owner in new_owners - old_owners:
+            self._dependents.setdefault(owner, set()).add(key)
+
+        event = Event(event_type, rv, ts.rt, namespace, name, stored, previous)
+        ts.history.append(event)
+        if len(ts.history) > self.history_size:
+            ts.compacted_rv = ts.history.popleft().rv
+        for watch in list(ts.watches):
+            if watch.closed:
+                ts.watches.discard(watch)
+                continue
+            variant = watch.filter.classify(event)
+            if variant is not None:
+                watch.push(event.line(variant))
+        for listener in self._listeners:
+            listener(event)
+        return stored
+
+    # --- indexes --------------------------------------------------------------------------
+
+    def get_by_uid(self, uid: str) -> tuple[ResourceType, Stored] | None:
+        key = self._by_uid.get(uid)
+        if key is None:
+            return None
+        ts = self._types[key[0]]
+        stored = ts.get(key[1], key[2])
+        return None if stored is None else (ts.rt, stored)
+
+    def dependents_of(self, uid: str) -> list[tuple[ResourceType, Stored]]:
+        """Objects whose ownerReferences name ``uid`` (the GC index)."""
+        out: list[tuple[ResourceType, Stored]] = []
+        for type_key, ns, name in sorted(self._dependents.get(uid, ())):
+            ts = self._types[type_key]
+            stored = ts.get(ns, name)
+            if stored is not None:
+                out.append((ts.rt, stored))
+        return out
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def _ns_key(self, rt: ResourceType, namespace: str | None) -> str:
+        return (namespace or "") if rt.namespaced else ""
+
+    def get(self, rt: ResourceType, *, namespace: str | None, name: str) -> Stored:
+        stored = self.state(rt).get(self._ns_key(rt, namespace), name)
+        if stored is None:
+            raise errors.not_found(resource=rt.plural, group=rt.group, name=name)
+        return stored
+
+    def find(self, rt: ResourceType, *, namespace: str | None, name: str) -> Stored | None:
+        return self.state(rt).get(self._ns_key(rt, namespace), name)
+
+    def iter_objects(self, rt: ResourceType, namespace: str | None = None) -> Iterator[Stored]:
+        ts = self.state(rt)
+        if namespace is None:
+            yield from ts.all()
+        else:
+            yield from ts.by_ns.get(namespace, {}).values()
+
+    def count(self, rt: ResourceType) -> int:
+        return self.state(rt).count
+
+    def list(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        flt: WatchFilter | None = None,
+        limit: int = 0,
+        continue_token: str | None = None,
+    ) -> ListResult:
+        """LIST, paginated by ``limit``/``continue``.
+
+        Later pages show the objects as they were at the first page's resourceVersion (a
+        consistent snapshot, like etcd's), rebuilt from the type's watch history. When the
+        history no longer reaches back that far, they show current objects instead (a
+        documented deviation); after ``force_gone`` such a token gets 410 Expired.
+        """
+        ts = self.state(rt)
+        flt = flt or WatchFilter()
+        ns = namespace if rt.namespaced else None
+        list_rv = self._rv
+        start: tuple[str, str] | None = None
+        # Objects that changed since the snapshot: key -> the state at the snapshot, or None.
+        as_of: dict[tuple[str, str], Stored | None] = {}
+        if continue_token:
+            token_rv, start = _decode_continue(continue_token)
+            if token_rv < ts.forced_rv:
+                raise errors.expired(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter."
+                )
+            list_rv = token_rv
+            if token_rv >= ts.compacted_rv:
+                as_of = self._states_at(ts, token_rv, ns)
+        exact = flt.fields.exact_name()
+        if exact is not None and start is None:
+            candidates: list[tuple[str, str]] = (
+                [(ns, exact)] if ns is not None else [(n, exact) for n in sorted(ts.by_ns)]
+            )
+        else:
+            candidates = ts.sorted_keys(ns)
+            gone = [k for k, v in as_of.items() if v is not None and ts.get(*k) is None]
+            if gone:
+                candidates = sorted([*candidates, *gone])
+        index = bisect_right(candidates, start) if start is not None else 0
+        items: list[Stored] = []
+        last: tuple[str, str] | None = None
+        while index < len(candidates):
+            key = candidates[index]
+            index += 1
+            stored = as_of[key] if key in as_of else ts.get(*key)
+            if stored is None or not flt.matches(stored.obj):
+                continue
+            items.append(stored)
+            last = key
+            if limit and len(items) >= limit:
+                break
+        token = None
+        remaining = None
+        if limit and last is not None and index < len(candidates):
+            token = _encode_continue(list_rv, *last)
+            if flt.labels.empty and flt.fields.empty:
+                remaining = len(candidates) - index
+        return ListResult(items, list_rv, token, remaining)
+
+    @staticmethod
+    def _states_at(
+        ts: _TypeState, rv: int, namespace: str | None
+    ) -> dict[tuple[str, str], Stored | None]:
+        """For each object changed after ``rv``: its state at ``rv`` (None: did not exist)."""
+        states: dict[tuple[str, str], Stored | None] = {}
+        for event in reversed(ts.history):
+            if event.rv <= rv:
+                break
+            if namespace is not None and event.namespace != namespace:
+                continue
+            # Walking backwards, the last write wins: the earliest event after rv.
+            states[(event.namespace, event.name)] = (
+                None if event.type == "ADDED" else event.previous
+            )
+        return states
+
+    # --- watches --------------------------------------------------------------------------
+
+    def watch(self, rt: ResourceType, *, flt: WatchFilter, resource_version: str | None) -> Watch:
+        """Open a watch. Without a resourceVersion (or "0") it starts with synthetic ADDED
+        events for the current objects; from ``N`` it replays history after N, or yields one
+        ERROR 410 event when N is older than the kept history."""
+        ts = self.state(rt)
+        watch = Watch(rt=rt, flt=flt, max_pending=self.max_watch_pending)
+        if resource_version in (None, "", "0"):
+            current = [
+                s
+                for s in (
+                    ts.all() if flt.namespace is None else ts.by_ns.get(flt.namespace, {}).values()
+                )
+                if flt.matches(s.obj)
+            ]
+            current.sort(key=lambda s: s.resource_version)
+            watch.max_pending += len(current)
+            for s in current:
+                watch.pending.append(b'{"type":"ADDED","object":' + s.raw() + b"}\n")
+        else:
+            try:
+                since = int(resource_version)
+            except ValueError:
+                raise errors.bad_request(f'invalid resource version "{resource_version}"') from None
+            if since < ts.compacted_rv:
+                watch.close(gone_line(since, ts.compacted_rv))
+                return watch
+            backlog = [e for e in reversed(ts.history) if e.rv > since]
+            backlog.reverse()
+            watch.max_pending += len(backlog)
+            for event in backlog:
+                variant = flt.classify(event)
+                if variant is not None:
+                    watch.pending.append(event.line(variant))
+        ts.watches.add(watch)
+        return watch
+
+    def stop_watch(self, watch: Watch) -> None:
+        watch.closed = True
+        self.state(watch.rt).watches.discard(watch)
+
+    def force_gone(self, *, close_watches: bool = True) -> int:
+        """Compact all history at the current resourceVersion: any watch (or continue token)
+        from an older resourceVersion now gets 410. Open watches get an ERROR 410 event and are
+        closed, so their clients must relist. Returns the compaction resourceVersion."""
+        for ts in self._types.values():
+            ts.history.clear()
+            ts.compacted_rv = self._rv
+            ts.forced_rv = self._rv
+            if close_watches:
+                for watch in list(ts.watches):
+                    watch.close(gone_line(self._rv - 1, self._rv))
+                ts.watches.clear()
+        return self._rv
+
+    # --- creates --------------------------------------------------------------------------
+
+    def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
+        assert self._ns_rt is not None
+        ns_obj = self.state(self._ns_rt).get("", namespace)
+        if ns_obj is None:
+            raise errors.not_found(resource="namespaces", group="", name=namespace)
+        if ns_obj.metadata.get("deletionTimestamp"):
+            raise errors.forbidden(
+                resource=rt.plural,
+                group=rt.group,
+                name=name,
+                why=f"unable to create new content in namespace {namespace} because it is "
+                f"being terminated",
+            )
+
+    def _check_name(self, rt: ResourceType, name: str) -> None:
+        pattern, limit = (_DNS_LABEL, 63) if rt.plural == "namespaces" else (_DNS_SUBDOMAIN, 253)
+        if len(name) > limit or not pattern.match(name):
+            raise errors.invalid(
+                kind=rt.kind,
+                group=rt.group,
+                name=name,
+                field="metadata.name",
+                cause_reason="FieldValueInvalid",
+                detail=f'Invalid value: "{name}": a lowercase RFC 1123 name must consist of '
+                f"lower case alphanumeric characters, '-' or '.', and must start and end "
+                f"with an alphanumeric character",
+            )
+
+    def _check_body(self, rt: ResourceType, body: Any) -> JSONDict:
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request must be a JSON object")
+        kind = body.get("kind")
+        api_version = body.get("apiVersion")
+        if (kind and kind != rt.kind) or (api_version and api_version != rt.api_version):
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API "
+                f"version ({rt.api_version}) or the kind ({kind}) is not {rt.kind}"
+            )
+        meta = body.get("metadata")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        return {**body, "kind": rt.kind, "apiVersion": rt.api_version, "metadata": dict(meta)}
+
+    def create(
+        self, rt: ResourceType, *, namespace: str | None, body: Any, dry_run: bool = False
+    ) -> Stored:
+        obj = self._check_body(rt, body)
+        meta: JSONDict = obj["metadata"]
+        ns = ""
+        if rt.namespaced:
+            body_ns = meta.get("namespace")
+            ns = namespace or body_ns or ""
+            if body_ns and body_ns != ns:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request"
+                )
+            if not ns:
+                raise errors.bad_request("a namespace is required for a namespaced resource")
+        ts = self.state(rt)
+        name = meta.get("name") or ""
+        if not name:
+            prefix = meta.get("generateName") or ""
+            if not prefix:
+                raise errors.invalid(
+                    kind=rt.kind,
+                    group=rt.group,
+                    name="",
+                    field="metadata.name",
+                    cause_reason="FieldValueRequired",
+                    detail="Required value: name or generateName is required",
+                )
+            for _ in range(8):
+                name = f"{prefix}{random_suffix(self.rng)}"
+                if ts.get(ns, name) is None:
+                    break
+        self._check_name(rt, name)
+        if rt.namespaced:
+            self._check_namespace(rt, ns, name)
+        if ts.get(ns, name) is not None:
+            raise errors.already_exists(resource=rt.plural, group=rt.group, name=name)
+        for key in (*_SYSTEM_METADATA, "resourceVersion", "selfLink", "managedFields"):
+            meta.pop(key, None)
+        meta["name"] = name
+        if rt.namespaced:
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        meta["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        meta["creationTimestamp"] = self.now_timestamp()
+        if rt.has_generation:
+            meta["generation"] = 1
+        obj = self._defaults_on_create(rt, obj)
+        self._validate(rt, obj, None)
+        if dry_run:
+            return Stored({**obj, "metadata": {**meta, "resourceVersion": str(self._rv)}})
+        return self._commit(ts, event_type="ADDED", namespace=ns, name=name, obj=obj, previous=None)
+
+    def _defaults_on_create(self, rt: ResourceType, obj: JSONDict) -> JSONDict:
+        if rt.status_subresource:
+            obj.pop("status", None)
+        spec = obj.get("spec")
+        spec = dict(spec) if isinstance(spec, dict) else {}
+        if rt.key == "namespaces":
+            obj["spec"] = {"finalizers": ["kubernetes"]}
+            obj["status"] = {"phase": "Active"}
+            labels = dict(obj["metadata"].get("labels") or {})
+            labels.setdefault("kubernetes.io/metadata.name", obj["metadata"]["name"])
+            obj["metadata"]["labels"] = labels
+        elif rt.key == "pods":
+            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+            spec.setdefault("restartPolicy", "Always")
+            obj["spec"] = spec
+        elif rt.key == "services":
+            spec.setdefault("type", "ClusterIP")
+            spec.setdefault("sessionAffinity", "None")
+            if spec["type"] != "ExternalName" and not spec.get("clusterIP"):
+                ip = f"10.96.{self._next_cluster_ip // 250}.{self._next_cluster_ip % 250 + 1}"
+                self._next_cluster_ip += 1
+                spec["clusterIP"] = ip
+                spec["clusterIPs"] = [ip]
+            spec["ports"] = [
+                {"protocol": "TCP", "targetPort": p.get("port"), **p}
+                for p in spec.get("ports") or []
+                if isinstance(p, dict)
+            ]
+            obj["spec"] = spec
+            obj["status"] = {"loadBalancer": {}}
+        elif rt.key in ("replicasets.apps", "deployments.apps"):
+            spec.setdefault("replicas", 1)
+            if rt.kind == "Deployment":
+                spec.setdefault("revisionHistoryLimit", 10)
+                spec.setdefault("progressDeadlineSeconds", 600)
+                spec.setdefault(
+                    "strategy",
+                    {
+                        "type": "RollingUpdate",
+                        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+                    },
+                )
+            obj["spec"] = spec
+            # ReplicaSetStatus.replicas is not omitempty; typed clients require it.
+            obj["status"] = {"replicas": 0} if rt.kind == "ReplicaSet" else {}
+        elif rt.key == "jobs.batch":
+            uid = obj["metadata"]["uid"]
+            name = obj["metadata"]["name"]
+            spec.setdefault("parallelism", 1)
+            spec.setdefault("completions", 1)
+            spec.setdefault("backoffLimit", 6)
+            template = dict(spec.get("template") or {})
+            tmeta = dict(template.get("metadata") or {})
+            labels = dict(tmeta.get("labels") or {})
+            labels.update(
+                {
+                    "batch.kubernetes.io/controller-uid": uid,
+                    "batch.kubernetes.io/job-name": name,
+                    "controller-uid": uid,
+                    "job-name": name,
+                }
+            )
+            tmeta["labels"] = labels
+            template["metadata"] = tmeta
+            spec["template"] = template
+            if not spec.get("manualSelector"):
+                spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+            obj["spec"] = spec
+            obj["status"] = {}
+        elif rt.status_subresource and not rt.custom:
+            obj["status"] = {}
+        return obj
+
+    def _validate(self, rt: ResourceType, obj: JSONDict, old: JSONDict | None) -> None:
+        if rt.key not in ("replicasets.apps", "deployments.apps", "jobs.batch"):
+            return
+        name = obj["metadata"]["name"]
+        spec = obj.get("spec") or {}
+        selector = spec.get("selector")
+
+        def fail(field: str, reason: str, detail: str) -> ApiError:
+            return errors.invalid(
+                kind=rt.kind,
+                group=rt.group,
+                name=name,
+                field=field,
+                cause_reason=reason,
+                detail=detail,
+            )
+
+        if not selector:
+            raise fail("spec.selector", "FieldValueRequired", "Required value")
+        if old is not None and selector != (old.get("spec") or {}).get("selector"):
+            raise fail("spec.selector", "FieldValueInvalid", "Invalid value: field is immutable")
+        try:
+            parsed = selector_from_label_selector_object(selector)
+        except ValueError as exc:
+            raise fail("spec.selector", "FieldValueInvalid", str(exc)) from None
+        if parsed.empty:
+            raise fail("spec.selector", "FieldValueInvalid", "Invalid value: empty selector")
+        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if not parsed.matches(labels):
+            raise fail(
+                "spec.template.metadata.labels",
+                "FieldValueInvalid",
+                f"Invalid value: {json.dumps(labels)}: `selector` does not match template `labels`",
+            )
+        replicas = spec.get("replicas")
+        if replicas is not None and (not isinstance(replicas, int) or replicas < 0):
+            raise fail(
+                "spec.replicas",
+                "FieldValueInvalid",
+                f"Invalid value: {replicas}: must be greater than or equal to 0",
+            )
+
+    # --- updates --------------------------------------------------------------------------
+
+    def _spec_changed(self, rt: ResourceType, old: JSONDict, new: JSONDict) -> bool:
+        if rt.custom:
+            skip = {"metadata", "status", "kind", "apiVersion"}
+            keys = (set(old) | set(new)) - skip
+            return any(old.get(k) != new.get(k) for k in keys)
+        return old.get("spec") != new.get("spec")
+
+    def update(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> Stored:
+        """PUT: replace the object (or only its status, for ``subresource="status"``)."""
+        obj = self._check_body(rt, body)
+        old = self.get(rt, namespace=namespace, name=name)
+        meta = obj["metadata"]
+        if meta.get("name") and meta["name"] != name:
+            raise errors.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({name})"
+            )
+        if rt.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the "
+                "request"
+            )
+        rv = meta.get("resourceVersion")
+        if not rv and not rt.allow_unconditional_update:
+            # The real server names the resource, not the kind, in this one error.
+            raise errors.invalid(
+                kind=rt.plural,
+                group=rt.group,
+                name=name,
+                field="metadata.resourceVersion",
+                cause_reason="FieldValueInvalid",
+                detail="Invalid value: 0x0: must be specified for an update",
+            )
+        return self._apply_update(rt, old, obj, subresource=subresource, dry_run=dry_run)
+
+    def _check_preconditions(self, rt: ResourceType, old: Stored, meta: JSONDict) -> None:
+        name = str(old.metadata["name"])
+        rv = meta.get("resourceVersion")
+        if rv and str(rv) != old.metadata["resourceVersion"]:
+            raise errors.conflict(resource=rt.plural, group=rt.group, name=name)
+        uid = meta.get("uid")
+        if uid and uid != old.metadata.get("uid"):
+            raise errors.conflict(
+                resource=rt.plural,
+                group=rt.group,
+                name=name,
+                why=f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                f"{old.metadata.get('uid')}",
+            )
+
+    def _apply_update(
+        self,
+        rt: ResourceType,
+        old: Stored,
+        obj: JSONDict,
+        *,
+        subresource: str | None,
+        dry_run: bool = False,
+    ) -> Stored:
+        self._check_preconditions(rt, old, obj["metadata"])
+        prev = old.obj
+        if subresource == "status":
+            new: JSONDict = {**prev}
+            if "status" in obj and obj["status"] is not None:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+        else:
+            meta = dict(obj["metadata"])
+            for key in _SYSTEM_METADATA:
+                if key in prev["metadata"]:
+                    meta[key] = prev["metadata"][key]
+                else:
+                    meta.pop(key, None)
+            meta["name"] = prev["metadata"]["name"]
+            if rt.namespaced:
+                meta["namespace"] = prev["metadata"]["namespace"]
+            for key in ("selfLink", "managedFields"):
+                meta.pop(key, None)
+            new = {**obj, "metadata": meta}
+            if rt.status_subresource:
+                if "status" in prev:
+                    new["status"] = prev["status"]
+                else:
+                    new.pop("status", None)
+            if rt.key == "namespaces":
+                new["spec"] = prev.get("spec", {})
+            self._validate(rt, new, prev)
+            if rt.has_generation and self._spec_changed(rt, prev, new):
+                new["metadata"]["generation"] = int(prev["metadata"].get("generation", 0)) + 1
+        if _without_rv(new) == _without_rv(prev):
+            return old
+        if dry_run:
+            return Stored(new)
+        ts = self.state(rt)
+        ns = str(prev["metadata"].get("namespace", "")) if rt.namespaced else ""
+        name = str(prev["metadata"]["name"])
+        released = not new["metadata"].get("finalizers") and (
+            rt.key != "namespaces" or not (new.get("spec") or {}).get("finalizers")
+        )
+        if new["metadata"].get("deletionTimestamp") and released:
+            return self._commit(
+                ts, event_type="DELETED", namespace=ns, name=name, obj=new, previous=old
+            )
+        return self._commit(
+            ts, event_type="MODIFIED", namespace=ns, name=name, obj=new, previous=old
+        )
+
+    def patch(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> Stored:
+        """PATCH. A resourceVersion inside the patch is a precondition (409 on mismatch)."""
+        old = self.get(rt, namespace=namespace, name=name)
+        result = self._patched(rt, old.obj, patch_type, patch)
+        if not isinstance(result, dict):
+            raise errors.unprocessable("the patched object is not a JSON object")
+        obj = self._check_body(rt, result)
+        return self._apply_update(rt, old, obj, subresource=subresource, dry_run=dry_run)
+
+    def _patched(self, rt: ResourceType, target: JSONDict, patch_type: str, patch: Any) -> Any:
+        try:
+            if patch_type == JSON_PATCH:
+                return json_patch(target, patch)
+            if patch_type == MERGE_PATCH:
+                if not isinstance(patch, dict):
+                    raise PatchDecodeError("a merge patch must be a JSON object")
+                return merge_patch(target, patch)
+            if patch_type == STRATEGIC_MERGE_PATCH:
+                if rt.custom:
+                    raise errors.unsupported_media_type(patch_type)
+                if not isinstance(patch, dict):
+                    raise PatchDecodeError("a strategic merge patch must be a JSON object")
+                return strategic_merge_patch(target, patch)
+        except PatchDecodeError as exc:
+            raise errors.bad_request(str(exc)) from None
+        except PatchApplyError as exc:
+            raise errors.unprocessable(str(exc)) from None
+        raise errors.unsupported_media_type(patch_type)
+
+    # --- scale subresource ----------------------------------------------------------------
+
+    def get_scale(self, rt: ResourceType, *, namespace: str | None, name: str) -> JSONDict:
+        if rt.scale is None:
+            raise errors.not_found(resource=f"{rt.plural}/scale", group=rt.group, name=name)
+        return self._scale_of(rt, self.get(rt, namespace=namespace, name=name))
+
+    def _scale_of(self, rt: ResourceType, stored: Stored) -> JSONDict:
+        assert rt.scale is not None
+        obj = stored.obj
+
+        def at(path: tuple[str, ...]) -> Any:
+            cur: Any = obj
+            for part in path:
+                cur = cur.get(part) if isinstance(cur, dict) else None
+            return cur
+
+        if rt.scale.label_selector is not None:
+            selector = at(rt.scale.label_selector) or ""
+        else:
+            try:
+                selector = format_label_selector(
+                    selector_from_label_selector_object((obj.get("spec") or {}).get("selector"))
+                )
+            except ValueError:
+                selector = ""
+        meta = obj["metadata"]
+        scale_meta = {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        }
+        status: JSONDict = {"replicas": int(at(rt.scale.status_replicas) or 0)}
+        if selector:
+            status["selector"] = selector
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": scale_meta,
+            "spec": {"replicas": int(at(rt.scale.spec_replicas) or 0)},
+            "status": status,
+        }
+
+    def update_scale(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        patch_type: str | None = None,
+    ) -> JSONDict:
+        """PUT (``patch_type=None``) or PATCH the scale subresource; returns the new Scale."""
+        current = self.get_scale(rt, namespace=namespace, name=name)
+        if patch_type is not None:
+            if patch_type == STRATEGIC_MERGE_PATCH:
+                patch_type = MERGE_PATCH
+            body = self._patched(rt, current, patch_type, body)
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request must be a JSON object")
+        replicas = (body.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or replicas < 0:
+            raise errors.invalid(
+                kind="Scale",
+                group="autoscaling",
+                name=name,
+                field="spec.replicas",
+                cause_reason="FieldValueInvalid",
+                detail=f"Invalid value: {replicas}: must be greater than or equal to 0",
+            )
+        old = self.get(rt, namespace=namespace, name=name)
+        self._check_preconditions(rt, old, body.get("metadata") or {})
+        assert rt.scale is not None
+        new = copy.deepcopy(old.obj)
+        cur: JSONDict = new
+        for part in rt.scale.spec_replicas[:-1]:
+            cur = cur.setdefault(part, {})
+        cur[rt.scale.spec_replicas[-1]] = replicas
+        stored = self._apply_update(rt, old, new, subresource=None)
+        return self._scale_of(rt, stored)
+
+    # --- deletes --------------------------------------------------------------------------
+
+    def delete(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        name: str,
+        propagation: str | None = None,
+        preconditions: JSONDict | None = None,
+        dry_run: bool = False,
+    ) -> tuple[Stored, bool]:
+        """Delete; returns the final object and whether it is gone now (False while
+        finalizers, a terminating namespace or foreground dependents hold it)."""
+        old = self.get(rt, namespace=namespace, name=name)
+        if preconditions:
+            self._check_preconditions(rt, old, preconditions)
+        policy = propagation or rt.default_propagation
+        if policy not in ("Background", "Orphan", "Foreground"):
+            raise errors.bad_request(f"unsupported propagationPolicy {policy!r}")
+        if dry_run:
+            return old, True
+        uid = str(old.metadata.get("uid"))
+        if policy == "Orphan":
+            for dep_rt, dep in self.dependents_of(uid):
+                self.remove_owner_reference(dep_rt, stored=dep, owner_uid=uid)
+        elif policy == "Foreground":
+            for dep_rt, dep in self.dependents_of(uid):
+                if self.find(
+                    dep_rt, namespace=dep.metadata.get("namespace"), name=dep.metadata["name"]
+                ):
+                    self.delete(
+                        dep_rt,
+                        namespace=dep.metadata.get("namespace"),
+                        name=dep.metadata["name"],
+                        propagation="Foreground",
+                    )
+        old = self.get(rt, namespace=namespace, name=name)
+        meta = old.metadata
+        pending = bool(meta.get("finalizers")) or rt.key == "namespaces"
+        ts = self.state(rt)
+        ns = str(meta.get("namespace", "")) if rt.namespaced else ""
+        if pending:
+            if meta.get("deletionTimestamp"):
+                return old, False
+            new_meta = {
+                **meta,
+                "deletionTimestamp": self.now_timestamp(),
+                "deletionGracePeriodSeconds": 0,
+            }
+            new = {**old.obj, "metadata": new_meta}
+            if rt.key == "namespaces":
+                new["status"] = {**(old.obj.get("status") or {}), "phase": "Terminating"}
+            return self._commit(
+                ts,
+                event_type="MODIFIED",
+                namespace=ns,
+                name=str(meta["name"]),
+                obj=new,
+                previous=old,
+            ), False
+        return self._commit(
+            ts,
+            event_type="DELETED",
+            namespace=ns,
+            name=str(meta["name"]),
+            obj=old.obj,
+            previous=old,
+        ), True
+
+    def remove_owner_reference(self, rt: ResourceType, *, stored: Stored, owner_uid: str) -> Stored:
+        refs = [
+            r for r in stored.metadata.get("ownerReferences") or [] if r.get("uid") != owner_uid
+        ]
+        meta = {**stored.metadata}
+        if refs:
+            meta["ownerReferences"] = refs
+        else:
+            meta.pop("ownerReferences", None)
+        return self._apply_update(rt, stored, {**stored.obj, "metadata": meta}, subresource=None)
+
+    def finalize_namespace(self, name: str) -> None:
+        """Remove a terminating namespace once it is empty (the namespace controller's job)."""
+        assert self._ns_rt is not None
+        ts = self.state(self._ns_rt)
+        stored = ts.get("", name)
+        if stored is None or not stored.metadata.get("deletionTimestamp"):
+            return
+        self._commit(
+            ts, event_type="DELETED", namespace="", name=name, obj=stored.obj, previous=stored
+        )
+
+    def namespace_is_empty(self, name: str) -> bool:
+        return all(not ts.by_ns.get(name) for ts in self._types.values() if ts.rt.namespaced)
+
+    # --- persistence ----------------------------------------------------------------------
+
+    def snapshot(self) -> JSONDict:
+        return {
+            "resourceVersion": self._rv,
+            "objects": [s.obj for ts in self._types.values() for s in ts.all()],
+        }
+
+    def restore(self, data: JSONDict) -> None:
+        """Load a snapshot into an empty store. History starts empty at the snapshot's
+        resourceVersion, so watches from before it get 410, as after an etcd restore."""
+        self._rv = int(data.get("resourceVersion", 0))
+        for obj in data.get("objects", []):
+            rt = self.registry.by_kind(str(obj.get("apiVersion")), str(obj.get("kind")))
+            if rt is None:
+                continue
+            meta = obj["metadata"]
+            ns = str(meta.get("namespace", "")) if rt.namespaced else ""
+            stored = Stored(obj)
+            self.state(rt).put(ns, str(meta["name"]), stored)
+            key = (rt.key, ns, str(meta["name"]))
+            self._by_uid[str(meta.get("uid", ""))] = key
+            for owner in _owner_uids(obj):
+                self._dependents.setdefault(owner, set()).add(key)
+            self._rv = max(self._rv, int(meta.get("resourceVersion", 0)))
+        for ts in self._types.values():
+            ts.compacted_rv = self._rv
+            ts.forced_rv = self._rv
+
+
+def gone_line(since: int, oldest: int) -> bytes:
+    """The ERROR event a real server sends in a watch stream for a too old resourceVersion."""
+    status = errors.expired(f"too old resource version: {since} ({oldest})").status()
+    return b'{"type":"ERROR","object":' + _dumps(status) + b"}\n"

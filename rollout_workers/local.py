@@ -1,0 +1,200 @@
+"""The whole system on one machine: `rollouts up` (and the demo) start and supervise it.
+
+Redis is the embedded one unless ROLLOUTS_REDIS_URL is set; the cluster is the embedded API
+unless a kubeconfig is given. Every other process is a real `rollouts <command>` child with its
+log in `<state dir>/logs/`, exactly as it would run on separate hosts. A child that dies is
+restarted with backoff; Ctrl-C stops everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rollout_workers import redis_server
+from rollout_workers.kube.config import DEVCLUSTER_RECORD, embedded_kubeconfig
+from rollout_workers.settings import Settings, mask_url
+
+log = logging.getLogger(__name__)
+
+
+class StartupFailed(RuntimeError):
+    pass
+
+
+@dataclass
+class Child:
+    name: str
+    args: list[str]
+    log_file: Path
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    next_start: float = 0.0
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
+class Stack:
+    """Starts the local system and keeps it running."""
+
+    settings: Settings
+    workers: int = 2
+    flower: bool = False
+    flower_port: int = 5555
+    ready_delay: float = 2.0
+    env: dict[str, str] = field(default_factory=dict)
+    children: list[Child] = field(default_factory=list)
+    redis: redis_server.EmbeddedRedis | None = None
+    redis_url: str = ""
+    kubeconfig: Path | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        return self.settings.state_dir
+
+    @property
+    def logs(self) -> Path:
+        return self.state_dir / "logs"
+
+    def start(self) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self._start_redis()
+        self.env.update(
+            {
+                "ROLLOUTS_REDIS_URL": self.redis_url,
+                "ROLLOUTS_STATE_DIR": str(self.state_dir.resolve()),
+            }
+        )
+        self._start_cluster()
+        self.env["ROLLOUTS_KUBECONFIG"] = str(self.kubeconfig)
+        self._spawn(Child("watcher", ["watcher"], self.logs / "watcher.log"))
+        for i in range(self.workers):
+            name = f"worker-{i + 1}"
+            self._spawn(Child(name, ["worker", "-n", f"{name}@%h"], self.logs / f"{name}.log"))
+        self._spawn(Child("beat", ["beat"], self.logs / "beat.log"))
+        if self.flower:
+            self._spawn(
+                Child(
+                    "flower", ["flower", "--port", str(self.flower_port)], self.logs / "flower.log"
+                )
+            )
+
+    def _start_redis(self) -> None:
+        if self.settings.redis.url:
+            self.redis_url = self.settings.redis.url
+            return
+        running = redis_server.recorded_url(self.state_dir)
+        if running:
+            self.redis_url = running
+            return
+        self.redis = redis_server.EmbeddedRedis(self.state_dir / "redis").start()
+        self.redis.record(self.state_dir)
+        self.redis_url = self.redis.url
+
+    def _start_cluster(self, timeout: float = 30) -> None:
+        if self.settings.kubeconfig is not None:
+            self.kubeconfig = self.settings.kubeconfig
+            return
+        existing = embedded_kubeconfig(self.state_dir)
+        if existing is not None:
+            self.kubeconfig = existing
+            return
+        (self.state_dir / DEVCLUSTER_RECORD).unlink(missing_ok=True)
+        child = Child(
+            "devcluster",
+            ["devcluster", "--ready-delay", str(self.ready_delay)],
+            self.logs / "devcluster.log",
+        )
+        self._spawn(child)
+        deadline = time.monotonic() + timeout
+        while (found := embedded_kubeconfig(self.state_dir)) is None:
+            if not child.alive or time.monotonic() > deadline:
+                raise StartupFailed(f"the embedded API did not start; see {child.log_file}")
+            time.sleep(0.05)
+        self.kubeconfig = found
+
+    def _spawn(self, child: Child) -> None:
+        env = {**os.environ, **self.env}
+        with child.log_file.open("ab") as out:
+            child.process = subprocess.Popen(
+                [sys.executable, "-m", "rollout_workers", *child.args],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        if child not in self.children:
+            self.children.append(child)
+
+    def supervise_once(self) -> list[str]:
+        """Restart children that died (with backoff); returns what happened."""
+        notes = []
+        now = time.monotonic()
+        for child in self.children:
+            if child.alive or child.process is None:
+                continue
+            if child.next_start == 0.0:
+                code = child.process.returncode
+                delay = min(30.0, 2.0**child.restarts)
+                child.next_start = now + delay
+                notes.append(f"{child.name} exited ({code}); restarting in {delay:.0f}s")
+            elif now >= child.next_start:
+                child.restarts += 1
+                child.next_start = 0.0
+                self._spawn(child)
+                notes.append(f"{child.name} restarted")
+        return notes
+
+    def describe(self) -> list[str]:
+        lines = [
+            f"redis       {mask_url(self.redis_url)}" + (" (embedded)" if self.redis else ""),
+            f"kubeconfig  {self.kubeconfig}",
+        ]
+        for child in self.children:
+            pid = child.process.pid if child.process else "-"
+            lines.append(f"{child.name:<11} pid {pid}, log {child.log_file}")
+        if self.flower:
+            lines.append(f"flower      http://127.0.0.1:{self.flower_port}")
+        return lines
+
+    def stop(self, timeout: float = 15) -> None:
+        for child in reversed(self.children):
+            if child.alive and child.process is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for child in self.children:
+            if child.process is None:
+                continue
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.process.wait(max(0.1, deadline - time.monotonic()))
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.process.pid, signal.SIGKILL)
+        if self.redis is not None:
+            self.redis.stop()
+            self.redis.unrecord(self.state_dir)
+
+    def record(self) -> Path:
+        path = self.state_dir / "up.json"
+        path.write_text(
+            json.dumps(
+                {
+                    "redis": self.redis_url,
+                    "kubeconfig": str(self.kubeconfig),
+                    "pids": {c.name: c.process.pid for c in self.children if c.process},
+                }
+            )
+        )
+        return path

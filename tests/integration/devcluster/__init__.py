@@ -1,0 +1,1 @@
+"""Conformance tests of the devcluster through the official kubernetes client and kubectl."""

@@ -1,0 +1,1 @@
+"""Pure-logic tests of the devcluster (selectors, patches, store, controller helpers)."""
