@@ -75,6 +75,8 @@ def test_enqueue_reports_queued_and_coalesced(embedded: dict[str, str]) -> None:
     assert stats.returncode == 0, stats.stderr
     rollouts = next(s for s in json.loads(stats.stdout) if s["kind"] == "rollouts")
     assert rollouts["queued"] == 2 and rollouts["known"] == 2
+    by_env = run({**embedded, "ROLLOUTS_ENQUEUE_KIND": "experiments"}, "enqueue", "default/e")
+    assert "queued     experiments default/e" in by_env.stdout  # options settable from env
 
     everything = run(embedded, "enqueue", "--all", "-n", "default")
     assert "0 queued, 2 coalesced" in everything.stdout

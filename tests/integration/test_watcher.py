@@ -331,3 +331,25 @@ def test_watcher_without_a_cluster_is_a_one_line_error(procs: Processes, tmp_pat
     assert proc.text().strip().splitlines() == [
         f"rollouts: kubeconfig {tmp_path / 'missing'} does not exist"
     ]
+
+
+@pytest.mark.parametrize("instance_id", ["", "blue"])
+def test_watcher_owns_only_its_instance_id(
+    instance_id: str, watchers: Processes, api: k8s.ApiClient, rdb: redis.Redis
+) -> None:
+    custom = k8s.CustomObjectsApi(api)
+    for name, label in (("unlabelled", None), ("blue", "blue"), ("green", "green")):
+        body = rollout_body(name, "svc", 1)
+        if label:
+            body["metadata"]["labels"] = {r.INSTANCE_ID_LABEL: label}
+        custom.create_namespaced_custom_object(
+            "argoproj.io", "v1alpha1", "team-b", "rollouts", body
+        )
+    watchers.env["ROLLOUTS_KUBE_INSTANCE_ID"] = instance_id
+    watchers.spawn("watcher", "watcher").wait_log(r"leads; starting", timeout=30)
+    lister = Lister(rdb, prefix="rw", resource=r.ROLLOUTS)
+    wait_for(lambda: lister.count() >= 1, 20, "the watcher cached rollouts")
+    time.sleep(1)
+    expected = {"": ["team-b/unlabelled"], "blue": ["team-b/blue"]}[instance_id]
+    assert sorted(_key(o).lstrip("/") for o in lister.list()) == expected
+    assert queued(rdb) == set(expected)
