@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-fast lint fmt demo bench clean
+.PHONY: install test test-fast lint fmt demo bench crds clean
 
 install: $(STAMP)
 
@@ -24,6 +24,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python -m rollout_workers.api.crdgen --check
 
 fmt: install
 	$(BIN)/ruff format .
@@ -32,6 +33,9 @@ fmt: install
 DEMO_ARGS ?= --exit-when-done
 demo: install
 	$(BIN)/rollouts demo $(DEMO_ARGS)
+
+crds: install
+	$(BIN)/python -m rollout_workers.api.crdgen --out deploy/crds
 
 bench: install
 	$(BIN)/python bench/queue_overhead.py

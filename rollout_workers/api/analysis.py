@@ -1,0 +1,299 @@
+"""AnalysisTemplate, ClusterAnalysisTemplate and AnalysisRun, as Argo Rollouts defines them.
+
+An AnalysisRun is what the analysis reconcile measures and judges; templates are what rollouts
+and experiments instantiate runs from. The metric providers this project implements (web,
+prometheus, job) are modelled; the others are carried as free-form objects so that a template
+written for Argo Rollouts survives being read and written back here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from rollout_workers.api.base import (
+    DurationString,
+    FreeForm,
+    Int32,
+    Int64,
+    IntOrString,
+    KubeModel,
+    OpenModel,
+    Resource,
+    Time,
+)
+
+
+class AnalysisPhase(StrEnum):
+    """The phase of an AnalysisRun, of one of its metrics, of one measurement, or of an
+    Experiment."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCESSFUL = "Successful"
+    FAILED = "Failed"
+    ERROR = "Error"
+    INCONCLUSIVE = "Inconclusive"
+
+    @property
+    def completed(self) -> bool:
+        """Whether no further measurement will change this phase."""
+        return self not in (AnalysisPhase.PENDING, AnalysisPhase.RUNNING)
+
+
+class WebMetricMethod(StrEnum):
+    """The HTTP methods a web metric may use."""
+
+    GET = "GET"
+    POST = "POST"
+    PUT = "PUT"
+
+
+# -- arguments -------------------------------------------------------------------------------
+
+
+class SecretKeyRef(KubeModel):
+    """A key of a Secret in the run's namespace."""
+
+    name: str
+    key: str
+
+
+class FieldRef(KubeModel):
+    """A path into the owning object, such as `metadata.labels['app']`."""
+
+    field_path: str
+
+
+class ValueFrom(KubeModel):
+    """Where a template argument's value comes from when it is not given inline."""
+
+    secret_key_ref: SecretKeyRef | None = None
+    field_ref: FieldRef | None = None
+
+
+class Argument(KubeModel):
+    """A named argument of a template or run, substituted into `{{args.NAME}}`."""
+
+    name: str
+    value: str | None = None
+    value_from: ValueFrom | None = None
+
+
+class DryRun(KubeModel):
+    """A metric whose result is recorded but does not decide the run; `*` means all."""
+
+    metric_name: str
+
+
+class MeasurementRetention(KubeModel):
+    """How many measurements of a metric to keep in the run's status."""
+
+    metric_name: str
+    limit: Int32
+
+
+class AnalysisTemplateRef(KubeModel):
+    """A template whose metrics and arguments are merged into this one."""
+
+    template_name: str | None = None
+    cluster_scope: bool | None = None
+
+
+class AnalysisRunMetadata(KubeModel):
+    """Labels and annotations added to the AnalysisRuns an owner creates."""
+
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class TTLStrategy(KubeModel):
+    """How long a finished AnalysisRun is kept before it is deleted."""
+
+    seconds_after_completion: Int32 | None = None
+    seconds_after_failure: Int32 | None = None
+    seconds_after_success: Int32 | None = None
+
+
+# -- providers -------------------------------------------------------------------------------
+
+
+class WebMetricHeader(KubeModel):
+    """One HTTP request header."""
+
+    key: str
+    value: str
+
+
+class WebMetric(KubeModel):
+    """An HTTP request whose JSON response, narrowed by `jsonPath`, is the measured value."""
+
+    method: WebMetricMethod | None = None
+    url: str
+    headers: list[WebMetricHeader] | None = None
+    body: str | None = None
+    timeout_seconds: Int64 | None = None
+    json_path: str | None = None
+    insecure: bool | None = None
+    json_body: FreeForm | None = None
+    """A JSON request body, as an alternative to `body`."""
+    authentication: FreeForm | None = None
+
+
+class PrometheusMetric(KubeModel):
+    """A PromQL query whose result vector is the measured value."""
+
+    address: str | None = None
+    query: str | None = None
+    authentication: FreeForm | None = None
+    timeout: Int64 | None = None
+    insecure: bool | None = None
+    headers: list[WebMetricHeader] | None = None
+
+
+class JobMetric(KubeModel):
+    """A Kubernetes Job whose success or failure is the measurement."""
+
+    metadata: FreeForm | None = None
+    spec: FreeForm
+    """A `batchv1.JobSpec`, passed through as is."""
+
+
+class MetricProvider(OpenModel):
+    """The system a metric is measured with; exactly one field is set. Providers this project
+    does not implement are kept as free-form objects."""
+
+    prometheus: PrometheusMetric | None = None
+    web: WebMetric | None = None
+    job: JobMetric | None = None
+    kayenta: FreeForm | None = None
+    datadog: FreeForm | None = None
+    wavefront: FreeForm | None = None
+    new_relic: FreeForm | None = None
+    cloud_watch: FreeForm | None = None
+    graphite: FreeForm | None = None
+    influxdb: FreeForm | None = None
+    skywalking: FreeForm | None = None
+    plugin: FreeForm | None = None
+
+
+class Metric(KubeModel):
+    """One measurement to take, how often, and how to judge its value."""
+
+    name: str
+    interval: DurationString | None = None
+    """Time between measurements; without it, a single measurement is taken."""
+    initial_delay: DurationString | None = None
+    count: IntOrString | None = None
+    """Number of measurements; may be an `{{args.X}}` reference."""
+    success_condition: str | None = None
+    failure_condition: str | None = None
+    failure_limit: IntOrString | None = None
+    inconclusive_limit: IntOrString | None = None
+    consecutive_error_limit: IntOrString | None = None
+    consecutive_success_limit: IntOrString | None = None
+    provider: MetricProvider
+
+
+# -- templates -------------------------------------------------------------------------------
+
+
+class AnalysisTemplateSpec(KubeModel):
+    """The metrics and arguments of a template."""
+
+    metrics: list[Metric] | None = None
+    args: list[Argument] | None = None
+    dry_run: list[DryRun] | None = None
+    measurement_retention: list[MeasurementRetention] | None = None
+    templates: list[AnalysisTemplateRef] | None = None
+
+
+class AnalysisTemplate(Resource):
+    """A namespaced analysis template."""
+
+    kind: str = "AnalysisTemplate"
+    spec: AnalysisTemplateSpec
+
+
+class ClusterAnalysisTemplate(Resource):
+    """A cluster-scoped analysis template, usable from every namespace."""
+
+    kind: str = "ClusterAnalysisTemplate"
+    spec: AnalysisTemplateSpec
+
+
+# -- runs ------------------------------------------------------------------------------------
+
+
+class AnalysisRunSpec(KubeModel):
+    """The resolved metrics and arguments of one run."""
+
+    metrics: list[Metric]
+    args: list[Argument] | None = None
+    terminate: bool | None = None
+    """Set by the owner to stop the run early (e.g. the rollout finished)."""
+    dry_run: list[DryRun] | None = None
+    measurement_retention: list[MeasurementRetention] | None = None
+    ttl_strategy: TTLStrategy | None = None
+
+
+class Measurement(KubeModel):
+    """One measurement of a metric."""
+
+    phase: AnalysisPhase
+    message: str | None = None
+    started_at: Time | None = None
+    finished_at: Time | None = None
+    value: str | None = None
+    metadata: dict[str, str] | None = None
+    """Provider state, such as the name of the Job a job metric created."""
+    resume_at: Time | None = None
+    """When to look at this measurement again (e.g. a Job still running)."""
+
+
+class MetricResult(KubeModel):
+    """The recent measurements of one metric and the counters that judge it."""
+
+    name: str
+    phase: AnalysisPhase
+    measurements: list[Measurement] | None = None
+    message: str | None = None
+    count: Int32 | None = None
+    successful: Int32 | None = None
+    failed: Int32 | None = None
+    inconclusive: Int32 | None = None
+    error: Int32 | None = None
+    consecutive_error: Int32 | None = None
+    consecutive_success: Int32 | None = None
+    dry_run: bool | None = None
+    metadata: dict[str, str] | None = None
+    """Provider state kept across measurements, such as the resolved query."""
+
+
+class RunSummary(KubeModel):
+    """Counts of metrics by outcome."""
+
+    count: Int32 | None = None
+    successful: Int32 | None = None
+    failed: Int32 | None = None
+    inconclusive: Int32 | None = None
+    error: Int32 | None = None
+
+
+class AnalysisRunStatus(KubeModel):
+    """What the analysis reconcile has measured and concluded."""
+
+    phase: AnalysisPhase | None = None
+    message: str | None = None
+    metric_results: list[MetricResult] | None = None
+    started_at: Time | None = None
+    completed_at: Time | None = None
+    run_summary: RunSummary | None = None
+    dry_run_summary: RunSummary | None = None
+
+
+class AnalysisRun(Resource):
+    """One execution of analysis templates."""
+
+    kind: str = "AnalysisRun"
+    spec: AnalysisRunSpec
+    status: AnalysisRunStatus | None = None

@@ -1,0 +1,583 @@
+"""Rollout, as Argo Rollouts defines it: the spec users write and the status the controller owns.
+
+The pod template is kept as a free-form object: the controller hashes it and copies it into
+ReplicaSets but never interprets it, and modelling core/v1 here would only lose fields. Traffic
+routers are modelled as far as the controller uses them; the rest pass through unchanged.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from rollout_workers.api.analysis import (
+    AnalysisPhase,
+    AnalysisRunMetadata,
+    DryRun,
+    FieldRef,
+    MeasurementRetention,
+)
+from rollout_workers.api.base import (
+    ConditionStatus,
+    DurationString,
+    FreeForm,
+    Int32,
+    Int64,
+    IntOrString,
+    KubeModel,
+    LabelSelector,
+    OpenModel,
+    Resource,
+    Time,
+)
+from rollout_workers.api.experiment import TemplateService
+
+# -- constants -------------------------------------------------------------------------------
+
+
+class RolloutPhase(StrEnum):
+    """The summary phase shown by `kubectl get rollout` and Argo CD."""
+
+    HEALTHY = "Healthy"
+    PROGRESSING = "Progressing"
+    PAUSED = "Paused"
+    DEGRADED = "Degraded"
+
+
+class RolloutConditionType(StrEnum):
+    """The condition types of a Rollout."""
+
+    PROGRESSING = "Progressing"
+    AVAILABLE = "Available"
+    PAUSED = "Paused"
+    COMPLETED = "Completed"
+    HEALTHY = "Healthy"
+    INVALID_SPEC = "InvalidSpec"
+    REPLICA_FAILURE = "ReplicaFailure"
+
+
+class PauseReason(StrEnum):
+    """Why the controller paused a rollout; users resume by clearing the pause conditions."""
+
+    CANARY_PAUSE_STEP = "CanaryPauseStep"
+    BLUE_GREEN_PAUSE = "BlueGreenPause"
+    INCONCLUSIVE_ANALYSIS = "InconclusiveAnalysisRun"
+    INCONCLUSIVE_EXPERIMENT = "InconclusiveExperiment"
+
+
+class ReplicaSetSpecRef(StrEnum):
+    """Which ReplicaSet's pod template an experiment step template copies."""
+
+    STABLE = "stable"
+    CANARY = "canary"
+
+
+class ValueFromPodTemplateHash(StrEnum):
+    """Which ReplicaSet's pod-template hash a rollout passes as an analysis argument."""
+
+    STABLE = "Stable"
+    LATEST = "Latest"
+
+
+class PingPongType(StrEnum):
+    """Which of the ping-pong services currently fronts the stable pods."""
+
+    PING = "ping"
+    PONG = "pong"
+
+
+#: Label added to ReplicaSets and their pods so that two revisions never select each other.
+DEFAULT_ROLLOUT_UNIQUE_LABEL_KEY = "rollouts-pod-template-hash"
+#: Annotation on an old ReplicaSet: when it may be scaled down.
+SCALE_DOWN_DEADLINE_ANNOTATION_KEY = "scale-down-deadline"
+#: Label on AnalysisRuns: which part of the rollout created them (Step, Background, ...).
+ROLLOUT_TYPE_LABEL = "rollout-type"
+ROLLOUT_TYPE_STEP = "Step"
+ROLLOUT_TYPE_BACKGROUND = "Background"
+ROLLOUT_TYPE_PRE_PROMOTION = "PrePromotion"
+ROLLOUT_TYPE_POST_PROMOTION = "PostPromotion"
+#: Label on step AnalysisRuns: the index of the step that created them.
+ROLLOUT_CANARY_STEP_INDEX_LABEL = "step-index"
+
+# -- shared pieces ---------------------------------------------------------------------------
+
+
+class PodTemplateMetadata(KubeModel):
+    """Labels and annotations added to pods while they play a role (canary, preview, ...)."""
+
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class ObjectRef(KubeModel):
+    """A workload (e.g. a Deployment) whose pod template the rollout uses."""
+
+    api_version: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    scale_down: str | None = None
+    """What to do with the referenced workload: never, onsuccess or progressively."""
+
+
+class PreferredDuringSchedulingIgnoredDuringExecution(KubeModel):
+    """Soft anti-affinity between revisions, with a weight from 1 to 100."""
+
+    weight: Int32
+
+
+class AntiAffinity(KubeModel):
+    """Anti-affinity injected into new pods against the previous revision's pods."""
+
+    preferred_during_scheduling_ignored_during_execution: (
+        PreferredDuringSchedulingIgnoredDuringExecution | None
+    ) = None
+    required_during_scheduling_ignored_during_execution: FreeForm | None = None
+
+
+# -- analysis references ---------------------------------------------------------------------
+
+
+class RolloutAnalysisTemplate(KubeModel):
+    """A template a rollout instantiates an AnalysisRun from."""
+
+    template_name: str | None = None
+    cluster_scope: bool | None = None
+
+
+class ArgumentValueFrom(KubeModel):
+    """Where a rollout takes an analysis argument's value from."""
+
+    pod_template_hash_value: ValueFromPodTemplateHash | None = None
+    field_ref: FieldRef | None = None
+
+
+class AnalysisRunArgument(KubeModel):
+    """An argument a rollout passes to the AnalysisRuns it creates."""
+
+    name: str
+    value: str | None = None
+    value_from: ArgumentValueFrom | None = None
+
+
+class RolloutAnalysis(KubeModel):
+    """The AnalysisRun a rollout creates at a step, before or after promotion."""
+
+    templates: list[RolloutAnalysisTemplate] | None = None
+    args: list[AnalysisRunArgument] | None = None
+    dry_run: list[DryRun] | None = None
+    measurement_retention: list[MeasurementRetention] | None = None
+    analysis_run_metadata: AnalysisRunMetadata | None = None
+
+
+class RolloutAnalysisBackground(RolloutAnalysis):
+    """An AnalysisRun that runs alongside the canary steps."""
+
+    starting_step: Int32 | None = None
+    """The step index from which the background analysis runs; 0 when unset."""
+
+
+class AnalysisRunStrategy(KubeModel):
+    """How many finished AnalysisRuns and Experiments to keep."""
+
+    successful_run_history_limit: Int32 | None = None
+    unsuccessful_run_history_limit: Int32 | None = None
+
+
+# -- canary steps ----------------------------------------------------------------------------
+
+
+class RolloutPause(KubeModel):
+    """A pause step: for a duration ("30s", 30), or until resumed when no duration is given."""
+
+    duration: IntOrString | None = None
+
+
+class SetCanaryScale(KubeModel):
+    """Scale the canary independently of its traffic weight."""
+
+    weight: Int32 | None = None
+    replicas: Int32 | None = None
+    match_traffic_weight: bool | None = None
+
+
+class StringMatch(KubeModel):
+    """Exactly one of exact, prefix or regex."""
+
+    exact: str | None = None
+    prefix: str | None = None
+    regex: str | None = None
+
+
+class HeaderRoutingMatch(KubeModel):
+    """A request header that routes to the canary."""
+
+    header_name: str
+    header_value: StringMatch | None = None
+
+
+class SetHeaderRoute(KubeModel):
+    """Route requests matching headers to the canary; no match removes the route."""
+
+    name: str | None = None
+    match: list[HeaderRoutingMatch] | None = None
+
+
+class RouteMatch(KubeModel):
+    """Which requests a mirror route copies."""
+
+    method: StringMatch | None = None
+    path: StringMatch | None = None
+    headers: dict[str, StringMatch] | None = None
+
+
+class SetMirrorRoute(KubeModel):
+    """Mirror matching requests to the canary; no match removes the route."""
+
+    name: str
+    match: list[RouteMatch] | None = None
+    percentage: Int32 | None = None
+
+
+class RolloutExperimentTemplate(KubeModel):
+    """One ReplicaSet of an experiment step, from the stable or the canary pod template."""
+
+    name: str
+    spec_ref: ReplicaSetSpecRef
+    replicas: Int32 | None = None
+    metadata: PodTemplateMetadata | None = None
+    selector: LabelSelector | None = None
+    weight: Int32 | None = None
+    service: TemplateService | None = None
+
+
+class RolloutExperimentStepAnalysisTemplateRef(KubeModel):
+    """An analysis an experiment step starts next to its ReplicaSets."""
+
+    name: str
+    template_name: str
+    cluster_scope: bool | None = None
+    args: list[AnalysisRunArgument] | None = None
+    required_for_completion: bool | None = None
+
+
+class RolloutExperimentStep(KubeModel):
+    """A step that runs an Experiment and waits for it."""
+
+    templates: list[RolloutExperimentTemplate]
+    duration: DurationString | None = None
+    analyses: list[RolloutExperimentStepAnalysisTemplateRef] | None = None
+    dry_run: list[DryRun] | None = None
+    analysis_run_metadata: AnalysisRunMetadata | None = None
+
+
+class PluginStep(KubeModel):
+    """A step carried out by a step plugin, with its own configuration."""
+
+    name: str
+    config: FreeForm | None = None
+
+
+class CanaryStep(KubeModel):
+    """One canary step; exactly one field is set."""
+
+    set_weight: Int32 | None = None
+    pause: RolloutPause | None = None
+    experiment: RolloutExperimentStep | None = None
+    analysis: RolloutAnalysis | None = None
+    set_canary_scale: SetCanaryScale | None = None
+    set_header_route: SetHeaderRoute | None = None
+    set_mirror_route: SetMirrorRoute | None = None
+    plugin: PluginStep | None = None
+
+
+# -- traffic routing -------------------------------------------------------------------------
+
+
+class NginxTrafficRouting(KubeModel):
+    """Canary weights through a second, annotated nginx Ingress."""
+
+    annotation_prefix: str | None = None
+    stable_ingress: str | None = None
+    stable_ingresses: list[str] | None = None
+    additional_ingress_annotations: dict[str, str] | None = None
+
+
+class StickinessConfig(KubeModel):
+    """ALB target-group stickiness."""
+
+    enabled: bool
+    duration_seconds: Int64
+
+
+class ALBTrafficRouting(KubeModel):
+    """Canary weights through AWS Load Balancer Controller actions."""
+
+    ingress: str | None = None
+    ingresses: list[str] | None = None
+    service_port: Int32
+    root_service: str | None = None
+    annotation_prefix: str | None = None
+    stickiness_config: StickinessConfig | None = None
+
+
+class SMITrafficRouting(KubeModel):
+    """Canary weights through an SMI TrafficSplit."""
+
+    root_service: str | None = None
+    traffic_split_name: str | None = None
+
+
+class IstioVirtualService(KubeModel):
+    """A VirtualService whose named routes the rollout re-weights."""
+
+    name: str
+    routes: list[str] | None = None
+    tls_routes: list[FreeForm] | None = None
+    tcp_routes: list[FreeForm] | None = None
+
+
+class IstioDestinationRule(KubeModel):
+    """A DestinationRule whose subsets the rollout points at the canary and stable hashes."""
+
+    name: str
+    canary_subset_name: str
+    stable_subset_name: str
+
+
+class IstioTrafficRouting(KubeModel):
+    """Canary weights through Istio."""
+
+    virtual_service: IstioVirtualService | None = None
+    virtual_services: list[IstioVirtualService] | None = None
+    destination_rule: IstioDestinationRule | None = None
+
+
+class ManagedRoute(KubeModel):
+    """A route the controller owns (header and mirror routes), in precedence order."""
+
+    name: str
+
+
+class RolloutTrafficRouting(OpenModel):
+    """The traffic router(s) a canary uses. Routers this project does not implement (ambassador,
+    appMesh, traefik, apisix, ...) are kept as given."""
+
+    nginx: NginxTrafficRouting | None = None
+    alb: ALBTrafficRouting | None = None
+    smi: SMITrafficRouting | None = None
+    istio: IstioTrafficRouting | None = None
+    managed_routes: list[ManagedRoute] | None = None
+    max_traffic_weight: Int32 | None = None
+    plugins: FreeForm | None = None
+    """Configuration of traffic-router plugins, by plugin name."""
+
+
+# -- strategies ------------------------------------------------------------------------------
+
+
+class PingPongSpec(KubeModel):
+    """Two services that swap the stable and canary roles on each promotion."""
+
+    ping_service: str
+    pong_service: str
+
+
+class BlueGreenStrategy(KubeModel):
+    """Run the new revision beside the old one and switch the active Service at promotion."""
+
+    active_service: str
+    preview_service: str | None = None
+    preview_replica_count: Int32 | None = None
+    auto_promotion_enabled: bool | None = None
+    """Promote without a pause; true when unset."""
+    auto_promotion_seconds: Int32 | None = None
+    max_unavailable: IntOrString | None = None
+    scale_down_delay_seconds: Int32 | None = None
+    scale_down_delay_revision_limit: Int32 | None = None
+    abort_scale_down_delay_seconds: Int32 | None = None
+    pre_promotion_analysis: RolloutAnalysis | None = None
+    post_promotion_analysis: RolloutAnalysis | None = None
+    anti_affinity: AntiAffinity | None = None
+    active_metadata: PodTemplateMetadata | None = None
+    preview_metadata: PodTemplateMetadata | None = None
+
+
+class CanaryStrategy(KubeModel):
+    """Shift replicas, or traffic through a router, to the new revision step by step."""
+
+    canary_service: str | None = None
+    stable_service: str | None = None
+    steps: list[CanaryStep] | None = None
+    traffic_routing: RolloutTrafficRouting | None = None
+    max_unavailable: IntOrString | None = None
+    max_surge: IntOrString | None = None
+    analysis: RolloutAnalysisBackground | None = None
+    anti_affinity: AntiAffinity | None = None
+    canary_metadata: PodTemplateMetadata | None = None
+    stable_metadata: PodTemplateMetadata | None = None
+    scale_down_delay_seconds: Int32 | None = None
+    scale_down_delay_revision_limit: Int32 | None = None
+    abort_scale_down_delay_seconds: Int32 | None = None
+    dynamic_stable_scale: bool | None = None
+    ping_pong: PingPongSpec | None = None
+    min_pods_per_replica_set: Int32 | None = None
+
+
+class RolloutStrategy(KubeModel):
+    """Exactly one of blueGreen or canary."""
+
+    blue_green: BlueGreenStrategy | None = None
+    canary: CanaryStrategy | None = None
+
+
+class RollbackWindowSpec(KubeModel):
+    """Rolling back to one of this many recent revisions skips steps and analysis."""
+
+    revisions: Int32 | None = None
+
+
+class RolloutSpec(KubeModel):
+    """The desired state of a Rollout."""
+
+    replicas: Int32 | None = None
+    selector: LabelSelector | None = None
+    template: FreeForm | None = None
+    """A `corev1.PodTemplateSpec`, passed through as is."""
+    workload_ref: ObjectRef | None = None
+    min_ready_seconds: Int32 | None = None
+    revision_history_limit: Int32 | None = None
+    paused: bool | None = None
+    progress_deadline_seconds: Int32 | None = None
+    progress_deadline_abort: bool | None = None
+    restart_at: Time | None = None
+    rollback_window: RollbackWindowSpec | None = None
+    strategy: RolloutStrategy | None = None
+    analysis: AnalysisRunStrategy | None = None
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+class PauseCondition(KubeModel):
+    """Why, and since when, the controller has paused the rollout."""
+
+    reason: PauseReason
+    start_time: Time
+
+
+class RolloutCondition(KubeModel):
+    """One condition of a Rollout."""
+
+    type: RolloutConditionType
+    status: ConditionStatus
+    last_update_time: Time | None = None
+    last_transition_time: Time | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class RolloutAnalysisRunStatus(KubeModel):
+    """The name and phase of an AnalysisRun the rollout is waiting on."""
+
+    name: str
+    status: AnalysisPhase
+    message: str | None = None
+
+
+class WeightDestination(KubeModel):
+    """The traffic weight sent to one ReplicaSet."""
+
+    weight: Int32
+    service_name: str | None = None
+    pod_template_hash: str | None = None
+
+
+class TrafficWeights(KubeModel):
+    """The weights last set on the traffic router."""
+
+    canary: WeightDestination
+    stable: WeightDestination
+    additional: list[WeightDestination] | None = None
+    verified: bool | None = None
+
+
+class CanaryStatus(KubeModel):
+    """Status that only a canary rollout has."""
+
+    current_step_analysis_run_status: RolloutAnalysisRunStatus | None = None
+    current_background_analysis_run_status: RolloutAnalysisRunStatus | None = None
+    current_experiment: str | None = None
+    weights: TrafficWeights | None = None
+    stable_ping_pong: PingPongType | None = None
+
+
+class BlueGreenStatus(KubeModel):
+    """Status that only a blue-green rollout has."""
+
+    preview_selector: str | None = None
+    active_selector: str | None = None
+    scale_up_preview_check_point: bool | None = None
+    pre_promotion_analysis_run_status: RolloutAnalysisRunStatus | None = None
+    post_promotion_analysis_run_status: RolloutAnalysisRunStatus | None = None
+
+
+class AwsResourceRef(KubeModel):
+    """An AWS load balancer or target group."""
+
+    name: str | None = None
+    arn: str | None = None
+    full_name: str | None = None
+
+
+class ALBStatus(KubeModel):
+    """The load balancer and target groups behind an ALB-routed canary."""
+
+    load_balancer: AwsResourceRef | None = None
+    canary_target_group: AwsResourceRef | None = None
+    stable_target_group: AwsResourceRef | None = None
+    ingress: str | None = None
+
+
+class RolloutStatus(KubeModel):
+    """The observed state of a Rollout, written only by the controller (and by users who abort,
+    resume or promote through the status fields)."""
+
+    abort: bool | None = None
+    pause_conditions: list[PauseCondition] | None = None
+    controller_pause: bool | None = None
+    """Set when the controller paused; stays true after a user clears the pause conditions."""
+    aborted_at: Time | None = None
+    current_pod_hash: str | None = None
+    current_step_hash: str | None = None
+    replicas: Int32 | None = None
+    updated_replicas: Int32 | None = None
+    ready_replicas: Int32 | None = None
+    available_replicas: Int32 | None = None
+    current_step_index: Int32 | None = None
+    collision_count: Int32 | None = None
+    observed_generation: str | None = Field(default=None, coerce_numbers_to_str=True)
+    """A string in Argo's API; numbers written by other tools are read as their string."""
+    conditions: list[RolloutCondition] | None = None
+    canary: CanaryStatus | None = None
+    blue_green: BlueGreenStatus | None = None
+    hpa_replicas: Int32 | None = Field(default=None, alias="HPAReplicas")
+    """Pods receiving active traffic: what a HorizontalPodAutoscaler scales on."""
+    selector: str | None = None
+    """The label selector, as a string, of the pods receiving active traffic."""
+    stable_rs: str | None = Field(default=None, alias="stableRS")
+    restarted_at: Time | None = None
+    promote_full: bool | None = None
+    phase: RolloutPhase | None = None
+    message: str | None = None
+    workload_observed_generation: str | None = Field(default=None, coerce_numbers_to_str=True)
+    alb: ALBStatus | None = None
+    albs: list[ALBStatus] | None = None
+
+
+class Rollout(Resource):
+    """A Deployment replacement with blue-green and canary strategies."""
+
+    kind: str = "Rollout"
+    spec: RolloutSpec
+    status: RolloutStatus | None = None
