@@ -1,0 +1,1 @@
+"""Rollout reconcile: one concern per module, as argo-rollouts' rollout/ package."""

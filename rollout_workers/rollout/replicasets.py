@@ -1,0 +1,140 @@
+"""Which ReplicaSets of a rollout are new, stable, old; and their counts. Pure functions over
+ReplicaSet objects as the API server sent them (dicts)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from rollout_workers.kube.resources import POD_TEMPLATE_HASH_LABEL
+from rollout_workers.rollout import annotations as ann
+from rollout_workers.rollout.hashing import pod_template_hash
+
+Obj = dict[str, Any]
+
+#: Pod template fields an API server fills in when they are absent (apps/v1 defaulting). A
+#: ReplicaSet template may carry them while the rollout's template (a CRD, not defaulted) does
+#: not; they do not make the templates different.
+SERVER_DEFAULTED = frozenset(
+    {
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "imagePullPolicy",
+        "restartPolicy",
+        "dnsPolicy",
+        "schedulerName",
+        "securityContext",
+        "terminationGracePeriodSeconds",
+        "creationTimestamp",
+        "resources",
+        "protocol",
+        "enableServiceLinks",
+        "preemptionPolicy",
+        "priority",
+    }
+)
+
+
+def name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def pod_hash(rs: Obj) -> str | None:
+    labels = (rs.get("metadata") or {}).get("labels") or {}
+    value = labels.get(POD_TEMPLATE_HASH_LABEL)
+    return str(value) if value else None
+
+
+def spec_replicas(rs: Obj | None) -> int:
+    if rs is None:
+        return 0
+    value = (rs.get("spec") or {}).get("replicas")
+    return 1 if value is None else int(value)
+
+
+def status_count(rs: Obj | None, field: str) -> int:
+    return int(((rs or {}).get("status") or {}).get(field) or 0)
+
+
+def _without_hash_label(template: Obj) -> Obj:
+    result = copy.deepcopy(template)
+    labels = (result.get("metadata") or {}).get("labels")
+    if isinstance(labels, dict):
+        labels.pop(POD_TEMPLATE_HASH_LABEL, None)
+    return result
+
+
+def _matches(actual: Any, desired: Any) -> bool:
+    if isinstance(actual, dict) and isinstance(desired, dict):
+        for key in set(actual) | set(desired):
+            if key not in desired:
+                if key in SERVER_DEFAULTED or actual[key] in (None, {}, []):
+                    continue
+                return False
+            if key not in actual:
+                if desired[key] in (None, {}, [], ""):
+                    continue
+                return False
+            if not _matches(actual[key], desired[key]):
+                return False
+        return True
+    if isinstance(actual, list) and isinstance(desired, list):
+        return len(actual) == len(desired) and all(map(_matches, actual, desired))
+    return bool(actual == desired)
+
+
+def template_equal_ignoring_hash(rs_template: Obj, desired: Obj) -> bool:
+    """Semantically equal pod templates, the hash label and server defaults aside."""
+    return _matches(_without_hash_label(rs_template), _without_hash_label(desired))
+
+
+def _alive(rs: Obj) -> bool:
+    return not (rs.get("metadata") or {}).get("deletionTimestamp")
+
+
+def by_creation(rss: list[Obj]) -> list[Obj]:
+    return sorted(
+        rss,
+        key=lambda rs: (str((rs.get("metadata") or {}).get("creationTimestamp", "")), name(rs)),
+    )
+
+
+def find_new(rollout: Obj, rss: list[Obj]) -> Obj | None:
+    """The ReplicaSet of the rollout's current template: by name first, then by template."""
+    template = (rollout.get("spec") or {}).get("template") or {}
+    collisions = (rollout.get("status") or {}).get("collisionCount")
+    expected = f"{name(rollout)}-{pod_template_hash(template, collisions)}"
+    alive = by_creation([rs for rs in rss if _alive(rs)])
+    for rs in alive:
+        if name(rs) == expected:
+            return rs
+    for rs in alive:
+        if template_equal_ignoring_hash((rs.get("spec") or {}).get("template") or {}, template):
+            return rs
+    return None
+
+
+def find_old(rss: list[Obj], new: Obj | None) -> list[Obj]:
+    new_name = name(new) if new else None
+    return by_creation([rs for rs in rss if name(rs) != new_name])
+
+
+def find_stable(stable_hash: str | None, new: Obj | None, old: list[Obj]) -> Obj | None:
+    if not stable_hash:
+        return None
+    if new is not None and pod_hash(new) == stable_hash:
+        return new
+    return next((rs for rs in old if pod_hash(rs) == stable_hash), None)
+
+
+def max_revision(rss: list[Obj]) -> int:
+    return max((ann.revision(rs) for rs in rss), default=0)
+
+
+def total(rss: list[Obj | None], field: str) -> int:
+    """Sum of a status count (replicas, readyReplicas, availableReplicas) over ReplicaSets."""
+    return sum(status_count(rs, field) for rs in rss if rs is not None)
+
+
+def total_spec_replicas(rss: list[Obj | None]) -> int:
+    return sum(spec_replicas(rs) for rs in rss if rs is not None)
