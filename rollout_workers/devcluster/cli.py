@@ -137,9 +137,7 @@ def devcluster(
             state_file=state_file,
         )
     except OSError as exc:
-        raise click.ClickException(
-            f"cannot serve on {host}:{port}: {exc.strerror or exc}"
-        ) from None
+        raise click.ClickException(f"cannot run the devcluster on {host}:{port}: {exc}") from None
 
 
 def main() -> None:
