@@ -50,6 +50,11 @@ class Result:
         return cls(Outcome.AFTER, max(0.0, seconds))
 
     @classmethod
+    def retry(cls) -> Result:
+        """An expected failure (a lost write race, say): retry with the key's backoff, quietly."""
+        return cls(Outcome.ERROR)
+
+    @classmethod
     def gone(cls) -> Result:
         """The object no longer exists: stop tracking its key."""
         return cls(Outcome.GONE)

@@ -4,6 +4,7 @@ ReplicaSet objects as the API server sent them (dicts)."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 from rollout_workers.kube.resources import POD_TEMPLATE_HASH_LABEL
@@ -131,10 +132,10 @@ def max_revision(rss: list[Obj]) -> int:
     return max((ann.revision(rs) for rs in rss), default=0)
 
 
-def total(rss: list[Obj | None], field: str) -> int:
+def total(rss: Sequence[Obj | None], field: str) -> int:
     """Sum of a status count (replicas, readyReplicas, availableReplicas) over ReplicaSets."""
     return sum(status_count(rs, field) for rs in rss if rs is not None)
 
 
-def total_spec_replicas(rss: list[Obj | None]) -> int:
+def total_spec_replicas(rss: Sequence[Obj | None]) -> int:
     return sum(spec_replicas(rs) for rs in rss if rs is not None)

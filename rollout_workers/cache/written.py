@@ -1,0 +1,49 @@
+"""The stale-cache guard: the resourceVersions workers wrote, so a reconcile can tell that the
+shared cache has not caught up with its own last write yet.
+
+After a write, the worker records the object's new resourceVersion (kept only if newer, for a
+few minutes). A reconcile that then finds an older version in the cache would act on stale
+state — Argo's commonest cause of stuck rollouts — so it requeues itself shortly instead.
+resourceVersions are compared as integers (etcd revisions); a non-numeric one never blocks.
+"""
+
+from __future__ import annotations
+
+import redis
+
+_RECORD = """
+local current = redis.call('GET', KEYS[1])
+if not current or tonumber(current) == nil or tonumber(ARGV[1]) > tonumber(current) then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+end
+return 1
+"""
+
+TTL_SECONDS = 300
+
+
+class WrittenVersions:
+    def __init__(self, client: redis.Redis, *, prefix: str) -> None:
+        self._redis = client
+        self._prefix = f"{prefix}:written"
+        self._record = client.register_script(_RECORD)
+
+    def _key(self, plural: str, key: str) -> str:
+        return f"{self._prefix}:{plural}:{key}"
+
+    def record(self, plural: str, key: str, resource_version: str) -> None:
+        if resource_version.isdigit():
+            self._record(keys=[self._key(plural, key)], args=[resource_version, TTL_SECONDS])
+
+    def stale(self, plural: str, items: dict[str, str]) -> list[str]:
+        """The keys whose cached resourceVersion is older than the one a worker wrote."""
+        if not items:
+            return []
+        keys = list(items)
+        written = self._redis.mget([self._key(plural, k) for k in keys])
+        behind = []
+        for key, value in zip(keys, written, strict=True):
+            cached = items[key]
+            if value is not None and cached.isdigit() and int(value) > int(cached):
+                behind.append(key)
+        return behind

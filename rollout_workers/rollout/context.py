@@ -1,0 +1,187 @@
+"""The per-reconcile context: what one sync of one rollout knows and intends.
+
+Built from the cache at the start of a sync (the rollout and its ReplicaSets, sorted into new,
+stable, older and other), it carries the intents that steps record (pause and abort changes,
+events, the earliest time the rollout must be looked at again) until the single status patch at
+the end. The objects read from the cache are never modified; writes go through `writer`, and
+their results replace the context's copies.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollout_workers.api.rollout import CanaryStep, Rollout, RolloutStatus
+from rollout_workers.kube import resources as r
+from rollout_workers.rollout import replicasets as rsutil
+from rollout_workers.rollout.pause import PauseContext, format_time
+from rollout_workers.rollout.phase import replicas_or_default
+from rollout_workers.rollout.writer import Writer
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+COMPONENT = "rollouts-controller"
+
+
+@dataclass
+class Event:
+    reason: str
+    message: str
+    warning: bool = False
+
+
+@dataclass
+class RolloutContext:
+    obj: Obj  # the rollout as read; its metadata is refreshed after each write
+    rollout: Rollout
+    all_rss: list[Obj]
+    new_rs: Obj | None
+    stable_rs: Obj | None
+    older_rss: list[Obj]
+    other_rss: list[Obj]
+    now: dt.datetime
+    writer: Writer
+    status: RolloutStatus  # working copy of the status read (conditions set along the way)
+    pause: PauseContext
+    services: dict[str, Obj] = field(default_factory=dict)  # referenced Services, by name
+    new_status: RolloutStatus = field(default_factory=RolloutStatus)
+    events: list[Event] = field(default_factory=list)
+    requeue_after: float | None = None
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        obj: Obj,
+        rss: list[Obj],
+        now: dt.datetime,
+        writer: Writer,
+        services: dict[str, Obj] | None = None,
+    ) -> RolloutContext:
+        rollout = Rollout.from_dict(obj)
+        status = (rollout.status or RolloutStatus()).model_copy(deep=True)
+        new = rsutil.find_new(obj, rss)
+        older = rsutil.find_old(rss, new)
+        stable = rsutil.find_stable(status.stable_rs, new, older)
+        other = [rs for rs in older if stable is None or rsutil.name(rs) != rsutil.name(stable)]
+        return cls(
+            obj=obj,
+            rollout=rollout,
+            all_rss=list(rss),
+            new_rs=new,
+            stable_rs=stable,
+            older_rss=older,
+            other_rss=other,
+            now=now,
+            writer=writer,
+            status=status,
+            pause=PauseContext(status=rollout.status or RolloutStatus()),
+            services=dict(services or {}),
+        )
+
+    # -- identity ------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace", "default"))
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def replicas(self) -> int:
+        return replicas_or_default(self.rollout.spec)
+
+    @property
+    def canary(self) -> Any:
+        strategy = self.rollout.spec.strategy
+        return strategy.canary if strategy else None
+
+    @property
+    def blue_green(self) -> Any:
+        strategy = self.rollout.spec.strategy
+        return strategy.blue_green if strategy else None
+
+    @property
+    def steps(self) -> list[CanaryStep]:
+        return list(self.canary.steps or []) if self.canary is not None else []
+
+    def current_step(self) -> tuple[CanaryStep | None, int | None]:
+        """The step at status.currentStepIndex (None past the end), and the index."""
+        if not self.steps:
+            return None, None
+        index = self.rollout.status.current_step_index if self.rollout.status else None
+        index = index or 0
+        return (self.steps[index] if index < len(self.steps) else None), index
+
+    def now_text(self) -> str:
+        return format_time(self.now)
+
+    # -- intents -------------------------------------------------------------------------
+
+    def requeue(self, seconds: float) -> None:
+        """Look at this rollout again after `seconds` (the earliest request wins)."""
+        seconds = max(0.0, seconds)
+        if self.requeue_after is None or seconds < self.requeue_after:
+            self.requeue_after = seconds
+
+    def event(self, reason: str, message: str, *, warning: bool = False) -> None:
+        self.events.append(Event(reason, message, warning))
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{self.name}.", "namespace": self.namespace},
+            "involvedObject": {
+                "apiVersion": "argoproj.io/v1alpha1",
+                "kind": "Rollout",
+                "name": self.name,
+                "namespace": self.namespace,
+                "uid": self.obj["metadata"].get("uid", ""),
+                "resourceVersion": self.obj["metadata"].get("resourceVersion", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": "Warning" if warning else "Normal",
+            "count": 1,
+            "firstTimestamp": self.now_text(),
+            "lastTimestamp": self.now_text(),
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+        }
+        try:
+            self.writer.create(r.EVENTS, self.namespace, body)
+        except Exception as err:  # an event is informational: never fail a reconcile on it
+            log.warning("could not record event %s for %s: %s", reason, self.key, err)
+
+    # -- keeping the context's copies current after writes --------------------------------
+
+    def replaced_rs(self, old: Obj | None, new: Obj) -> None:
+        """Swap a written ReplicaSet into every list that held its previous version."""
+        name = rsutil.name(new)
+
+        def swap(rs: Obj) -> Obj:
+            return new if rsutil.name(rs) == name else rs
+
+        self.all_rss = [swap(rs) for rs in self.all_rss]
+        if old is None and all(rsutil.name(rs) != name for rs in self.all_rss):
+            self.all_rss.append(new)
+        self.older_rss = [swap(rs) for rs in self.older_rss]
+        self.other_rss = [swap(rs) for rs in self.other_rss]
+        if self.new_rs is not None and rsutil.name(self.new_rs) == name:
+            self.new_rs = new
+        if self.stable_rs is not None and rsutil.name(self.stable_rs) == name:
+            self.stable_rs = new
+
+    def replaced_rollout(self, written: Obj) -> None:
+        """After a write of the rollout: keep its new metadata (resourceVersion, annotations)."""
+        self.obj = {**self.obj, "metadata": written.get("metadata", self.obj["metadata"])}

@@ -1,0 +1,260 @@
+"""The `rollouts` task kind's handler: sync_handler for one rollout key.
+
+Reads the rollout, its ReplicaSets and the Services it references from the shared cache,
+refuses to act on a cache older than this controller's own last write (requeue shortly), then
+validates and reconciles: scaling event or pause → replicas only; blue-green; canary. Writes go
+through a fenced writer; a lost write race (409) is a quiet retry with the key's backoff.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pydantic
+
+from rollout_workers.api.analysis import AnalysisTemplate, ClusterAnalysisTemplate
+from rollout_workers.api.base import ConditionStatus as S
+from rollout_workers.api.rollout import PauseReason, Rollout
+from rollout_workers.api.rollout import RolloutConditionType as T
+from rollout_workers.cache import Lister
+from rollout_workers.cache.indexers import (
+    CLUSTER_TEMPLATE,
+    SERVICE,
+    TEMPLATE,
+    rollout_references,
+)
+from rollout_workers.cache.written import WrittenVersions
+from rollout_workers.handlers import Handler, Result, SyncRequest
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.client import Kube
+from rollout_workers.kube.config import api_client
+from rollout_workers.kube.errors import Conflict, NotFound
+from rollout_workers.rollout import canary, sync, validation
+from rollout_workers.rollout import conditions as c
+from rollout_workers.rollout import replicasets as rsutil
+from rollout_workers.rollout.context import RolloutContext
+from rollout_workers.rollout.pause import format_time
+from rollout_workers.rollout.service import ServiceNotFound
+from rollout_workers.rollout.writer import KubeWriter, Writer, fenced
+from rollout_workers.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Clock = Callable[[], dt.datetime]
+
+#: How soon a rollout whose cache lags its own last write is looked at again.
+STALE_REQUEUE = 0.5
+#: InvalidSpec is re-checked this often: the cause may be timing (a Service applied later).
+INVALID_SPEC_REQUEUE = 20.0
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class RolloutController:
+    def __init__(
+        self,
+        *,
+        rollouts: Lister,
+        replicasets: Lister,
+        services: Lister,
+        written: WrittenVersions,
+        writer: Writer,
+        templates: Lister | None = None,
+        cluster_templates: Lister | None = None,
+        clock: Clock = utcnow,
+    ) -> None:
+        self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
+        self.templates, self.cluster_templates = templates, cluster_templates
+        self.written, self.writer, self.clock = written, writer, clock
+
+    def sync(self, request: SyncRequest) -> Result:
+        obj = self.rollouts.get(request.key)
+        if obj is None:
+            return Result.gone()
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            return Result.done()
+        rss = self.replicasets.by_owner(str(meta.get("uid", "")))
+        if self._stale(request.key, obj, rss):
+            log.info("cache behind our last write for %s; requeueing", request.key)
+            return Result.requeue_after(STALE_REQUEUE)
+        namespace = str(meta.get("namespace", ""))
+        names = {name for index, name in rollout_references(obj) if index == SERVICE}
+        found = self.services.get_many(f"{namespace}/{name}" for name in names)
+        services = {str(s["metadata"]["name"]): s for s in found}
+        request.lease.check()
+        references = validation.ReferencedResources(
+            services=services,
+            analysis_templates=self._templates(self.templates, namespace, obj, TEMPLATE),
+            cluster_analysis_templates=self._templates(
+                self.cluster_templates, None, obj, CLUSTER_TEMPLATE
+            ),
+        )
+        error = validation.validate_raw(obj, references)
+        now = self.clock()
+        try:
+            Rollout.from_dict(obj)
+        except pydantic.ValidationError:
+            assert error is not None
+            write_unparseable(
+                self.writer,
+                obj,
+                validation.invalid_spec_message(request.key.split("/")[1], error),
+                now,
+            )
+            return Result.requeue_after(INVALID_SPEC_REQUEUE)
+        ctx = RolloutContext.build(obj=obj, rss=rss, now=now, writer=self.writer, services=services)
+        try:
+            reconcile(ctx, error)
+        except Conflict as err:
+            log.info("write race on %s (%s); retrying", request.key, err.message)
+            return Result.retry()
+        except NotFound as err:
+            log.info("object gone while reconciling %s (%s); retrying", request.key, err.message)
+            return Result.retry()
+        except sync.HashCollision:
+            return Result.requeue_after(0)
+        if ctx.requeue_after is not None:
+            return Result.requeue_after(ctx.requeue_after)
+        return Result.done()
+
+    @staticmethod
+    def _templates(
+        lister: Lister | None, namespace: str | None, obj: Obj, index: str
+    ) -> dict[str, Any]:
+        """The analysis templates the rollout names, parsed (unparseable ones count as absent)."""
+        if lister is None:
+            return {}
+        names = {name for i, name in rollout_references(obj) if i == index}
+        keys = [f"{namespace}/{n}" if namespace else n for n in names]
+        model = AnalysisTemplate if namespace else ClusterAnalysisTemplate
+        found: dict[str, Any] = {}
+        for raw in lister.get_many(keys):
+            try:
+                found[str(raw["metadata"]["name"])] = model.from_dict(raw)
+            except pydantic.ValidationError:
+                log.warning("ignoring malformed template %s", raw["metadata"].get("name"))
+        return found
+
+    def _stale(self, key: str, obj: Obj, rss: list[Obj]) -> bool:
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        if self.written.stale(r.ROLLOUTS.plural, {key: rv}):
+            return True
+        rs_versions = {
+            f"{rs['metadata'].get('namespace')}/{rs['metadata']['name']}": str(
+                rs["metadata"].get("resourceVersion", "")
+            )
+            for rs in rss
+        }
+        return bool(self.written.stale(r.REPLICASETS.plural, rs_versions))
+
+
+def reconcile(ctx: RolloutContext, error: validation.ValidationError | None = None) -> None:
+    message = validation.invalid_spec_message(ctx.name, error) if error else unsupported(ctx)
+    if message:
+        invalid_spec(ctx, message)
+        return
+    c.remove_condition(ctx.status, T.INVALID_SPEC)
+    sync.check_paused_conditions(ctx)
+    inconclusive = ctx.pause.get(PauseReason.INCONCLUSIVE_ANALYSIS) is not None
+    try:
+        if sync.is_scaling_event(ctx) or ctx.rollout.spec.paused or inconclusive:
+            sync_replicas_only(ctx)
+        else:
+            canary.reconcile_canary(ctx)
+    except ServiceNotFound as err:
+        invalid_spec(ctx, str(err), reason=c.SERVICE_NOT_FOUND_REASON)
+
+
+def unsupported(ctx: RolloutContext) -> str:
+    """What this controller cannot reconcile yet, as an InvalidSpec message ('' if nothing)."""
+    if ctx.blue_green is not None:
+        return "blueGreen strategy is not supported by this controller yet"
+    if ctx.canary is not None and ctx.canary.traffic_routing is not None:
+        return "trafficRouting is not supported by this controller yet"
+    for i, step in enumerate(ctx.steps):
+        if step.analysis is not None or step.experiment is not None:
+            return (
+                f"spec.strategy.canary.steps[{i}]: analysis and experiment steps are not "
+                "supported by this controller yet"
+            )
+    return ""
+
+
+def invalid_spec(ctx: RolloutContext, message: str, *, reason: str = c.INVALID_SPEC_REASON) -> None:
+    condition = c.new_condition(T.INVALID_SPEC, S.TRUE, reason, message, now=ctx.now_text())
+    previous = c.get_condition(ctx.status, T.INVALID_SPEC)
+    if previous is None or previous.message != message:
+        c.remove_condition(ctx.status, T.INVALID_SPEC)
+        c.set_condition(ctx.status, condition)
+    new = ctx.status.model_copy(deep=True)
+    sync.persist_status(ctx, new)
+    ctx.requeue(INVALID_SPEC_REQUEUE)
+
+
+def write_unparseable(writer: Writer, obj: Obj, message: str, now: dt.datetime) -> None:
+    """InvalidSpec for a rollout the model cannot even read: patch the raw status conditions."""
+    meta = obj["metadata"]
+    status = obj.get("status") or {}
+    when = format_time(now)
+    conditions = [x for x in status.get("conditions") or [] if x.get("type") != T.INVALID_SPEC]
+    previous = next(
+        (x for x in status.get("conditions") or [] if x.get("type") == T.INVALID_SPEC), None
+    )
+    if previous is not None and previous.get("message") == message:
+        conditions.append(previous)
+    else:
+        conditions.append(
+            {
+                "type": "InvalidSpec",
+                "status": "True",
+                "reason": c.INVALID_SPEC_REASON,
+                "message": message,
+                "lastUpdateTime": when,
+                "lastTransitionTime": when,
+            }
+        )
+    patch = {
+        "conditions": conditions,
+        "phase": "Degraded",
+        "message": f"InvalidSpec: {message}",
+        "observedGeneration": str(meta.get("generation", 0)),
+    }
+    if all(status.get(k) == v for k, v in patch.items()):
+        return
+    body = fenced({"status": patch}, meta.get("resourceVersion"))
+    writer.patch(r.ROLLOUTS, str(meta.get("namespace", "")), str(meta["name"]), body, status=True)
+
+
+def sync_replicas_only(ctx: RolloutContext) -> None:
+    """A scaling event or a paused rollout: resize, keep the step, refresh the counts."""
+    sync.ensure_new_rs(ctx, create=False)
+    canary.reconcile_replicasets(ctx)
+    new = ctx.status.model_copy(deep=True)
+    new.available_replicas = rsutil.total(ctx.all_rss, "availableReplicas")
+    new.hpa_replicas = rsutil.total(ctx.all_rss, "replicas")
+    sync.persist_status(ctx, new)
+
+
+def make_handler(runtime: Runtime) -> Handler:
+    """The handler factory named in settings (`reconcile.handlers.rollouts`)."""
+    settings = runtime.settings
+    prefix = settings.redis.key_prefix
+    kube = Kube(api_client(settings), settings.kube)
+    written = WrittenVersions(runtime.redis, prefix=prefix)
+    controller = RolloutController(
+        rollouts=Lister(runtime.redis, prefix=prefix, resource=r.ROLLOUTS),
+        replicasets=Lister(runtime.redis, prefix=prefix, resource=r.REPLICASETS),
+        services=Lister(runtime.redis, prefix=prefix, resource=r.SERVICES),
+        templates=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISTEMPLATES),
+        cluster_templates=Lister(runtime.redis, prefix=prefix, resource=r.CLUSTERANALYSISTEMPLATES),
+        written=written,
+        writer=KubeWriter(kube, on_written=written.record),
+    )
+    return controller.sync

@@ -1,0 +1,145 @@
+"""An in-process harness for reconcile tests: the embedded API, a real watcher filling the
+Redis cache, and the rollout controller called directly (one sync at a time) until a condition
+holds. The full system with worker processes is tested in tests/e2e/."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from kubernetes import client as k8s
+
+from rollout_workers.app import create_app
+from rollout_workers.cache import Lister
+from rollout_workers.cache.written import WrittenVersions
+from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
+from rollout_workers.handlers import SyncRequest
+from rollout_workers.keys import ObjectKey
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.client import Kube
+from rollout_workers.kube.config import api_client
+from rollout_workers.rollout.controller import RolloutController
+from rollout_workers.rollout.writer import KubeWriter
+from rollout_workers.settings import Settings
+from rollout_workers.tasks import build_runtime
+from rollout_workers.watcher.process import Watcher
+
+NS = "default"
+
+
+class NoLease:
+    def lost(self) -> bool:
+        return False
+
+    def check(self) -> None:
+        return None
+
+
+@dataclass
+class Harness:
+    kube: Kube
+    api: k8s.ApiClient
+    controller: RolloutController
+    rollouts: Lister
+    replicasets: Lister
+    rdb: redis.Redis
+
+    def sync(self, name: str) -> Any:
+        return self.controller.sync(SyncRequest("rollouts", ObjectKey(f"{NS}/{name}"), NoLease()))
+
+    def rollout(self, name: str) -> dict[str, Any]:
+        return self.kube.get(r.ROLLOUTS, NS, name)
+
+    def rs_replicas(self, name: str) -> dict[str, int]:
+        """spec.replicas by pod template hash, for the rollout's ReplicaSets."""
+        uid = self.rollout(name)["metadata"]["uid"]
+        items, _ = self.kube.list(r.REPLICASETS, namespace=NS)
+        return {
+            rs["metadata"]["labels"][r.POD_TEMPLATE_HASH_LABEL]: rs["spec"]["replicas"]
+            for rs in items
+            if any(o.get("uid") == uid for o in rs["metadata"].get("ownerReferences") or [])
+        }
+
+    def drive(
+        self, name: str, until: Callable[[dict[str, Any]], bool], timeout: float = 30
+    ) -> dict[str, Any]:
+        """Sync repeatedly (as the workqueue would) until `until(rollout)` holds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.sync(name)
+            obj = self.rollout(name)
+            if until(obj):
+                return obj
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out; last status: {obj.get('status')}")
+            time.sleep(0.1)
+
+    def create(self, body: dict[str, Any]) -> None:
+        self.kube.create(r.ROLLOUTS, NS, body)
+
+    def patch(self, name: str, patch: dict[str, Any], *, status: bool = False) -> None:
+        self.kube.patch(r.ROLLOUTS, NS, name, patch, subresource="status" if status else "")
+
+
+@pytest.fixture
+def cluster() -> Iterator[DevClusterThread]:
+    handle = run_in_thread(ready_delay=0.1)
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture
+def harness(cluster: DevClusterThread, rdb: redis.Redis, tmp_path: Path, redis_url: str) -> Iterator[Harness]:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    settings = Settings(kubeconfig=kubeconfig, redis={"url": redis_url})
+    kube = Kube(api_client(settings), settings.kube)
+    runtime = build_runtime(create_app(settings, redis_url), settings, redis_url)
+    stop = threading.Event()
+    watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop)
+    watcher.start()
+    written = WrittenVersions(rdb, prefix="rw")
+    controller = RolloutController(
+        rollouts=Lister(rdb, prefix="rw", resource=r.ROLLOUTS),
+        replicasets=Lister(rdb, prefix="rw", resource=r.REPLICASETS),
+        services=Lister(rdb, prefix="rw", resource=r.SERVICES),
+        written=written,
+        writer=KubeWriter(kube, on_written=written.record),
+    )
+    yield Harness(
+        kube=kube,
+        api=kube.api,
+        controller=controller,
+        rollouts=Lister(rdb, prefix="rw", resource=r.ROLLOUTS),
+        replicasets=Lister(rdb, prefix="rw", resource=r.REPLICASETS),
+        rdb=rdb,
+    )
+    stop.set()
+
+
+def canary_rollout(
+    name: str, *, replicas: int, steps: list[dict[str, Any]], image: str = "app:1"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": image}]},
+            },
+            "strategy": {"canary": {"steps": steps}},
+        },
+    }
+
+
+def phase(obj: dict[str, Any]) -> str:
+    return str((obj.get("status") or {}).get("phase", ""))
