@@ -32,7 +32,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound
-from rollout_workers.rollout import canary, sync, validation
+from rollout_workers.rollout import bluegreen, canary, sync, validation
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
@@ -166,6 +166,8 @@ def reconcile(ctx: RolloutContext, error: validation.ValidationError | None = No
     try:
         if sync.is_scaling_event(ctx) or ctx.rollout.spec.paused or inconclusive:
             sync_replicas_only(ctx)
+        elif ctx.blue_green is not None:
+            bluegreen.reconcile_bluegreen(ctx)
         else:
             canary.reconcile_canary(ctx)
     except ServiceNotFound as err:
@@ -174,8 +176,9 @@ def reconcile(ctx: RolloutContext, error: validation.ValidationError | None = No
 
 def unsupported(ctx: RolloutContext) -> str:
     """What this controller cannot reconcile yet, as an InvalidSpec message ('' if nothing)."""
-    if ctx.blue_green is not None:
-        return "blueGreen strategy is not supported by this controller yet"
+    bg = ctx.blue_green
+    if bg is not None and (bg.pre_promotion_analysis or bg.post_promotion_analysis):
+        return "pre- and post-promotion analysis are not supported by this controller yet"
     if ctx.canary is not None and ctx.canary.traffic_routing is not None:
         return "trafficRouting is not supported by this controller yet"
     for i, step in enumerate(ctx.steps):
@@ -235,10 +238,20 @@ def write_unparseable(writer: Writer, obj: Obj, message: str, now: dt.datetime) 
 def sync_replicas_only(ctx: RolloutContext) -> None:
     """A scaling event or a paused rollout: resize, keep the step, refresh the counts."""
     sync.ensure_new_rs(ctx, create=False)
-    canary.reconcile_replicasets(ctx)
     new = ctx.status.model_copy(deep=True)
-    new.available_replicas = rsutil.total(ctx.all_rss, "availableReplicas")
-    new.hpa_replicas = rsutil.total(ctx.all_rss, "replicas")
+    if ctx.blue_green is not None:
+        bluegreen.reconcile_replicas_only(ctx)
+        active_hash = new.blue_green.active_selector if new.blue_green else None
+        counted = (
+            [bluegreen.by_hash(ctx, active_hash)]
+            if bluegreen.by_hash(ctx, active_hash)
+            else ctx.all_rss
+        )
+    else:
+        canary.reconcile_replicasets(ctx)
+        counted = ctx.all_rss
+    new.available_replicas = rsutil.total(counted, "availableReplicas")
+    new.hpa_replicas = rsutil.total(counted, "replicas")
     sync.persist_status(ctx, new)
 
 

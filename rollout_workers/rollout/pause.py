@@ -45,13 +45,13 @@ class PauseContext:
 
     def completed_pause_step(self, pause: RolloutPause, now: dt.datetime) -> bool:
         condition = self.get(PauseReason.CANARY_PAUSE_STEP)
-        if pause.duration is not None:
+        if self.status.controller_pause and condition is None:
+            return True  # we paused and a user cleared the condition (promote)
+        if pause.duration is not None and condition is not None:
             seconds = duration_seconds(pause.duration)
-            if condition is not None and seconds is not None:
+            if seconds is not None:
                 return now > parse_time(condition.start_time) + dt.timedelta(seconds=seconds)
-            return False
-        # An indefinite pause completes when a user clears the condition we set.
-        return bool(self.status.controller_pause) and condition is None
+        return False
 
     def pause_remaining(self, pause: RolloutPause, now: dt.datetime) -> float | None:
         """Seconds until a timed pause step expires (for the workqueue timer), if it is timed."""

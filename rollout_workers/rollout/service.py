@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 MANAGED_BY = "argo-rollouts.argoproj.io/managed-by-rollouts"
-SWITCH_MESSAGE = 'Switched selector for service "{}" from "{}" to "{}"'
+SWITCH_MESSAGE = "Switched selector for service '{}' from '{}' to '{}'"
 
 
 class ServiceNotFound(LookupError):

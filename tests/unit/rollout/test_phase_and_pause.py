@@ -189,3 +189,8 @@ def test_normalize_follows_omitempty() -> None:
     new = {"a": 1, "b": {"c": 1}, "l": [1, 2], "e": 0}
     assert merge_patch(old, new) == {"b": {"d": None}, "l": [1, 2], "e": 0}
     assert merge_patch(new, new) == {}
+
+
+def test_promote_completes_a_timed_pause_early() -> None:
+    ctx = PauseContext(status=status(controllerPause=True))  # a user cleared our condition
+    assert ctx.completed_pause_step(RolloutPause(duration="1h"), NOW)
