@@ -17,7 +17,7 @@ from rollout_workers.api.rollout import BlueGreenStatus, PauseReason, RolloutSta
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout import service, sync
+from rollout_workers.rollout import restart, service, sync
 from rollout_workers.rollout.canary import format_selector
 from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.rollout.pause import format_time, parse_time
@@ -158,8 +158,10 @@ def reconcile_bluegreen(ctx: RolloutContext) -> None:
     if template_changed(ctx):
         ctx.pause.clear = True
         ctx.pause.remove_abort = True
+        restart.set_restarted_at(ctx)
         sync_status(ctx)
         return
+    restart.reconcile_restart(ctx)
     reconcile_replicasets(ctx)
     if preview is not None and ctx.new_rs is not None:
         service.ensure_targets(ctx, bg.preview_service, ctx.new_rs, check_available=False)

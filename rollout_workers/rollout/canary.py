@@ -15,7 +15,7 @@ from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout import service, sync
+from rollout_workers.rollout import restart, service, sync
 from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.rollout.hashing import steps_hash
 from rollout_workers.rollout.phase import canary_step_string, duration_seconds
@@ -125,6 +125,7 @@ def reconcile_canary(ctx: RolloutContext) -> None:
         sync_status(ctx)
         return
     sync.ensure_new_rs(ctx, create=True)
+    restart.reconcile_restart(ctx)
     sync.cleanup_old_rss(ctx, ctx.other_rss)
     reconcile_services(ctx)
     if reconcile_replicasets(ctx):
@@ -158,10 +159,28 @@ def reconcile_replicasets(ctx: RolloutContext) -> bool:
     return scale_down_others(ctx)
 
 
+def cleanup_unhealthy(ctx: RolloutContext, rss: list[Obj]) -> bool:
+    """Scale older ReplicaSets down to their available pods first: their unready pods serve
+    nothing, so removing them costs no availability and unblocks the rollout."""
+    scaled = False
+    for rs in rsutil.by_creation(rss):
+        current = ctx.replaced(rs)
+        replicas, available = (
+            rsutil.spec_replicas(current),
+            rsutil.status_count(current, "availableReplicas"),
+        )
+        if replicas > 0 and replicas != available and available < replicas:
+            scaled = sync.scale_rs(ctx, current, available) or scaled
+    return scaled
+
+
 def scale_down_others(ctx: RolloutContext) -> bool:
     others = [rs for rs in ctx.other_rss if rsutil.spec_replicas(rs) > 0]
     if not others:
         return False
+    cleaned = cleanup_unhealthy(ctx, others)
+    others = [ctx.replaced(rs) for rs in others]
+    others = [rs for rs in others if rsutil.spec_replicas(rs) > 0]
     canary = ctx.canary
     budget = rmath.calculate_old_rs_scale_down_budget(
         rollout_replicas=ctx.replicas,
@@ -170,12 +189,12 @@ def scale_down_others(ctx: RolloutContext) -> bool:
         available_replicas=rsutil.total(list(ctx.all_rss), "availableReplicas"),
     )
     if budget <= 0:
-        return False
+        return cleaned
     newest_first = sorted(others, key=lambda rs: -ann.revision(rs))
     targets = rmath.calculate_basic_canary_old_rs_replicas(
         budget=budget, old_replicas=[rsutil.spec_replicas(rs) for rs in newest_first]
     )
-    scaled = False
+    scaled = cleaned
     for rs, target in zip(newest_first, targets, strict=True):
         if target != rsutil.spec_replicas(rs):
             scaled = sync.scale_rs(ctx, rs, target) or scaled

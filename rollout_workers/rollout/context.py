@@ -182,6 +182,11 @@ class RolloutContext:
         if self.stable_rs is not None and rsutil.name(self.stable_rs) == name:
             self.stable_rs = new
 
+    def replaced(self, rs: Obj) -> Obj:
+        """The context's current copy of a ReplicaSet (after any write this reconcile made)."""
+        name = rsutil.name(rs)
+        return next((x for x in self.all_rss if rsutil.name(x) == name), rs)
+
     def replaced_rollout(self, written: Obj) -> None:
         """After a write of the rollout: keep its new metadata (resourceVersion, annotations)."""
         self.obj = {**self.obj, "metadata": written.get("metadata", self.obj["metadata"])}

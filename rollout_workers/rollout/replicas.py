@@ -289,6 +289,10 @@ def calculate_weighted_canary_stable_counts(
     `max_surge` > 0, over `replicas + 1`; the one whose canary share is closest to `weight`
     wins, the first listed on a tie (rounded up, then without surge). A weight strictly between
     0 and 100 never gives either side 0 pods, unless there is a single replica and no surge.
+
+    One Argo edge kept as is: with no surge, when the canary share is exactly half a pod short
+    of all replicas (replicas * (100 - weight) == 50, e.g. 10 replicas at 95%), both candidates
+    are rejected and the fallback gives the canary 0 pods and the stable all of them.
     """
     if replicas == 0:
         return 0, 0

@@ -304,7 +304,7 @@ def calculate_base_status(ctx: RolloutContext) -> RolloutStatus:
     new.ready_replicas = rsutil.total(all_rss, "readyReplicas")
     new.collision_count = ctx.status.collision_count
     new.conditions = [cond.model_copy() for cond in ctx.status.conditions or []]
-    new.restarted_at = ctx.status.restarted_at
+    new.restarted_at = ctx.new_status.restarted_at or ctx.status.restarted_at
     new.stable_rs = ctx.status.stable_rs
     new.promote_full = (
         (new.current_pod_hash != new.stable_rs) and bool(ctx.status.promote_full)

@@ -95,7 +95,9 @@ def cluster() -> Iterator[DevClusterThread]:
 
 
 @pytest.fixture
-def harness(cluster: DevClusterThread, rdb: redis.Redis, tmp_path: Path, redis_url: str) -> Iterator[Harness]:
+def harness(
+    cluster: DevClusterThread, rdb: redis.Redis, tmp_path: Path, redis_url: str
+) -> Iterator[Harness]:
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
     settings = Settings(kubeconfig=kubeconfig, redis={"url": redis_url})
     kube = Kube(api_client(settings), settings.kube)

@@ -980,20 +980,21 @@ def test_traffic_routed_canary_stays_within_bounds(
 # approximateWeightedCanaryStableReplicaCounts falls through to its "should not get here"
 # answer: no canary at all. We keep Argo's numbers.
 HALF_POD_SHORT = {
-    "2 replicas at 75%": (2, 75, (0, 2)),
-    "5 replicas at 90%": (5, 90, (0, 5)),
-    "10 replicas at 95%": (10, 95, (0, 10)),
-    "50 replicas at 99%": (50, 99, (0, 50)),
-    "with surge the +1 option exists": (10, 95, (10, 1), 1),
+    "2 replicas at 75%": (2, 75, 0, (0, 2)),
+    "5 replicas at 90%": (5, 90, 0, (0, 5)),
+    "10 replicas at 95%": (10, 95, 0, (0, 10)),
+    "50 replicas at 99%": (50, 99, 0, (0, 50)),
+    "with surge the +1 option exists": (10, 95, 1, (10, 1)),
 }
 
 
-@pytest.mark.parametrize("row", HALF_POD_SHORT.values(), ids=HALF_POD_SHORT)
-def test_half_pod_short_of_all_replicas_gives_no_canary(row: tuple[int, ...]) -> None:
-    replicas, weight, expected, *surge = row
-    got = calculate_weighted_canary_stable_counts(
-        replicas=replicas, weight=weight, max_surge=surge[0] if surge else 0
-    )
+@pytest.mark.parametrize(
+    ("replicas", "weight", "surge", "expected"), HALF_POD_SHORT.values(), ids=HALF_POD_SHORT
+)
+def test_half_pod_short_of_all_replicas_gives_no_canary(
+    replicas: int, weight: int, surge: int, expected: tuple[int, int]
+) -> None:
+    got = calculate_weighted_canary_stable_counts(replicas=replicas, weight=weight, max_surge=surge)
     assert got == expected
 
 
