@@ -50,7 +50,7 @@ from rollout_workers import logs
 from rollout_workers.app import celery_config, create_app
 from rollout_workers.keys import ObjectKey
 from rollout_workers.redis_server import EmbeddedRedis
-from rollout_workers.settings import Settings
+from rollout_workers.settings import KINDS, Settings
 from rollout_workers.tasks import build_runtime
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue
 
@@ -62,6 +62,7 @@ CELERY_QUEUE = "rollouts"
 BATCH = 100
 POLL_INTERVAL = 0.01
 RAW_TASK = "bench.noop"
+NOOP_HANDLER = "rollout_workers.handlers:noop"
 RAW_COUNTER = "bench:raw:done"
 
 #: Commands the bench itself issues around a measurement; never counted as system traffic.
@@ -513,6 +514,8 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
         ROLLOUTS_REDIS_URL=url,
         ROLLOUTS_STATE_DIR=str(workdir / "state"),
         ROLLOUTS_LOG_LEVEL=args.log_level,
+        # The queue's own cost: every kind reconciles with the no-op handler.
+        ROLLOUTS_RECONCILE_HANDLERS=json.dumps({k: NOOP_HANDLER for k in KINDS}),
     )
     settings = Settings(
         state_dir=workdir / "state", redis={"url": url}, log={"level": args.log_level}
@@ -564,7 +567,7 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
             "concurrency": args.concurrency,
             "batch": BATCH,
             "log_level": args.log_level,
-            "handler": "rollout_workers.handlers:noop",
+            "handler": NOOP_HANDLER,
         },
         "adds": adds,
         "workqueue": workqueue,

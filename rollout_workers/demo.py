@@ -1,26 +1,31 @@
 """`rollouts demo`: the system end to end on the embedded defaults.
 
-It brings the local stack up in its own state dir, applies the example rollouts from
-deploy/examples/, changes their images, and follows each change through the pipeline: API event
-→ watcher → cache → workqueue → worker reconcile. It ends with a summary of the reconciles and
-their durations. The rollouts' reconcile handler is whatever settings name for the `rollouts`
-kind (printed at the start).
+It brings the local stack up in its own state dir and applies the example rollouts from
+deploy/examples/ (a canary with weighted steps and pauses, a blue-green with manual promotion).
+Then, through the `rollouts` CLI exactly as a user would type it, it changes both images, aborts
+and retries the canary at its pause, and promotes both, printing each rollout's state as it
+changes. It ends when both are Healthy on the new revision, with a summary of the reconciles:
+how many, how long (p50/p99), and how many per rollout update (a hot loop would show here).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 
 from rollout_workers.kube import manifests
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
-from rollout_workers.kube.resources import ROLLOUTS
+from rollout_workers.kube.resources import REPLICASETS, ROLLOUTS
 from rollout_workers.local import Stack
 from rollout_workers.redis_server import client as redis_client
 from rollout_workers.settings import Settings
@@ -28,10 +33,30 @@ from rollout_workers.workqueue import WorkQueue
 
 NAMESPACE = "rollouts-demo"
 EXAMPLES = Path(__file__).resolve().parents[1] / "deploy" / "examples"
+CANARY, BLUEGREEN = "canary-demo", "bluegreen-demo"
+NEW_IMAGE = "argoproj/rollouts-demo:green"
+
+Obj = dict[str, Any]
 
 
 class DemoFailed(RuntimeError):
     pass
+
+
+def phase(obj: Obj) -> str:
+    return str((obj.get("status") or {}).get("phase", ""))
+
+
+def healthy_on_new_revision(obj: Obj) -> bool:
+    status = obj.get("status") or {}
+    revision = (
+        (obj.get("metadata") or {}).get("annotations", {}).get("rollout.argoproj.io/revision")
+    )
+    return (
+        phase(obj) == "Healthy"
+        and status.get("stableRS") == status.get("currentPodHash")
+        and revision == "2"
+    )
 
 
 @dataclass
@@ -39,53 +64,61 @@ class Demo:
     settings: Settings
     stack: Stack
     echo: Callable[[str], None] = click.echo
+    timeout: float = 180
+    _last: dict[str, str] = field(default_factory=dict)
 
-    def run(self, timeout: float = 120) -> dict[str, object]:
+    def run(self) -> dict[str, object]:
         stack = self.stack
         s = self.settings.model_copy(update={"kubeconfig": stack.kubeconfig})
-        kube = Kube(api_client(s), s.kube)
-        redis = redis_client(stack.redis_url, s)
-        queue = WorkQueue(
-            redis,
+        self.kube = Kube(api_client(s), s.kube)
+        self.queue = WorkQueue(
+            redis_client(stack.redis_url, s),
             kind="rollouts",
             prefix=s.redis.key_prefix,
             settings=s.queue,
             send=lambda keys: None,  # read-only use: stats and durations
         )
-        self.echo(f"reconcile handler for rollouts: {s.reconcile.handlers.get('rollouts')}")
-        self.wait(
-            lambda: redis.exists(f"{s.redis.key_prefix}:watcher:leader"), 30, "a watcher leads"
+        redis = redis_client(stack.redis_url, s)
+        leader_key = f"{s.redis.key_prefix}:watcher:leader"
+        self.wait_until(lambda: redis.exists(leader_key), "a watcher leads")
+
+        self.echo(f"== applying deploy/examples/ to namespace {NAMESPACE}")
+        manifests.ensure_namespace(self.kube, NAMESPACE)
+        for doc in manifests.load(sorted(EXAMPLES.glob("*.yaml"))):
+            manifests.apply(self.kube, doc, NAMESPACE)
+        self.wait_for(CANARY, lambda o: phase(o) == "Healthy", "the canary's first deploy")
+        self.wait_for(BLUEGREEN, lambda o: phase(o) == "Healthy", "the blue-green's first deploy")
+
+        before = self.reconciles()
+        self.echo(f"== new image {NEW_IMAGE} for both rollouts")
+        self.cli("set", "image", CANARY, f"app={NEW_IMAGE}")
+        self.cli("set", "image", BLUEGREEN, f"app={NEW_IMAGE}")
+        self.wait_for(CANARY, self.at_indefinite_pause, "the canary pauses at setWeight 50")
+        self.wait_for(
+            BLUEGREEN, lambda o: phase(o) == "Paused", "the blue-green waits for promotion"
         )
 
-        manifests.ensure_namespace(kube, NAMESPACE)
-        docs = manifests.load(sorted(EXAMPLES.glob("*.yaml")))
-        rollouts = [d["metadata"]["name"] for d in docs if d.get("kind") == "Rollout"]
-        before = self.reconciles(queue)
-        for doc in docs:
-            manifests.apply(kube, doc, NAMESPACE)
-            self.echo(f"applied {doc['kind']} {NAMESPACE}/{doc['metadata']['name']}")
-        self.settle(queue, before + len(rollouts), timeout, "the new rollouts were reconciled")
+        self.echo("== abort the canary, then retry it")
+        self.cli("abort", CANARY)
+        self.wait_for(CANARY, lambda o: phase(o) == "Degraded", "the canary is aborted")
+        self.cli("retry", "rollout", CANARY)
+        self.wait_for(CANARY, self.at_indefinite_pause, "the retried canary pauses again")
 
-        for name in rollouts:
-            before = self.reconciles(queue)
-            current = kube.get(ROLLOUTS, NAMESPACE, name)
-            containers = current["spec"]["template"]["spec"]["containers"]
-            image = containers[0]["image"].rsplit(":", 1)[0] + ":green"
-            patch = {
-                "spec": {"template": {"spec": {"containers": [{**containers[0], "image": image}]}}}
-            }
-            kube.patch(ROLLOUTS, NAMESPACE, name, patch)
-            self.echo(f"set image {NAMESPACE}/{name} {containers[0]['name']}={image}")
-            self.settle(queue, before + 1, timeout, f"{name}'s update was reconciled")
+        self.echo("== promote both")
+        self.cli("promote", CANARY)
+        self.cli("promote", BLUEGREEN)
+        self.wait_for(CANARY, healthy_on_new_revision, "the canary is Healthy on revision 2")
+        self.wait_for(BLUEGREEN, healthy_on_new_revision, "the blue-green is Healthy on revision 2")
+        updates = self.reconciles() - before
 
-        durations = sorted(queue.durations())
-        stats = queue.stats()
+        durations = sorted(self.queue.durations())
         summary: dict[str, object] = {
-            "rollouts": len(rollouts),
-            "reconciles": stats.counters.get("reconciles", 0),
-            "errors": stats.counters.get("error", 0),
-            "p50_ms": round(1000 * statistics.median(durations), 2) if durations else None,
-            "p99_ms": round(1000 * durations[int(0.99 * (len(durations) - 1))], 2)
+            "rollouts": 2,
+            "reconciles": self.reconciles(),
+            "reconciles per rollout update": round(updates / 2, 1),
+            "retried (write races)": self.queue.stats().counters.get("error", 0),
+            "p50_ms": round(1000 * statistics.median(durations), 1) if durations else None,
+            "p99_ms": round(1000 * durations[int(0.99 * (len(durations) - 1))], 1)
             if durations
             else None,
         }
@@ -93,26 +126,73 @@ class Demo:
             summary["flower"] = f"http://127.0.0.1:{stack.flower_port}"
         return summary
 
-    def reconciles(self, queue: WorkQueue) -> int:
-        return queue.stats().counters.get("reconciles", 0)
+    # -- steps ---------------------------------------------------------------------------------
 
-    def settle(self, queue: WorkQueue, target: int, timeout: float, what: str) -> None:
-        def done() -> bool:
-            s = queue.stats()
-            return s.counters.get("reconciles", 0) >= target and s.queued == 0 and s.active == 0
+    def at_indefinite_pause(self, obj: Obj) -> bool:
+        status = obj.get("status") or {}
+        return phase(obj) == "Paused" and status.get("currentStepIndex") == 3
 
-        self.wait(done, timeout, what)
-        s = queue.stats()
-        self.echo(
-            f"  {what}: {s.counters.get('reconciles', 0)} reconciles so far, "
-            f"queued {s.queued}, active {s.active}, timers {s.timers}"
+    def cli(self, *args: str) -> None:
+        """Run `rollouts ARGS -n NAMESPACE` as a user would."""
+        env = {
+            **os.environ,
+            "ROLLOUTS_KUBECONFIG": str(self.stack.kubeconfig),
+            "ROLLOUTS_STATE_DIR": str(self.stack.state_dir),
+        }
+        self.echo(f"$ rollouts {' '.join(args)} -n {NAMESPACE}")
+        result = subprocess.run(
+            [sys.executable, "-m", "rollout_workers", *args, "-n", NAMESPACE],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
         )
+        if result.returncode != 0:
+            raise DemoFailed(f"`rollouts {' '.join(args)}` failed: {result.stderr.strip()}")
+        for line in result.stdout.strip().splitlines():
+            self.echo(f"  {line}")
 
-    def wait(self, predicate: Callable[[], object], timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
+    def wait_for(self, name: str, done: Callable[[Obj], bool], what: str) -> None:
+        def check() -> bool:
+            obj = self.kube.get(ROLLOUTS, NAMESPACE, name)
+            self.show(name, obj)
+            return done(obj)
+
+        self.wait_until(check, what)
+        self.echo(f"  ok: {what}")
+
+    def wait_until(self, predicate: Callable[[], object], what: str) -> None:
+        deadline = time.monotonic() + self.timeout
         while not predicate():
             for note in self.stack.supervise_once():
-                self.echo(note)
+                self.echo(f"  ({note})")
             if time.monotonic() > deadline:
-                raise DemoFailed(f"timed out after {timeout:.0f}s waiting until {what}")
-            time.sleep(0.1)
+                raise DemoFailed(f"timed out after {self.timeout:.0f}s waiting until {what}")
+            time.sleep(0.2)
+
+    def show(self, name: str, obj: Obj) -> None:
+        """One line per visible change of a rollout: phase, step, replicas per ReplicaSet."""
+        status = obj.get("status") or {}
+        steps = ((obj["spec"].get("strategy") or {}).get("canary") or {}).get("steps") or []
+        step = f" step {status.get('currentStepIndex', 0)}/{len(steps)}" if steps else ""
+        uid = obj["metadata"].get("uid")
+        sets, _ = self.kube.list(REPLICASETS, namespace=NAMESPACE)
+        counts = sorted(
+            (
+                rs["metadata"].get("annotations", {}).get("rollout.argoproj.io/revision", "?"),
+                rs["spec"].get("replicas", 0),
+                rs.get("status", {}).get("availableReplicas", 0),
+            )
+            for rs in sets
+            if any(o.get("uid") == uid for o in rs["metadata"].get("ownerReferences") or [])
+        )
+        pods = " ".join(f"rev{rev}:{avail}/{want}" for rev, want, avail in counts)
+        message = status.get("message") or ""
+        line = f"{name:<15} {phase(obj) or '-':<11}{step:<10} {pods:<24} {message}"
+        if self._last.get(name) != line:
+            self._last[name] = line
+            self.echo(f"  {line.rstrip()}")
+
+    def reconciles(self) -> int:
+        return self.queue.stats().counters.get("reconciles", 0)

@@ -68,8 +68,12 @@ class QueueSettings(BaseModel):
 
 class ReconcileSettings(BaseModel):
     handlers: dict[str, str] = Field(
-        default_factory=lambda: {kind: "rollout_workers.handlers:noop" for kind in KINDS},
-        description="Handler per task kind, as 'module:function'.",
+        default_factory=lambda: {
+            "rollouts": "rollout_workers.rollout.controller:make_handler",
+            "analysisruns": "rollout_workers.handlers:noop",
+            "experiments": "rollout_workers.handlers:noop",
+        },
+        description="Handler factory per task kind, as 'module:function'.",
     )
     resync_period: float = Field(
         default=900.0, gt=0, description="Seconds between resyncs that add every known key."

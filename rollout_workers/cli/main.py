@@ -271,7 +271,7 @@ def demo(
     from rollout_workers.demo import Demo, DemoFailed
 
     stack = start_stack(
-        settings, workers=workers, flower=flower, flower_port=flower_port, ready_delay=0.5
+        settings, workers=workers, flower=flower, flower_port=flower_port, ready_delay=1.0
     )
     try:
         for line in stack.describe():

@@ -326,7 +326,6 @@ def sync_status(ctx: RolloutContext) -> None:
             c.ROLLOUT_STEP_COMPLETED_MESSAGE.format(index, step_count, canary_step_string(step)),
         )
         ctx.pause.remove.append(PauseReason.CANARY_PAUSE_STEP)
-        ctx.requeue(0)  # the next step starts at once
     new.current_step_index = index
     persist(ctx, new)
 

@@ -157,15 +157,22 @@ def test_restart_replaces_every_pod_and_records_restarted_at(harness: Harness) -
     h = harness
     h.create(canary_rollout("rs", replicas=2, steps=[{"setWeight": 50}]))
     h.drive("rs", lambda o: phase(o) == "Healthy")
-    before = {p["metadata"]["name"] for p in h.kube.list(r.PODS, namespace="default")[0]
-              if p["metadata"]["name"].startswith("rs-")}  # fmt: skip
+
+    def live_pods() -> set[str]:
+        pods, _ = h.kube.list(r.PODS, namespace="default")
+        return {
+            p["metadata"]["name"]
+            for p in pods
+            if p["metadata"]["name"].startswith("rs-")
+            and not p["metadata"].get("deletionTimestamp")
+        }
+
+    before = live_pods()
     # A moment from now (whole seconds, as the plugin writes it): every current pod predates it.
     at = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     h.patch("rs", {"spec": {"restartAt": at}})
     done = h.drive(
         "rs", lambda o: o.get("status", {}).get("restartedAt") == at and phase(o) == "Healthy"
     )
-    after = {p["metadata"]["name"] for p in h.kube.list(r.PODS, namespace="default")[0]
-             if p["metadata"]["name"].startswith("rs-") and not p["metadata"].get("deletionTimestamp")}  # fmt: skip
-    assert before and not before & after
+    assert before and not before & live_pods()
     assert done["status"]["restartedAt"] == at
