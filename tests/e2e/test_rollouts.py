@@ -1,0 +1,338 @@
+"""Issue scenarios end to end: real watcher, beat and worker processes on the embedded API,
+every user action through the `rollouts` CLI. The scenarios run concurrently, one namespace
+each; the chaos run repeats them with three worker hosts while a thread kill -9s a random one
+every few seconds (and starts it again), and they must end in the same states.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
+from rollout_workers.kube import manifests
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.client import Kube
+from rollout_workers.kube.config import api_client
+from rollout_workers.settings import Settings
+from tests.support.procs import REPO, Proc, Processes
+
+Obj = dict[str, Any]
+TIMEOUT = 90.0
+
+
+@dataclass
+class World:
+    kube: Kube
+    kubeconfig: Path
+    namespace: str
+
+    def cli(self, *args: str) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
+        env["ROLLOUTS_KUBECONFIG"] = str(self.kubeconfig)
+        result = subprocess.run(
+            [sys.executable, "-m", "rollout_workers", *args, "-n", self.namespace],
+            cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 0, f"rollouts {' '.join(args)}: {result.stderr}"
+        return result.stdout
+
+    def rollout(self, name: str) -> Obj:
+        return self.kube.get(r.ROLLOUTS, self.namespace, name)
+
+    def wait(
+        self, name: str, done: Callable[[Obj], bool], what: str, timeout: float = TIMEOUT
+    ) -> Obj:
+        deadline = time.monotonic() + timeout
+        while True:
+            obj = self.rollout(name)
+            if done(obj):
+                return obj
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.namespace}/{name}: {what}; status {obj.get('status')}")
+            time.sleep(0.25)
+
+    def replicas(self, name: str) -> dict[str, int]:
+        uid = self.rollout(name)["metadata"]["uid"]
+        sets, _ = self.kube.list(r.REPLICASETS, namespace=self.namespace)
+        return {
+            rs["metadata"]["labels"][r.POD_TEMPLATE_HASH_LABEL]: rs["spec"]["replicas"]
+            for rs in sets
+            if any(o.get("uid") == uid for o in rs["metadata"].get("ownerReferences") or [])
+        }
+
+    def reasons(self) -> list[str]:
+        events, _ = self.kube.list(r.EVENTS, namespace=self.namespace)
+        return [str(e["reason"]) for e in events]
+
+    def apply(self, *docs: Obj) -> None:
+        for doc in docs:
+            manifests.apply(self.kube, doc, self.namespace)
+
+
+def phase(obj: Obj) -> str:
+    return str((obj.get("status") or {}).get("phase", ""))
+
+
+def status(obj: Obj) -> Obj:
+    return obj.get("status") or {}
+
+
+def canary(name: str, replicas: int, steps: list[Obj], **spec: Any) -> Obj:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "demo:1"}]},
+            },
+            "strategy": {"canary": {"steps": steps}},
+            **spec,
+        },
+    }
+
+
+def bluegreen(name: str, replicas: int, **strategy: Any) -> list[Obj]:
+    svc = [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-{kind}"},
+         "spec": {"selector": {"app": name}, "ports": [{"port": 80}]}}
+        for kind in ("active", "preview")
+    ]  # fmt: skip
+    ro = canary(name, replicas, [])
+    ro["spec"]["strategy"] = {
+        "blueGreen": {"activeService": f"{name}-active", "previewService": f"{name}-preview",
+                      **strategy}
+    }  # fmt: skip
+    return [*svc, ro]
+
+
+def promoted(o: Obj) -> bool:
+    """Healthy, with the current ReplicaSet marked stable."""
+    return phase(o) == "Healthy" and status(o).get("stableRS") == status(o).get("currentPodHash")
+
+
+def selector(w: World, service: str) -> str:
+    svc = w.kube.get(r.SERVICES, w.namespace, service)
+    return str(svc["spec"]["selector"].get(r.POD_TEMPLATE_HASH_LABEL, ""))
+
+
+# -- the scenarios of the issue ------------------------------------------------------------------
+
+
+def scenario_1_scaling_while_paused(w: World) -> None:
+    w.apply(canary("web", 1, [{"setWeight": 25}, {"pause": {}}]))
+    stable = w.wait("web", lambda o: phase(o) == "Healthy", "first deploy")["status"]["stableRS"]
+    w.cli("set", "image", "web", "app=demo:2")
+    new = w.wait("web", lambda o: phase(o) == "Paused", "paused at 25%")["status"]["currentPodHash"]
+    w.wait("web", lambda o: w.replicas("web") == {new: 1, stable: 1}, "1/1")
+    w.kube.patch(r.ROLLOUTS, w.namespace, "web", {"spec": {"replicas": 8}})
+    w.wait("web", lambda o: w.replicas("web") == {new: 2, stable: 6}, "2/6 after scaling to 8")
+    w.kube.patch(r.ROLLOUTS, w.namespace, "web", {"spec": {"replicas": 4}})
+    w.wait("web", lambda o: w.replicas("web") == {new: 1, stable: 3}, "1/3 after scaling to 4")
+    assert phase(w.rollout("web")) == "Paused"
+
+
+def scenario_2_abort_retry_promote(w: World) -> None:
+    w.apply(canary("ab", 2, [{"setWeight": 50}, {"pause": {}}]))
+    w.wait("ab", lambda o: phase(o) == "Healthy", "first deploy")
+    w.cli("set", "image", "ab", "app=demo:2")
+    w.wait("ab", lambda o: phase(o) == "Paused", "paused")
+    w.cli("abort", "ab")
+    w.wait("ab", lambda o: phase(o) == "Degraded", "aborted")
+    w.cli("retry", "rollout", "ab")
+    w.wait("ab", lambda o: phase(o) == "Paused", "paused again after retry")
+    w.cli("promote", "ab")
+    done = w.wait("ab", promoted, "promoted")
+    assert done["metadata"]["annotations"]["rollout.argoproj.io/revision"] == "2"
+    for reason in ("RolloutPaused", "RolloutAborted", "RolloutCompleted", "ScalingReplicaSet"):
+        assert reason in w.reasons(), reason
+
+
+def scenario_3_update_while_paused(w: World) -> None:
+    w.apply(canary("mid", 4, [{"setWeight": 50}, {"pause": {}}]))
+    stable = w.wait("mid", lambda o: phase(o) == "Healthy", "first deploy")["status"]["stableRS"]
+    w.cli("set", "image", "mid", "app=demo:2")
+    middle = w.wait("mid", lambda o: phase(o) == "Paused", "paused")["status"]["currentPodHash"]
+    w.cli("set", "image", "mid", "app=demo:3")
+
+    def paused_on_third(o: Obj) -> bool:
+        return phase(o) == "Paused" and status(o).get("currentPodHash") not in (stable, middle)
+
+    latest = w.wait("mid", paused_on_third, "paused on revision 3")["status"]["currentPodHash"]
+    w.wait("mid", lambda o: w.replicas("mid") == {stable: 2, middle: 0, latest: 2}, "middle at 0")
+
+
+def scenario_4_bluegreen_scale_down_delay(w: World) -> None:
+    w.apply(*bluegreen("bg", 2, scaleDownDelaySeconds=5))
+
+    def serving(o: Obj) -> bool:
+        return phase(o) == "Healthy" and selector(w, "bg-active") != ""
+
+    old = w.wait("bg", serving, "first deploy")["status"]["stableRS"]
+    w.cli("set", "image", "bg", "app=demo:2")
+
+    def switched(o: Obj) -> bool:
+        return selector(w, "bg-active") not in ("", old) and status(o).get("stableRS") != old
+
+    new = w.wait("bg", switched, "switched")["status"]["currentPodHash"]
+    assert w.replicas("bg")[old] == 2, "the old ReplicaSet is kept during scaleDownDelay"
+    w.wait("bg", lambda o: w.replicas("bg") == {old: 0, new: 2}, "old scaled down after delay")
+    assert "SwitchService" in w.reasons()
+
+
+def scenario_5_bluegreen_preview_and_promote(w: World) -> None:
+    w.apply(*bluegreen("pv", 3, previewReplicaCount=1, autoPromotionEnabled=False))
+
+    def serving(o: Obj) -> bool:
+        return phase(o) == "Healthy" and selector(w, "pv-active") != ""
+
+    old = w.wait("pv", serving, "first deploy")["status"]["stableRS"]
+    w.cli("set", "image", "pv", "app=demo:2")
+    new = w.wait("pv", lambda o: phase(o) == "Paused", "paused for promotion")["status"][
+        "currentPodHash"
+    ]
+    w.wait("pv", lambda o: w.replicas("pv") == {old: 3, new: 1}, "one preview pod")
+    assert selector(w, "pv-preview") == new and selector(w, "pv-active") == old
+    w.cli("promote", "pv")
+    w.wait("pv", lambda o: phase(o) == "Healthy" and selector(w, "pv-active") == new, "promoted")
+
+
+def scenario_6_bad_image_deadline(w: World) -> None:
+    w.apply(canary("bad", 2, [{"setWeight": 50}, {"pause": {}}], progressDeadlineSeconds=10))
+    stable = w.wait("bad", lambda o: phase(o) == "Healthy", "first deploy")["status"]["stableRS"]
+    w.cli("set", "image", "bad", "app=demo:bad-1")
+    first = w.wait("bad", lambda o: phase(o) == "Degraded", "deadline exceeded", timeout=60)
+    assert "ProgressDeadlineExceeded" in status(first)["message"]
+    first_bad = status(first)["currentPodHash"]
+    w.cli("set", "image", "bad", "app=demo:bad-2")
+
+    def second_bad_only(o: Obj) -> bool:
+        current = status(o).get("currentPodHash")
+        return current not in (stable, first_bad) and w.replicas("bad").get(first_bad) == 0
+
+    w.wait("bad", second_bad_only, "middle bad revision at 0")
+
+
+def scenario_7_full_restart_invalid(w: World) -> None:
+    w.apply(canary("full", 2, [{"setWeight": 50}, {"pause": {}}]))
+    w.wait("full", lambda o: phase(o) == "Healthy", "first deploy")
+    w.cli("set", "image", "full", "app=demo:2")
+    w.wait("full", lambda o: phase(o) == "Paused", "paused")
+    w.cli("promote", "full", "--full")
+    w.wait("full", promoted, "fully promoted")
+    w.cli("restart", "full")
+    at = w.rollout("full")["spec"]["restartAt"]
+    w.wait(
+        "full", lambda o: status(o).get("restartedAt") == at and phase(o) == "Healthy", "restarted"
+    )
+    w.apply(canary("inv", 1, [{"setWeight": 150}]))
+    bad = w.wait("inv", lambda o: phase(o) == "Degraded", "invalid spec")
+    assert "InvalidSpec" in status(bad)["message"]
+    fixed = {"spec": {"strategy": {"canary": {"steps": [{"setWeight": 30}]}}}}
+    w.kube.patch(r.ROLLOUTS, w.namespace, "inv", fixed)
+    w.wait("inv", lambda o: phase(o) == "Healthy", "valid again")
+
+
+SCENARIOS = [
+    scenario_1_scaling_while_paused,
+    scenario_2_abort_retry_promote,
+    scenario_3_update_while_paused,
+    scenario_4_bluegreen_scale_down_delay,
+    scenario_5_bluegreen_preview_and_promote,
+    scenario_6_bad_image_deadline,
+    scenario_7_full_restart_invalid,
+]
+
+
+# -- the system ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cluster() -> Iterator[DevClusterThread]:
+    handle = run_in_thread(ready_delay=0.5)
+    yield handle
+    handle.stop()
+
+
+def start_system(
+    procs: Processes, cluster: DevClusterThread, tmp_path: Path, workers: int
+) -> tuple[Kube, Path, list[Proc]]:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    procs.env["ROLLOUTS_KUBECONFIG"] = str(kubeconfig)
+    procs.env.pop("ROLLOUTS_RECONCILE_HANDLERS", None)  # the real rollout controller
+    procs.spawn("watcher", "watcher").wait_log(r"leads; starting", timeout=30)
+    procs.beat()
+    hosts = [procs.worker(f"host-{i}", concurrency=2) for i in range(workers)]
+    settings = Settings(kubeconfig=kubeconfig)
+    return Kube(api_client(settings), settings.kube), kubeconfig, hosts
+
+
+def run_all(kube: Kube, kubeconfig: Path) -> None:
+    failures: list[str] = []
+
+    def one(index: int, scenario: Callable[[World], None]) -> None:
+        ns = f"s{index + 1}"
+        manifests.ensure_namespace(kube, ns)
+        try:
+            scenario(World(kube, kubeconfig, ns))
+        except Exception:
+            failures.append(f"{scenario.__name__}:\n{traceback.format_exc()}")
+
+    with ThreadPoolExecutor(len(SCENARIOS)) as pool:
+        list(pool.map(one, range(len(SCENARIOS)), SCENARIOS))
+    assert not failures, "\n".join(failures)
+
+
+def test_scenarios_on_real_workers(
+    procs: Processes, cluster: DevClusterThread, tmp_path: Path, rdb: redis.Redis
+) -> None:
+    kube, kubeconfig, _ = start_system(procs, cluster, tmp_path, workers=2)
+    run_all(kube, kubeconfig)
+
+
+def test_scenarios_survive_kill_9_of_workers(
+    procs: Processes, cluster: DevClusterThread, tmp_path: Path, rdb: redis.Redis
+) -> None:
+    kube, kubeconfig, hosts = start_system(procs, cluster, tmp_path, workers=3)
+    stop = threading.Event()
+    kills: list[str] = []
+    rng = random.Random(42)
+
+    def chaos() -> None:
+        generation = 0
+        while not stop.wait(rng.uniform(2.0, 4.0)):
+            index = rng.randrange(len(hosts))
+            victim = hosts[index]
+            victim.kill_group(signal.SIGKILL)
+            kills.append(f"{victim.name} at {dt.datetime.now(dt.UTC):%H:%M:%S}")
+            generation += 1
+            hosts[index] = procs.worker(f"host-{index}-{generation}", concurrency=2)
+
+    thread = threading.Thread(target=chaos, daemon=True)
+    thread.start()
+    try:
+        run_all(kube, kubeconfig)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert len(kills) >= 5, kills
+    print(f"kill -9 of worker hosts during the run: {len(kills)}")
