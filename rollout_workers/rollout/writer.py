@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
-from rollout_workers.kube.errors import NotFound
+from rollout_workers.kube.errors import AlreadyExists, NotFound
 
 Obj = dict[str, Any]
 
@@ -98,9 +98,13 @@ class RecordingWriter:
     def create(self, resource: r.Resource, namespace: str, body: Obj) -> Obj:
         obj = copy.deepcopy(body)
         meta = obj.setdefault("metadata", {})
+        if "generateName" in meta and "name" not in meta:
+            meta["name"] = f"{meta['generateName']}{len(self.actions)}"
+        self.actions.append(Action("create", resource.plural, namespace, meta["name"], body))
+        if (resource.plural, namespace, meta["name"]) in self.objects:
+            raise AlreadyExists(409, "AlreadyExists", f'{resource.plural} "{meta["name"]}" exists')
         meta.update(namespace=namespace, resourceVersion=str(next(self._rv)))
         meta.setdefault("uid", f"uid-{meta['name']}")
-        self.actions.append(Action("create", resource.plural, namespace, meta["name"], body))
         self.objects[(resource.plural, namespace, meta["name"])] = obj
         return copy.deepcopy(obj)
 

@@ -1,0 +1,260 @@
+"""Reconcile tests in argo-rollouts' style: seed objects, run one sync, assert the recorded API
+actions and the JSON of the status patch. A tiny simulator stands in for the cluster: it applies
+the recorded writes and, when asked, makes ReplicaSets' pods available."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from rollout_workers.kube import resources as r
+from rollout_workers.rollout.context import RolloutContext
+from rollout_workers.rollout.controller import reconcile
+from rollout_workers.rollout.hashing import pod_template_hash
+from rollout_workers.rollout.writer import RecordingWriter
+
+Obj = dict[str, Any]
+NS = "default"
+T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
+TEMPLATE: Obj = {
+    "metadata": {"labels": {"app": "web"}},
+    "spec": {"containers": [{"name": "app", "image": "web:1"}]},
+}
+
+
+def rollout(**spec: Any) -> Obj:
+    body: Obj = {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": TEMPLATE,
+        "strategy": {"canary": {"steps": [{"setWeight": 25}, {"pause": {}}]}},
+    }
+    body.update(spec)
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {
+            "name": "web",
+            "namespace": NS,
+            "uid": "ro-uid",
+            "generation": 1,
+            "resourceVersion": "1",
+        },  # fmt: skip
+        "spec": body,
+    }
+
+
+class Sim:
+    def __init__(self, obj: Obj) -> None:
+        self.writer = RecordingWriter()
+        self.writer.seed(r.ROLLOUTS, obj)
+        self.now = T0
+        self.last: RolloutContext | None = None
+
+    @property
+    def rollout(self) -> Obj:
+        return self.writer.objects[(r.ROLLOUTS.plural, NS, "web")]
+
+    def replicasets(self) -> list[Obj]:
+        """The ReplicaSets this rollout controls (what the cache's owner index returns)."""
+        return [
+            o
+            for (plural, _, _), o in self.writer.objects.items()
+            if plural == "replicasets"
+            and any(
+                ref.get("uid") == "ro-uid" for ref in o["metadata"].get("ownerReferences") or []
+            )
+        ]
+
+    def sync(self) -> list[str]:
+        """One reconcile; returns the verbs it recorded (events left out)."""
+        start = len(self.writer.actions)
+        self.last = RolloutContext.build(
+            obj=self.rollout, rss=self.replicasets(), now=self.now, writer=self.writer
+        )
+        reconcile(self.last)
+        return [
+            f"{a.verb} {a.resource}" for a in self.writer.actions[start:] if a.resource != "events"
+        ]
+
+    def status_patch(self) -> Obj:
+        return next(a.body for a in reversed(self.writer.actions) if a.verb == "patch-status")[
+            "status"
+        ]
+
+    def ready(self) -> None:
+        """Every ReplicaSet's pods become available (the kubelet's part)."""
+        for rs in self.replicasets():
+            n = rs["spec"]["replicas"]
+            rs["status"] = {"replicas": n, "readyReplicas": n, "availableReplicas": n,
+                            "observedGeneration": 1}  # fmt: skip
+
+    def settle(self, limit: int = 20) -> None:
+        for _ in range(limit):
+            self.ready()
+            if not self.sync():
+                return
+        raise AssertionError("the rollout never settled")
+
+    def events(self) -> list[str]:
+        return [a.body["reason"] for a in self.writer.actions if a.resource == "events"]
+
+
+def test_first_sync_creates_the_replicaset_and_records_the_revision() -> None:
+    sim = Sim(rollout())
+    pod_hash = pod_template_hash(TEMPLATE, None)
+    # As in Argo, a new rollout's first sync only records the template and steps it saw.
+    assert sim.sync() == ["patch-status rollouts"]
+    assert sim.status_patch()["currentPodHash"] == pod_hash
+    assert "currentStepHash" in sim.status_patch()
+    start = len(sim.writer.actions)
+    assert sim.sync() == [
+        "create replicasets",  # at 0 replicas
+        "patch rollouts",  # rollout.argoproj.io/revision: "1"
+        "patch replicasets",  # scale to 1
+        "patch-status rollouts",
+    ]
+    create = sim.writer.actions[start]
+    assert create.name == f"web-{pod_hash}"
+    assert create.body["metadata"]["labels"] == {
+        "app": "web",
+        "rollouts-pod-template-hash": pod_hash,
+    }
+    assert create.body["metadata"]["annotations"] == {
+        "rollout.argoproj.io/revision": "1",
+        "rollout.argoproj.io/desired-replicas": "1",
+    }
+    assert create.body["spec"]["replicas"] == 0
+    assert create.body["metadata"]["ownerReferences"][0]["uid"] == "ro-uid"
+    status = sim.rollout["status"]
+    assert {k: status[k] for k in ("currentPodHash", "stableRS", "currentStepIndex", "phase")} == {
+        "currentPodHash": pod_hash,
+        "stableRS": pod_hash,  # initial deploy: no steps, straight to stable
+        "currentStepIndex": 2,
+        "phase": "Progressing",
+    }
+    for reason in (
+        "RolloutUpdated",
+        "NewReplicaSetCreated",
+        "ScalingReplicaSet",
+        "RolloutCompleted",
+    ):
+        assert reason in sim.events(), reason
+
+
+def test_a_settled_rollout_sends_nothing() -> None:
+    sim = Sim(rollout())
+    sim.settle()
+    assert sim.rollout["status"]["phase"] == "Healthy"
+    for _ in range(3):  # no hot loop: nothing to write, nothing requeued soon
+        assert sim.sync() == []
+    assert sim.last is not None and sim.last.requeue_after is None
+
+
+def test_update_pauses_at_the_pause_step_with_the_expected_patch() -> None:
+    sim = Sim(rollout(replicas=4))
+    sim.settle()
+    stable = sim.rollout["status"]["stableRS"]
+    sim.rollout["spec"]["template"] = {
+        **TEMPLATE,
+        "spec": {"containers": [{"name": "app", "image": "web:2"}]},
+    }
+    sim.rollout["metadata"]["generation"] = 2
+    sim.settle()
+    status = sim.rollout["status"]
+    assert status["phase"] == "Paused" and status["currentStepIndex"] == 1
+    assert status["pauseConditions"] == [
+        {"reason": "CanaryPauseStep", "startTime": "2026-01-01T12:00:00Z"}
+    ]
+    assert status["controllerPause"] is True and status["stableRS"] == stable
+    counts = {rs["metadata"]["labels"]["rollouts-pod-template-hash"]: rs["spec"]["replicas"]
+              for rs in sim.replicasets()}  # fmt: skip
+    assert counts == {stable: 3, status["currentPodHash"]: 1}
+
+
+def test_timed_pause_requeues_for_its_expiry() -> None:
+    sim = Sim(
+        rollout(strategy={"canary": {"steps": [{"setWeight": 50}, {"pause": {"duration": "45s"}}]}})
+    )
+    sim.settle()
+    sim.rollout["spec"]["template"] = {
+        **TEMPLATE,
+        "spec": {"containers": [{"name": "app", "image": "web:2"}]},
+    }
+    sim.settle()
+    assert sim.rollout["status"]["phase"] == "Paused"
+    assert sim.last is not None and sim.last.requeue_after == 45.0
+    sim.now = T0 + dt.timedelta(seconds=46)
+    sim.settle()
+    assert sim.rollout["status"]["phase"] == "Healthy"
+    assert "RolloutStepCompleted" in sim.events()
+
+
+def test_hash_collision_bumps_collision_count() -> None:
+    sim = Sim(rollout())
+    pod_hash = pod_template_hash(TEMPLATE, None)
+    other = {"metadata": {"labels": {"app": "other"}},
+             "spec": {"containers": [{"name": "x", "image": "other:1"}]}}  # fmt: skip
+    sim.writer.seed(r.REPLICASETS, {
+        "metadata": {"name": f"web-{pod_hash}", "namespace": NS, "resourceVersion": "5",
+                     "labels": {"rollouts-pod-template-hash": pod_hash}},
+        "spec": {"replicas": 0, "template": other},
+    })  # fmt: skip
+    sim.sync()  # records currentPodHash and the steps hash
+    try:
+        sim.sync()
+    except Exception as err:  # the controller turns this into a requeue
+        assert type(err).__name__ == "HashCollision"
+    assert sim.writer.actions[-1].verb == "patch-status"
+    assert sim.writer.actions[-1].body["status"] == {"collisionCount": 1}
+    # With the bumped count the next syncs create a ReplicaSet under another name.
+    sim.sync()
+    sim.sync()
+    created = [
+        a.name for a in sim.writer.actions if a.verb == "create" and a.resource == "replicasets"
+    ]
+    assert created[-1] == f"web-{pod_template_hash(TEMPLATE, 1)}"
+
+
+def test_progress_deadline_abort() -> None:
+    sim = Sim(rollout(progressDeadlineSeconds=10, progressDeadlineAbort=True))
+    sim.settle()
+    sim.rollout["spec"]["template"] = {
+        **TEMPLATE,
+        "spec": {"containers": [{"name": "app", "image": "web:bad"}]},
+    }
+    sim.sync()  # creates the canary ReplicaSet; its pods never become available
+    sim.sync()
+    sim.now = T0 + dt.timedelta(seconds=30)
+    for _ in range(5):
+        sim.sync()
+    status = sim.rollout["status"]
+    assert status["abort"] is True
+    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+    assert progressing["reason"] == "RolloutAborted"
+    assert status["phase"] == "Degraded"
+    assert "RolloutAborted" in sim.events()
+
+
+def test_adopts_a_replicaset_with_server_defaults_without_a_new_revision() -> None:
+    defaulted = {
+        "metadata": {"labels": {"app": "web", "rollouts-pod-template-hash": "argo-made"}},
+        "spec": {"containers": [{"name": "app", "image": "web:1", "imagePullPolicy": "IfNotPresent",
+                                 "terminationMessagePath": "/dev/termination-log"}],
+                 "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"},
+    }  # fmt: skip
+    sim = Sim(rollout())
+    sim.writer.seed(r.REPLICASETS, {
+        "metadata": {"name": "web-argo-made", "namespace": NS, "resourceVersion": "7",
+                     "labels": {"app": "web", "rollouts-pod-template-hash": "argo-made"},
+                     "annotations": {"rollout.argoproj.io/revision": "3",
+                                     "rollout.argoproj.io/desired-replicas": "1"},
+                     "ownerReferences": [{"kind": "Rollout", "name": "web", "uid": "ro-uid",
+                                          "controller": True}]},
+        "spec": {"replicas": 1, "template": defaulted},
+        "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
+    })  # fmt: skip
+    sim.settle()
+    assert not any(a.verb == "create" and a.resource == "replicasets" for a in sim.writer.actions)
+    assert sim.rollout["status"]["stableRS"] == "argo-made"
+    assert sim.rollout["metadata"]["annotations"]["rollout.argoproj.io/revision"] == "3"
