@@ -39,7 +39,7 @@ def rollout(**spec: Any) -> Obj:
             "uid": "ro-uid",
             "generation": 1,
             "resourceVersion": "1",
-        },  # fmt: skip
+        },
         "spec": body,
     }
 
@@ -86,8 +86,12 @@ class Sim:
         """Every ReplicaSet's pods become available (the kubelet's part)."""
         for rs in self.replicasets():
             n = rs["spec"]["replicas"]
-            rs["status"] = {"replicas": n, "readyReplicas": n, "availableReplicas": n,
-                            "observedGeneration": 1}  # fmt: skip
+            rs["status"] = {
+                "replicas": n,
+                "readyReplicas": n,
+                "availableReplicas": n,
+                "observedGeneration": 1,
+            }
 
     def settle(self, limit: int = 20) -> None:
         for _ in range(limit):
@@ -167,8 +171,10 @@ def test_update_pauses_at_the_pause_step_with_the_expected_patch() -> None:
         {"reason": "CanaryPauseStep", "startTime": "2026-01-01T12:00:00Z"}
     ]
     assert status["controllerPause"] is True and status["stableRS"] == stable
-    counts = {rs["metadata"]["labels"]["rollouts-pod-template-hash"]: rs["spec"]["replicas"]
-              for rs in sim.replicasets()}  # fmt: skip
+    counts = {
+        rs["metadata"]["labels"]["rollouts-pod-template-hash"]: rs["spec"]["replicas"]
+        for rs in sim.replicasets()
+    }
     assert counts == {stable: 3, status["currentPodHash"]: 1}
 
 
@@ -193,13 +199,22 @@ def test_timed_pause_requeues_for_its_expiry() -> None:
 def test_hash_collision_bumps_collision_count() -> None:
     sim = Sim(rollout())
     pod_hash = pod_template_hash(TEMPLATE, None)
-    other = {"metadata": {"labels": {"app": "other"}},
-             "spec": {"containers": [{"name": "x", "image": "other:1"}]}}  # fmt: skip
-    sim.writer.seed(r.REPLICASETS, {
-        "metadata": {"name": f"web-{pod_hash}", "namespace": NS, "resourceVersion": "5",
-                     "labels": {"rollouts-pod-template-hash": pod_hash}},
-        "spec": {"replicas": 0, "template": other},
-    })  # fmt: skip
+    other = {
+        "metadata": {"labels": {"app": "other"}},
+        "spec": {"containers": [{"name": "x", "image": "other:1"}]},
+    }
+    sim.writer.seed(
+        r.REPLICASETS,
+        {
+            "metadata": {
+                "name": f"web-{pod_hash}",
+                "namespace": NS,
+                "resourceVersion": "5",
+                "labels": {"rollouts-pod-template-hash": pod_hash},
+            },
+            "spec": {"replicas": 0, "template": other},
+        },
+    )
     sim.sync()  # records currentPodHash and the steps hash
     try:
         sim.sync()
@@ -239,21 +254,40 @@ def test_progress_deadline_abort() -> None:
 def test_adopts_a_replicaset_with_server_defaults_without_a_new_revision() -> None:
     defaulted = {
         "metadata": {"labels": {"app": "web", "rollouts-pod-template-hash": "argo-made"}},
-        "spec": {"containers": [{"name": "app", "image": "web:1", "imagePullPolicy": "IfNotPresent",
-                                 "terminationMessagePath": "/dev/termination-log"}],
-                 "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"},
-    }  # fmt: skip
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "web:1",
+                    "imagePullPolicy": "IfNotPresent",
+                    "terminationMessagePath": "/dev/termination-log",
+                }
+            ],
+            "restartPolicy": "Always",
+            "dnsPolicy": "ClusterFirst",
+        },
+    }
     sim = Sim(rollout())
-    sim.writer.seed(r.REPLICASETS, {
-        "metadata": {"name": "web-argo-made", "namespace": NS, "resourceVersion": "7",
-                     "labels": {"app": "web", "rollouts-pod-template-hash": "argo-made"},
-                     "annotations": {"rollout.argoproj.io/revision": "3",
-                                     "rollout.argoproj.io/desired-replicas": "1"},
-                     "ownerReferences": [{"kind": "Rollout", "name": "web", "uid": "ro-uid",
-                                          "controller": True}]},
-        "spec": {"replicas": 1, "template": defaulted},
-        "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
-    })  # fmt: skip
+    sim.writer.seed(
+        r.REPLICASETS,
+        {
+            "metadata": {
+                "name": "web-argo-made",
+                "namespace": NS,
+                "resourceVersion": "7",
+                "labels": {"app": "web", "rollouts-pod-template-hash": "argo-made"},
+                "annotations": {
+                    "rollout.argoproj.io/revision": "3",
+                    "rollout.argoproj.io/desired-replicas": "1",
+                },
+                "ownerReferences": [
+                    {"kind": "Rollout", "name": "web", "uid": "ro-uid", "controller": True}
+                ],
+            },
+            "spec": {"replicas": 1, "template": defaulted},
+            "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
+        },
+    )
     sim.settle()
     assert not any(a.verb == "create" and a.resource == "replicasets" for a in sim.writer.actions)
     assert sim.rollout["status"]["stableRS"] == "argo-made"
