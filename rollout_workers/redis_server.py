@@ -21,6 +21,7 @@ from pathlib import Path
 
 import redis
 
+from rollout_workers.pids import pid_alive
 from rollout_workers.settings import Settings
 
 RECORD = "redis.json"
@@ -62,16 +63,6 @@ def ping(url: str, timeout: float = 1.0) -> bool:
             client.close()
     except (redis.RedisError, OSError, ValueError):
         return False
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def recorded_url(state_dir: Path) -> str | None:

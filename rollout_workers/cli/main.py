@@ -70,19 +70,33 @@ def redis_command(state_dir: Path | None, port: int) -> None:
     click.echo(f"  pid {server.process.pid if server.process else '?'}, log {server.log_file}")
     click.echo(f"  recorded in {record}; or export ROLLOUTS_REDIS_URL={server.url}")
     sys.stdout.flush()
-    wait_for_signal(lambda: server.process is not None and server.process.poll() is None)
+
+    def check() -> None:
+        if server.process is None or server.process.poll() is not None:
+            raise Fail("the embedded Redis exited unexpectedly")
+
+    wait_for_signal(check)
     server.stop()
     server.unrecord(settings.state_dir)
 
 
-def wait_for_signal(alive: Callable[[], bool]) -> None:
-    """Block until SIGINT/SIGTERM, or until `alive()` turns false."""
+def wait_for_signal(tick: Callable[[], None]) -> None:
+    """Block until SIGINT/SIGTERM, calling `tick()` every half second meanwhile."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     while not stop.wait(0.5):
-        if not alive():
-            raise Fail("the embedded Redis exited unexpectedly")
+        tick()
+
+
+def supervise(stack: Any) -> Callable[[], None]:
+    """A tick that restarts the stack's dead children and says so."""
+
+    def tick() -> None:
+        for note in stack.supervise_once():
+            click.echo(note)
+
+    return tick
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -233,12 +247,7 @@ def up(
             click.echo(line)
         click.echo("press Ctrl-C to stop")
         sys.stdout.flush()
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
-        while not stop.wait(0.5):
-            for note in stack.supervise_once():
-                click.echo(note)
+        wait_for_signal(supervise(stack))
     finally:
         stack.stop()
 
@@ -284,12 +293,7 @@ def demo(
         if exit_when_done:
             return
         click.echo("the system stays up for exploring; press Ctrl-C to stop")
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
-        while not stop.wait(0.5):
-            for note in stack.supervise_once():
-                click.echo(note)
+        wait_for_signal(supervise(stack))
     finally:
         stack.stop()
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from rollout_workers.pids import pid_alive
 from rollout_workers.settings import Settings
 
 DEVCLUSTER_RECORD = "devcluster.json"
@@ -23,16 +24,6 @@ class ClusterNotFound(RuntimeError):
     pass
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def embedded_kubeconfig(state_dir: Path) -> Path | None:
     """The kubeconfig of the embedded API recorded in `state_dir`, if its process is alive."""
     try:
@@ -40,7 +31,7 @@ def embedded_kubeconfig(state_dir: Path) -> Path | None:
         path, pid = Path(record["kubeconfig"]), int(record["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return path if _alive(pid) and path.is_file() else None
+    return path if pid_alive(pid) and path.is_file() else None
 
 
 def find_kubeconfig(settings: Settings) -> Path | None:
