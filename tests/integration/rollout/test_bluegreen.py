@@ -96,3 +96,83 @@ def test_preview_replica_count_and_manual_promote(harness: Harness) -> None:
     done = h.drive("pv", lambda o: phase(o) == "Healthy" and selector(h, "pv-active") == new)
     assert done["status"]["stableRS"] == new
     assert h.rs_replicas("pv")[new] == 3
+
+
+def rs_annotations(h: Harness, pod_hash: str) -> dict[str, str]:
+    sets, _ = h.kube.list(r.REPLICASETS, namespace=NS)
+    rs = next(x for x in sets if x["metadata"]["labels"][r.POD_TEMPLATE_HASH_LABEL] == pod_hash)
+    return dict(rs["metadata"].get("annotations") or {})
+
+
+def test_auto_promotion_seconds(harness: Harness) -> None:
+    h = harness
+    services(h, "ap")
+    h.create(bluegreen_rollout("ap", replicas=1, autoPromotionSeconds=2))
+    h.drive("ap", lambda o: phase(o) == "Healthy" and selector(h, "ap-active") != "")
+    set_image(h, "ap", "app:2")
+    new = h.drive("ap", lambda o: phase(o) == "Paused")["status"]["currentPodHash"]
+    h.drive("ap", lambda o: selector(h, "ap-active") == new and phase(o) == "Healthy", timeout=20)
+
+
+def test_fast_rollback_inside_the_scale_down_window_skips_the_pause(harness: Harness) -> None:
+    h = harness
+    services(h, "fr")
+    h.create(
+        bluegreen_rollout("fr", replicas=1, autoPromotionEnabled=False, scaleDownDelaySeconds=30)
+    )
+    old = h.drive("fr", lambda o: phase(o) == "Healthy" and selector(h, "fr-active") != "")[
+        "status"
+    ]["stableRS"]
+    set_image(h, "fr", "app:2")
+    h.drive("fr", lambda o: phase(o) == "Paused")
+    h.patch("fr", {"status": {"pauseConditions": None}}, status=True)
+    new = h.drive("fr", lambda o: phase(o) == "Healthy" and selector(h, "fr-active") != old)[
+        "status"
+    ]["stableRS"]
+    assert "scale-down-deadline" in rs_annotations(h, old)  # the old one waits out its delay
+
+    set_image(h, "fr", "app:1")  # back to the old template, inside the window
+    back = h.drive("fr", lambda o: selector(h, "fr-active") == old and phase(o) == "Healthy")
+    assert back["status"]["stableRS"] == old
+    assert set(h.rs_replicas("fr")) == {old, new}  # no new ReplicaSet, no pause on the way
+    # The active ReplicaSet's own deadline is dropped at the next sync.
+    h.drive("fr", lambda o: "scale-down-deadline" not in rs_annotations(h, old))
+
+
+def test_abort_returns_to_stable_and_scales_preview_down_after_the_abort_delay(
+    harness: Harness,
+) -> None:
+    h = harness
+    services(h, "abg")
+    h.create(bluegreen_rollout("abg", replicas=2, autoPromotionEnabled=False,
+                               abortScaleDownDelaySeconds=2))  # fmt: skip
+    old = h.drive("abg", lambda o: phase(o) == "Healthy" and selector(h, "abg-active") != "")[
+        "status"
+    ]["stableRS"]
+    set_image(h, "abg", "app:2")
+    new = h.drive("abg", lambda o: phase(o) == "Paused")["status"]["currentPodHash"]
+    h.patch("abg", {"status": {"abort": True}}, status=True)
+    h.drive("abg", lambda o: phase(o) == "Degraded")
+    assert selector(h, "abg-active") == old
+    assert h.rs_replicas("abg")[new] == 2  # kept for abortScaleDownDelaySeconds
+    h.drive("abg", lambda o: h.rs_replicas("abg")[new] == 0, timeout=15)
+
+
+def test_scale_down_delay_revision_limit(harness: Harness) -> None:
+    h = harness
+    services(h, "lim")
+    h.create(bluegreen_rollout("lim", replicas=1, scaleDownDelaySeconds=60,
+                               scaleDownDelayRevisionLimit=1))  # fmt: skip
+    first = h.drive("lim", lambda o: phase(o) == "Healthy" and selector(h, "lim-active") != "")[
+        "status"
+    ]["stableRS"]
+    hashes = [first]
+    for image in ("app:2", "app:3"):
+        set_image(h, "lim", image)
+        done = h.drive(
+            "lim",
+            lambda o: phase(o) == "Healthy" and o["status"]["stableRS"] not in hashes,
+        )
+        hashes.append(done["status"]["stableRS"])
+    # Only one older revision may wait out its delay; the oldest goes at once.
+    h.drive("lim", lambda o: h.rs_replicas("lim") == {hashes[0]: 0, hashes[1]: 1, hashes[2]: 1})
