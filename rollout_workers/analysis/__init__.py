@@ -1,0 +1,1 @@
+"""Analysis: AnalysisRuns measured on the worker pool, metric providers, sandboxed conditions."""
