@@ -1,0 +1,380 @@
+"""The bookkeeping of an AnalysisRun, as pure functions of the run and the clock.
+
+Mirrors argo-rollouts' analysis/analysis.go and utils/analysis: which metrics need a
+measurement now (or a resume, or nothing), how a measurement updates its metric's counters,
+how each metric and the whole run are assessed (failure, inconclusive and consecutive-error
+limits, counts, dry-run metrics, termination), when the run must be looked at next (a workqueue
+timer, never a sleep), and how many measurements are kept. The controller does the I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass
+
+from rollout_workers.api.analysis import (
+    AnalysisPhase,
+    AnalysisRun,
+    Argument,
+    Measurement,
+    Metric,
+    MetricResult,
+    RunSummary,
+)
+from rollout_workers.rollout.pause import format_time, parse_time
+from rollout_workers.rollout.phase import duration_seconds
+
+DEFAULT_MEASUREMENT_HISTORY_LIMIT = 10
+DEFAULT_CONSECUTIVE_ERROR_LIMIT = 4
+DEFAULT_ERROR_RETRY_INTERVAL = 10.0
+COMPLETED = frozenset(
+    {
+        AnalysisPhase.SUCCESSFUL,
+        AnalysisPhase.FAILED,
+        AnalysisPhase.ERROR,
+        AnalysisPhase.INCONCLUSIVE,
+    }
+)
+#: Worse phases first, as Argo's IsWorse orders them.
+SEVERITY = {
+    AnalysisPhase.SUCCESSFUL: 0,
+    AnalysisPhase.INCONCLUSIVE: 1,
+    AnalysisPhase.ERROR: 2,
+    AnalysisPhase.FAILED: 3,
+}
+_ARG = re.compile(r"\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}")
+
+
+class ArgumentError(ValueError):
+    """An argument a metric names has no value."""
+
+
+@dataclass(frozen=True)
+class Task:
+    metric: Metric
+    incomplete: Measurement | None = None  # an in-flight measurement to resume or terminate
+
+
+def completed(phase: AnalysisPhase | str | None) -> bool:
+    return phase in COMPLETED
+
+
+def int_value(value: int | str | None, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        return default
+
+
+def seconds(duration: str | None) -> float | None:
+    if not duration:
+        return None
+    value = duration_seconds(duration)
+    return None if value is None else float(value)
+
+
+def effective_count(metric: Metric) -> int | None:
+    """How many measurements the metric takes; None means it runs until terminated."""
+    if metric.count is None:
+        return 1 if not metric.interval else None
+    return int_value(metric.count, 0)
+
+
+def result_of(run: AnalysisRun, name: str) -> MetricResult | None:
+    status = run.status
+    return (
+        next((r for r in (status.metric_results or []) if r.name == name), None) if status else None
+    )
+
+
+def last_measurement(run: AnalysisRun, name: str) -> Measurement | None:
+    result = result_of(run, name)
+    measurements = (result.measurements or []) if result else []
+    return measurements[-1] if measurements else None
+
+
+def dry_run_names(run: AnalysisRun, metrics: list[Metric]) -> set[str]:
+    wanted = {d.metric_name for d in run.spec.dry_run or []}
+    if "*" in wanted:
+        return {m.name for m in metrics}
+    return {m.name for m in metrics if m.name in wanted}
+
+
+def is_terminating(run: AnalysisRun) -> bool:
+    if run.spec.terminate:
+        return True
+    for result in (run.status.metric_results or []) if run.status else []:
+        if result.phase in (AnalysisPhase.FAILED, AnalysisPhase.ERROR, AnalysisPhase.INCONCLUSIVE):
+            return not result.dry_run
+    return False
+
+
+def resolve_args(metric: Metric, args: list[Argument]) -> Metric:
+    """Substitute `{{args.NAME}}` in the metric (JSON-escaped, as Argo does)."""
+    values = {a.name: a.value for a in args}
+    text = metric.to_json()
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        value = values.get(name)
+        if value is None:
+            raise ArgumentError(f"failed to resolve {{{{args.{name}}}}}")
+        return json.dumps(value)[1:-1]
+
+    return Metric.from_json(_ARG.sub(replace, text))
+
+
+# -- what to do now -----------------------------------------------------------------------------
+
+
+def generate_tasks(run: AnalysisRun, metrics: list[Metric], now: dt.datetime) -> list[Task]:
+    tasks: list[Task] = []
+    terminating = is_terminating(run)
+    started = run.status.started_at if run.status else None
+    for index, metric in enumerate(metrics):
+        result = result_of(run, metric.name)
+        if result is not None and completed(result.phase):
+            continue
+        last = last_measurement(run, metric.name)
+        original = run.spec.metrics[index]
+        if last is not None and not last.finished_at:
+            if last.resume_at and parse_time(last.resume_at) > now:
+                continue
+            tasks.append(Task(original, incomplete=last))
+            continue
+        if terminating:
+            continue
+        if last is None:
+            delay = seconds(metric.initial_delay)
+            if metric.initial_delay:
+                if not started or delay is None:
+                    continue
+                if parse_time(started) + dt.timedelta(seconds=delay) > now:
+                    continue
+            tasks.append(Task(original))
+            continue
+        count = effective_count(metric)
+        if count is not None and result is not None and (result.count or 0) >= count:
+            continue
+        interval = DEFAULT_ERROR_RETRY_INTERVAL
+        if last.phase != AnalysisPhase.ERROR and metric.interval:
+            parsed = seconds(metric.interval)
+            if parsed is None:
+                continue
+            interval = parsed
+        assert last.finished_at is not None
+        if now > parse_time(last.finished_at) + dt.timedelta(seconds=interval):
+            tasks.append(Task(original))
+    return tasks
+
+
+def record(result: MetricResult, measurement: Measurement, *, replace_last: bool) -> MetricResult:
+    """The metric's result after a measurement (new, or the resumed last one) finished or not."""
+    out = result.model_copy(deep=True)
+    if completed(measurement.phase):
+        if measurement.phase == AnalysisPhase.ERROR:
+            out.error = (out.error or 0) + 1
+            out.consecutive_error = (out.consecutive_error or 0) + 1
+        else:
+            out.count = (out.count or 0) + 1
+            out.consecutive_error = 0
+            field = {
+                AnalysisPhase.SUCCESSFUL: "successful",
+                AnalysisPhase.FAILED: "failed",
+                AnalysisPhase.INCONCLUSIVE: "inconclusive",
+            }[AnalysisPhase(measurement.phase)]
+            setattr(out, field, (getattr(out, field) or 0) + 1)
+    measurements = list(out.measurements or [])
+    if replace_last and measurements:
+        measurements[-1] = measurement
+    else:
+        measurements.append(measurement)
+    out.measurements = measurements
+    return out
+
+
+# -- assessment ---------------------------------------------------------------------------------
+
+
+def failure_inconclusive_or_error(
+    metric: Metric, result: MetricResult
+) -> tuple[AnalysisPhase | None, str]:
+    phase: AnalysisPhase | None = None
+    message = ""
+    failure_limit = int_value(metric.failure_limit, 0)
+    if (result.failed or 0) > failure_limit >= 0:
+        phase = AnalysisPhase.FAILED
+        message = f"failed ({result.failed or 0}) > failureLimit ({failure_limit})"
+    inconclusive_limit = int_value(metric.inconclusive_limit, 0)
+    if (result.inconclusive or 0) > inconclusive_limit:
+        phase = AnalysisPhase.INCONCLUSIVE
+        message = (
+            f"inconclusive ({result.inconclusive or 0}) > inconclusiveLimit ({inconclusive_limit})"
+        )
+    error_limit = int_value(metric.consecutive_error_limit, DEFAULT_CONSECUTIVE_ERROR_LIMIT)
+    if (result.consecutive_error or 0) > error_limit:
+        phase = AnalysisPhase.ERROR
+        message = (
+            f"consecutiveErrors ({result.consecutive_error or 0}) > "
+            f"consecutiveErrorLimit ({error_limit})"
+        )
+    return phase, message
+
+
+def assess_metric(metric: Metric, result: MetricResult, terminating: bool) -> AnalysisPhase:
+    if completed(result.phase):
+        return AnalysisPhase(result.phase)
+    measurements = result.measurements or []
+    if not measurements:
+        return AnalysisPhase.SUCCESSFUL if terminating else AnalysisPhase.PENDING
+    if not completed(measurements[-1].phase):
+        return AnalysisPhase.RUNNING
+    phase, _ = failure_inconclusive_or_error(metric, result)
+    if phase is not None:
+        return phase
+    count = effective_count(metric)
+    if count is not None and (result.count or 0) >= count:
+        return AnalysisPhase.SUCCESSFUL
+    return AnalysisPhase.SUCCESSFUL if terminating else AnalysisPhase.RUNNING
+
+
+def assess_run(
+    run: AnalysisRun, metrics: list[Metric], now: dt.datetime
+) -> tuple[AnalysisPhase, str]:
+    """The run's phase and message; updates each metric result's phase/message and the run and
+    dry-run summaries on `run.status` (the caller's working copy)."""
+    assert run.status is not None
+    terminating = is_terminating(run)
+    dry = dry_run_names(run, metrics)
+    if not run.status.started_at:
+        run.status.started_at = format_time(now)
+    worst: AnalysisPhase | None = None
+    worst_message = "Run Terminated" if run.spec.terminate else ""
+    everything_completed = True
+    summary = RunSummary(count=0, successful=0, failed=0, inconclusive=0, error=0)
+    dry_summary = RunSummary(count=0, successful=0, failed=0, inconclusive=0, error=0)
+    results = run.status.metric_results or []
+    for metric in metrics:
+        target = dry_summary if metric.name in dry else summary
+        target.count = (target.count or 0) + 1
+        index = next((i for i, r in enumerate(results) if r.name == metric.name), None)
+        if index is None:
+            everything_completed = False
+            continue
+        result = results[index]
+        phase = assess_metric(metric, result, terminating)
+        if phase != result.phase:
+            measurements = result.measurements or []
+            result = result.model_copy(
+                update={
+                    "phase": phase,
+                    "message": measurements[-1].message if measurements else result.message,
+                }
+            )
+        if not completed(phase):
+            everything_completed = False
+            results[index] = result
+            continue
+        verdict, message = failure_inconclusive_or_error(metric, result)
+        counted = verdict or AnalysisPhase.SUCCESSFUL
+        if metric.name not in dry:
+            if worst is None or SEVERITY[phase] > SEVERITY.get(worst, -1):
+                worst = phase
+                if message:
+                    worst_message = f'Metric "{metric.name}" assessed {phase} due to {message}'
+                    if result.message:
+                        worst_message += f': "Error Message: {result.message}"'
+            _count(summary, counted)
+        else:
+            if worst is None:
+                worst = AnalysisPhase.SUCCESSFUL
+            if message:
+                result = result.model_copy(
+                    update={"message": f"Metric assessed {phase} due to {message}"}
+                )
+            _count(dry_summary, counted)
+        results[index] = result
+    run.status.metric_results = results
+    run.status.run_summary = summary
+    run.status.dry_run_summary = dry_summary
+    worst_message = worst_message.strip()
+    if terminating:
+        return (worst or AnalysisPhase.SUCCESSFUL), worst_message
+    if not everything_completed or worst is None:
+        return AnalysisPhase.RUNNING, ""
+    return worst, worst_message
+
+
+def _count(summary: RunSummary, phase: AnalysisPhase) -> None:
+    field = {
+        AnalysisPhase.ERROR: "error",
+        AnalysisPhase.FAILED: "failed",
+        AnalysisPhase.INCONCLUSIVE: "inconclusive",
+    }.get(phase, "successful")
+    setattr(summary, field, (getattr(summary, field) or 0) + 1)
+
+
+# -- timing and retention -----------------------------------------------------------------------
+
+
+def next_reconcile(run: AnalysisRun, metrics: list[Metric], now: dt.datetime) -> dt.datetime | None:
+    """The earliest moment any metric needs a measurement or a resume (None: no timer)."""
+    earliest: dt.datetime | None = None
+
+    def keep(moment: dt.datetime) -> None:
+        nonlocal earliest
+        if earliest is None or moment < earliest:
+            earliest = moment
+
+    started = run.status.started_at if run.status else None
+    for metric in metrics:
+        result = result_of(run, metric.name)
+        if result is not None and completed(result.phase):
+            continue
+        last = last_measurement(run, metric.name)
+        if last is None:
+            delay = seconds(metric.initial_delay)
+            if delay is not None:
+                keep((parse_time(started) if started else now) + dt.timedelta(seconds=delay))
+            continue
+        if not last.finished_at:
+            if last.resume_at:
+                keep(parse_time(last.resume_at))
+            continue
+        count = effective_count(metric)
+        if count is not None and result is not None and (result.count or 0) >= count:
+            continue
+        if last.phase == AnalysisPhase.ERROR:
+            interval: float | None = DEFAULT_ERROR_RETRY_INTERVAL
+        else:
+            interval = seconds(metric.interval)
+        if interval is None:
+            continue
+        keep(parse_time(last.finished_at) + dt.timedelta(seconds=interval))
+    return earliest
+
+
+def retention_limits(run: AnalysisRun, metrics: list[Metric]) -> dict[str, int]:
+    """Measurements kept per metric: 10, or measurementRetention's limit ('*' for all)."""
+    limits = {m.name: DEFAULT_MEASUREMENT_HISTORY_LIMIT for m in metrics}
+    for retention in run.spec.measurement_retention or []:
+        names = (
+            [m.name for m in metrics] if retention.metric_name == "*" else [retention.metric_name]
+        )
+        for name in names:
+            if name in limits and retention.limit > 0:
+                limits[name] = retention.limit
+    return limits
+
+
+def trim(result: MetricResult, limit: int) -> MetricResult:
+    measurements = result.measurements or []
+    if len(measurements) <= limit:
+        return result
+    return result.model_copy(update={"measurements": measurements[-limit:]})
