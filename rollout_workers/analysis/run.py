@@ -169,7 +169,8 @@ def generate_tasks(run: AnalysisRun, metrics: list[Metric], now: dt.datetime) ->
                 continue
             interval = parsed
         assert last.finished_at is not None
-        if now > parse_time(last.finished_at) + dt.timedelta(seconds=interval):
+        # Due at or after the interval: a timer firing exactly on time must find work.
+        if now >= parse_time(last.finished_at) + dt.timedelta(seconds=interval):
             tasks.append(Task(original))
     return tasks
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from rollout_workers.api.rollout import CanaryStep, Rollout, RolloutStatus
 from rollout_workers.kube import resources as r
+from rollout_workers.kube.events import event_body
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.pause import PauseContext, format_time
 from rollout_workers.rollout.phase import replicas_or_default
@@ -24,9 +25,6 @@ from rollout_workers.rollout.writer import Writer
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-
-COMPONENT = "rollouts-controller"
-
 
 @dataclass
 class Event:
@@ -137,27 +135,13 @@ class RolloutContext:
 
     def event(self, reason: str, message: str, *, warning: bool = False) -> None:
         self.events.append(Event(reason, message, warning))
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{self.name}.", "namespace": self.namespace},
-            "involvedObject": {
-                "apiVersion": "argoproj.io/v1alpha1",
-                "kind": "Rollout",
-                "name": self.name,
-                "namespace": self.namespace,
-                "uid": self.obj["metadata"].get("uid", ""),
-                "resourceVersion": self.obj["metadata"].get("resourceVersion", ""),
-            },
-            "reason": reason,
-            "message": message,
-            "type": "Warning" if warning else "Normal",
-            "count": 1,
-            "firstTimestamp": self.now_text(),
-            "lastTimestamp": self.now_text(),
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-        }
+        body = event_body(
+            {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", **self.obj},
+            reason=reason,
+            message=message,
+            warning=warning,
+            now=self.now_text(),
+        )
         try:
             self.writer.create(r.EVENTS, self.namespace, body)
         except Exception as err:  # an event is informational: never fail a reconcile on it

@@ -1,0 +1,391 @@
+"""The `analysisruns` task kind's handler: one reconcile of one AnalysisRun.
+
+Reads the run from the shared cache, takes the measurements that are due (or resumes the ones
+in flight, or terminates them), assesses metrics and the run, trims measurement history, writes
+the status in one fenced merge patch, and asks the workqueue to come back when the next
+measurement is due. Nothing here sleeps: every wait (interval, initialDelay, error retry, a
+job's resume) is a Redis timer. A completed run with a ttlStrategy is deleted once it expires.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import pydantic
+
+from rollout_workers.analysis import run as ar
+from rollout_workers.api.analysis import (
+    AnalysisPhase,
+    AnalysisRun,
+    AnalysisRunStatus,
+    Argument,
+    Measurement,
+    Metric,
+    MetricResult,
+)
+from rollout_workers.cache import Lister
+from rollout_workers.cache.written import WrittenVersions
+from rollout_workers.handlers import Result, SyncRequest
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.errors import Conflict, NotFound
+from rollout_workers.kube.events import event_body
+from rollout_workers.rollout.pause import format_time, parse_time
+from rollout_workers.rollout.status import merge_patch, normalize
+from rollout_workers.rollout.writer import Writer, fenced
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Clock = Callable[[], dt.datetime]
+
+
+class Provider(Protocol):
+    """A metric provider (see analysis/providers): measures, resumes and stops measurements."""
+
+    def run(self, run: AnalysisRun, metric: Metric, now: dt.datetime) -> Measurement: ...
+
+    def resume(
+        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
+    ) -> Measurement: ...
+
+    def terminate(
+        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
+    ) -> Measurement: ...
+
+    def garbage_collect(self, run: AnalysisRun, metric: Metric, limit: int) -> None: ...
+
+    def metadata(self, metric: Metric) -> dict[str, str]: ...
+
+
+#: Builds the provider a metric names; raises (any exception) with a message when it cannot.
+ProviderFactory = Callable[[Metric], Provider]
+#: Reads `key` of Secret `name` in a namespace (for args with valueFrom.secretKeyRef).
+SecretReader = Callable[[str, str, str], str]
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class AnalysisRunController:
+    def __init__(
+        self,
+        *,
+        runs: Lister,
+        written: WrittenVersions,
+        writer: Writer,
+        providers: ProviderFactory,
+        secrets: SecretReader,
+        clock: Clock = utcnow,
+    ) -> None:
+        self.runs, self.written, self.writer = runs, written, writer
+        self.providers, self.secrets, self.clock = providers, secrets, clock
+
+    def sync(self, request: SyncRequest) -> Result:
+        obj = self.runs.get(request.key)
+        if obj is None:
+            return Result.gone()
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            return Result.done()
+        if self.written.stale(
+            r.ANALYSISRUNS.plural, {request.key: str(meta.get("resourceVersion", ""))}
+        ):
+            return Result.requeue_after(0.5)
+        now = self.clock()
+        try:
+            run = AnalysisRun.from_dict(obj)
+        except pydantic.ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            self._persist(
+                obj,
+                {"phase": "Error", "message": f"Analysis spec invalid: {where}: {first['msg']}"},
+            )
+            return Result.done()
+        request.lease.check()
+        try:
+            if run.status is not None and ar.completed(run.status.phase):
+                return self._expire(obj, run, now)
+            status, wake = reconcile(run, now=now, providers=self.providers, secrets=self.secrets)
+            for reason, message, warning in status.events:
+                self._event(obj, reason, message, warning, now)
+            self._persist(obj, normalize_status(status.status))
+        except Conflict as err:
+            log.info("write race on %s (%s); retrying", request.key, err.message)
+            return Result.retry()
+        if wake is not None:
+            return Result.requeue_after(max(0.0, (wake - now).total_seconds()))
+        return Result.done()
+
+    def _expire(self, obj: Obj, run: AnalysisRun, now: dt.datetime) -> Result:
+        """ttlStrategy: delete a completed run once its time is up; else wake up then."""
+        expiry = ttl_expiry(run)
+        if expiry is None:
+            return Result.done()
+        if now >= expiry:
+            log.info("deleting AnalysisRun %s: ttlStrategy expired", obj["metadata"]["name"])
+            with contextlib.suppress(NotFound):
+                self.writer.delete(
+                    r.ANALYSISRUNS, obj["metadata"]["namespace"], obj["metadata"]["name"]
+                )
+            return Result.done()
+        return Result.requeue_after((expiry - now).total_seconds())
+
+    def _persist(self, obj: Obj, new_status: Obj) -> None:
+        patch = merge_patch(normalize(obj.get("status") or {}), normalize(new_status))
+        if not patch:
+            return
+        meta = obj["metadata"]
+        body = fenced({"status": patch}, meta.get("resourceVersion"))
+        self.writer.patch(r.ANALYSISRUNS, meta["namespace"], meta["name"], body, status=True)
+
+    def _event(self, obj: Obj, reason: str, message: str, warning: bool, now: dt.datetime) -> None:
+        body = event_body(
+            obj, reason=reason, message=message, warning=warning, now=format_time(now)
+        )
+        try:
+            self.writer.create(r.EVENTS, obj["metadata"]["namespace"], body)
+        except Exception as err:  # informational only
+            log.warning("could not record event %s: %s", reason, err)
+
+
+class Outcome:
+    """The result of one reconcile: the new status and the events to record."""
+
+    def __init__(self, status: AnalysisRunStatus) -> None:
+        self.status = status
+        self.events: list[tuple[str, str, bool]] = []
+
+    def event(self, reason: str, message: str, *, warning: bool = False) -> None:
+        self.events.append((reason, message, warning))
+
+
+def normalize_status(status: AnalysisRunStatus) -> Obj:
+    data = status.to_dict()
+    # Summaries are written whole (zero counts included), as Argo's structs are.
+    for key in ("runSummary", "dryRunSummary"):
+        if key in data and data[key] is not None:
+            data[key] = {k: v for k, v in data[key].items() if v is not None}
+    return data
+
+
+def ttl_expiry(run: AnalysisRun) -> dt.datetime | None:
+    ttl = run.spec.ttl_strategy
+    status = run.status
+    if ttl is None or status is None or not status.completed_at or not ar.completed(status.phase):
+        return None
+    seconds: int | None = None
+    if ttl.seconds_after_success is not None and status.phase == AnalysisPhase.SUCCESSFUL:
+        seconds = ttl.seconds_after_success
+    elif ttl.seconds_after_failure is not None and status.phase == AnalysisPhase.FAILED:
+        seconds = ttl.seconds_after_failure
+    elif ttl.seconds_after_completion is not None:
+        seconds = ttl.seconds_after_completion
+    if seconds is None:
+        return None
+    return parse_time(status.completed_at) + dt.timedelta(seconds=seconds)
+
+
+def _args_without_secrets(args: list[Argument]) -> list[Argument]:
+    out = []
+    for arg in args:
+        if arg.value_from is not None and arg.value_from.secret_key_ref is not None:
+            out.append(Argument(name=arg.name, value="temp-for-secret"))
+        else:
+            out.append(arg)
+    return out
+
+
+def _resolve_secrets(run: AnalysisRun, secrets: SecretReader) -> tuple[list[Argument], list[str]]:
+    resolved: list[Argument] = []
+    values: list[str] = []
+    namespace = run.metadata.namespace or "default"
+    for arg in run.spec.args or []:
+        ref = arg.value_from.secret_key_ref if arg.value_from else None
+        if ref is not None:
+            value = secrets(namespace, ref.name, ref.key)
+            values.append(value)
+            resolved.append(Argument(name=arg.name, value=value))
+        else:
+            resolved.append(arg)
+    return resolved, values
+
+
+def reconcile(
+    run: AnalysisRun, *, now: dt.datetime, providers: ProviderFactory, secrets: SecretReader
+) -> tuple[Outcome, dt.datetime | None]:
+    """One reconcile of a run that is not completed yet (pure but for the providers' I/O)."""
+    work = run.model_copy(deep=True)
+    work.status = (work.status or AnalysisRunStatus()).model_copy(deep=True)
+    if work.status.metric_results is None:
+        work.status.metric_results = []
+    outcome = Outcome(work.status)
+
+    def fail(message: str) -> tuple[Outcome, dt.datetime | None]:
+        work.status.phase = AnalysisPhase.ERROR  # type: ignore[union-attr]
+        work.status.message = message  # type: ignore[union-attr]
+        work.status.completed_at = format_time(now)  # type: ignore[union-attr]
+        outcome.status = work.status  # type: ignore[assignment]
+        outcome.event("AnalysisRunError", "Analysis Completed. Result: Error", warning=True)
+        return outcome, None
+
+    try:
+        metrics = [
+            ar.resolve_args(m, _args_without_secrets(run.spec.args or [])) for m in run.spec.metrics
+        ]
+    except ar.ArgumentError as err:
+        return fail(f"Unable to resolve metric arguments: {err}")
+    invalid = validate_metrics(metrics)
+    if invalid:
+        return fail(f"Analysis spec invalid: {invalid}")
+
+    tasks = ar.generate_tasks(work, metrics, now)
+    if tasks:
+        try:
+            args, secret_values = _resolve_secrets(run, secrets)
+        except Exception as err:
+            return fail(f"Unable to resolve metric arguments: {err}")
+        dry = ar.dry_run_names(work, metrics)
+        terminating = ar.is_terminating(work)
+        for task in tasks:
+            try:
+                metric = ar.resolve_args(task.metric, args)
+            except ar.ArgumentError as err:
+                return fail(f"Unable to resolve metric arguments: {err}")
+            measurement, metadata = _measure(
+                run=work,
+                metric=metric,
+                task=task,
+                providers=providers,
+                now=now,
+                terminating=terminating,
+            )
+            for secret in secret_values:
+                if secret and measurement.message:
+                    measurement.message = measurement.message.replace(secret, "*****")
+            results = work.status.metric_results or []
+            index = next((i for i, x in enumerate(results) if x.name == metric.name), None)
+            current = (
+                results[index]
+                if index is not None
+                else MetricResult(
+                    name=metric.name,
+                    phase=AnalysisPhase.RUNNING,
+                    dry_run=metric.name in dry or None,
+                    metadata=metadata or None,
+                )
+            )
+            updated = ar.record(current, measurement, replace_last=task.incomplete is not None)
+            if index is None:
+                results.append(updated)
+            else:
+                results[index] = updated
+            work.status.metric_results = results
+
+    before = {x.name: x.phase for x in work.status.metric_results or []}
+    phase, message = ar.assess_run(work, metrics, now)
+    for result in work.status.metric_results or []:
+        if result.phase != before.get(result.name) and ar.completed(result.phase):
+            bad = result.phase in (AnalysisPhase.ERROR, AnalysisPhase.FAILED)
+            outcome.event(
+                f"Metric{result.phase}",
+                f"Metric '{result.name}' Completed. Result: {result.phase}",
+                warning=bad,
+            )
+    if phase != run_phase(run):
+        work.status.phase = phase
+        work.status.message = message or None
+        if ar.completed(phase):
+            work.status.completed_at = format_time(now)
+            bad = phase in (AnalysisPhase.ERROR, AnalysisPhase.FAILED)
+            outcome.event(
+                f"AnalysisRun{phase}", f"Analysis Completed. Result: {phase}", warning=bad
+            )
+
+    limits = ar.retention_limits(work, metrics)
+    by_name = {m.name: m for m in metrics}
+    trimmed = []
+    for result in work.status.metric_results or []:
+        limit = limits.get(result.name, ar.DEFAULT_MEASUREMENT_HISTORY_LIMIT)
+        if len(result.measurements or []) > limit and result.name in by_name:
+            try:
+                providers(by_name[result.name]).garbage_collect(work, by_name[result.name], limit)
+            except Exception as err:
+                log.warning("garbage collection of %s failed: %s", result.name, err)
+        trimmed.append(ar.trim(result, limit))
+    work.status.metric_results = trimmed
+    outcome.status = work.status
+    wake = None if ar.completed(work.status.phase) else ar.next_reconcile(work, metrics, now)
+    return outcome, wake
+
+
+def run_phase(run: AnalysisRun) -> AnalysisPhase | None:
+    return run.status.phase if run.status else None
+
+
+def _measure(
+    *,
+    run: AnalysisRun,
+    metric: Metric,
+    task: ar.Task,
+    providers: ProviderFactory,
+    now: dt.datetime,
+    terminating: bool,
+) -> tuple[Measurement, dict[str, str]]:
+    metadata: dict[str, str] = {}
+    try:
+        provider = providers(metric)
+    except Exception as err:
+        base = (
+            task.incomplete.model_copy()
+            if task.incomplete
+            else Measurement(phase=AnalysisPhase.ERROR, started_at=format_time(now))
+        )
+        base.phase, base.message = AnalysisPhase.ERROR, str(err)
+        measurement = base
+    else:
+        try:
+            metadata = provider.metadata(metric)
+            if task.incomplete is None:
+                measurement = provider.run(run, metric, now)
+            elif terminating:
+                measurement = provider.terminate(run, metric, task.incomplete, now)
+                if measurement.phase == AnalysisPhase.SUCCESSFUL:
+                    measurement.message = "Metric Terminated"
+            else:
+                measurement = provider.resume(run, metric, task.incomplete, now)
+        except Exception as err:  # a provider bug must not stop the run: it is an Error measurement
+            log.exception("provider failed for metric %s", metric.name)
+            measurement = Measurement(
+                phase=AnalysisPhase.ERROR, message=str(err), started_at=format_time(now)
+            )
+    if ar.completed(measurement.phase) and not measurement.finished_at:
+        measurement.finished_at = format_time(now)
+    return measurement, metadata
+
+
+def validate_metrics(metrics: list[Metric]) -> str:
+    """Argo's ValidateMetrics: unique names, readable durations, sane counts."""
+    seen: set[str] = set()
+    for metric in metrics:
+        if metric.name in seen:
+            return f"duplicate metric name '{metric.name}'"
+        seen.add(metric.name)
+        for field, value in (("interval", metric.interval), ("initialDelay", metric.initial_delay)):
+            if value and ar.seconds(value) is None:
+                return f"metric '{metric.name}': invalid {field}: {value}"
+        count = ar.effective_count(metric)
+        failure_limit = ar.int_value(metric.failure_limit, 0)
+        if count is not None and count >= 1 and failure_limit >= count:
+            return (
+                f"metric '{metric.name}': failureLimit should be less than count "
+                f"({failure_limit} >= {count})"
+            )
+        if metric.provider is None:
+            return f"metric '{metric.name}': no provider specified"
+    return ""
