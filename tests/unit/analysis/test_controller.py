@@ -28,8 +28,9 @@ class Scripted:
         if phase == "raise":
             raise RuntimeError("provider blew up")
         finished = None if phase == "Running" else format_time(now)
-        return Measurement(phase=AnalysisPhase(phase), started_at=format_time(now),
-                           finished_at=finished, value="1")  # fmt: skip
+        return Measurement(
+            phase=AnalysisPhase(phase), started_at=format_time(now), finished_at=finished, value="1"
+        )
 
     def resume(
         self, run: AnalysisRun, metric: Metric, m: Measurement, now: dt.datetime
@@ -51,11 +52,16 @@ class Scripted:
 
 
 def new_run(**metric: Any) -> AnalysisRun:
-    return AnalysisRun.from_dict({
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisRun",
-        "metadata": {"name": "r", "namespace": "d"},
-        "spec": {"metrics": [{"name": "m", "provider": {"web": {"url": "http://x"}}, **metric}]},
-    })  # fmt: skip
+    return AnalysisRun.from_dict(
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "AnalysisRun",
+            "metadata": {"name": "r", "namespace": "d"},
+            "spec": {
+                "metrics": [{"name": "m", "provider": {"web": {"url": "http://x"}}, **metric}]
+            },
+        }
+    )
 
 
 def drive(
@@ -92,8 +98,10 @@ def test_three_successful_measurements_ten_seconds_apart() -> None:
 
 
 def test_failure_over_limit_fails_the_run() -> None:
-    run, events, _ = drive(new_run(interval="5s", count=5, failureLimit=1),
-                           Scripted(["Successful", "Failed", "Failed"]))  # fmt: skip
+    run, events, _ = drive(
+        new_run(interval="5s", count=5, failureLimit=1),
+        Scripted(["Successful", "Failed", "Failed"]),
+    )
     assert run.status is not None and run.status.phase == "Failed"
     assert run.status.message == 'Metric "m" assessed Failed due to failed (2) > failureLimit (1)'
     assert "AnalysisRunFailed" in events
@@ -110,7 +118,7 @@ def test_consecutive_errors_error_the_run_and_retry_every_10s() -> None:
 def test_async_measurement_is_resumed_not_rerun() -> None:
     provider = Scripted(["Running", "Running", "Successful"])
     run = new_run()
-    outcome, wake = reconcile(run, now=T0, providers=lambda m: provider, secrets=lambda *a: "")
+    outcome, _ = reconcile(run, now=T0, providers=lambda m: provider, secrets=lambda *a: "")
     run = run.model_copy(update={"status": outcome.status})
     assert run.status is not None and run.status.phase == "Running"
     for _ in range(2):
@@ -126,19 +134,25 @@ def test_terminate_stops_an_indefinite_metric_successfully() -> None:
     outcome, _ = reconcile(run, now=T0, providers=lambda m: provider, secrets=lambda *a: "")
     run = run.model_copy(update={"status": outcome.status})
     run.spec.terminate = True
-    outcome, wake = reconcile(run, now=T0 + dt.timedelta(seconds=30), providers=lambda m: provider,
-                              secrets=lambda *a: "")  # fmt: skip
+    outcome, wake = reconcile(
+        run, now=T0 + dt.timedelta(seconds=30), providers=lambda m: provider, secrets=lambda *a: ""
+    )
     assert outcome.status.phase == "Successful" and outcome.status.message == "Run Terminated"
     assert wake is None and provider.calls == ["run"]
 
 
 def test_unresolved_argument_is_an_error() -> None:
-    run = AnalysisRun.from_dict({
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisRun",
-        "metadata": {"name": "r", "namespace": "d"},
-        "spec": {"metrics": [{"name": "m", "provider": {"web": {"url": "http://{{args.host}}"}}}],
-                 "args": [{"name": "host"}]},
-    })  # fmt: skip
+    run = AnalysisRun.from_dict(
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "AnalysisRun",
+            "metadata": {"name": "r", "namespace": "d"},
+            "spec": {
+                "metrics": [{"name": "m", "provider": {"web": {"url": "http://{{args.host}}"}}}],
+                "args": [{"name": "host"}],
+            },
+        }
+    )
     outcome, wake = reconcile(run, now=T0, providers=lambda m: Scripted([]), secrets=lambda *a: "")
     assert outcome.status.phase == "Error" and wake is None
     assert (
@@ -182,18 +196,25 @@ def test_ttl_deletes_a_completed_run_when_it_expires() -> None:
 
     done = format_time(T0)
     obj = {
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisRun",
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisRun",
         "metadata": {"name": "r", "namespace": "d", "resourceVersion": "5"},
-        "spec": {"metrics": [{"name": "m", "provider": {"web": {"url": "x"}}}],
-                 "ttlStrategy": {"secondsAfterCompletion": 60}},
+        "spec": {
+            "metrics": [{"name": "m", "provider": {"web": {"url": "x"}}}],
+            "ttlStrategy": {"secondsAfterCompletion": 60},
+        },
         "status": {"phase": "Successful", "completedAt": done},
-    }  # fmt: skip
+    }
     writer = RecordingWriter()
     clock = [T0 + dt.timedelta(seconds=30)]
     controller = AnalysisRunController(
-        runs=_Runs(obj), written=_Fresh(), writer=writer,  # type: ignore[arg-type]
-        providers=lambda m: Scripted([]), secrets=lambda *a: "", clock=lambda: clock[0],
-    )  # fmt: skip
+        runs=_Runs(obj),
+        written=_Fresh(),
+        writer=writer,  # type: ignore[arg-type]
+        providers=lambda m: Scripted([]),
+        secrets=lambda *a: "",
+        clock=lambda: clock[0],
+    )
     request = SyncRequest("analysisruns", ObjectKey("d/r"), _Lease())
     assert controller.sync(request).delay == 30.0 and writer.actions == []
     clock[0] = T0 + dt.timedelta(seconds=61)
