@@ -221,16 +221,16 @@ def reconcile(
 ) -> tuple[Outcome, dt.datetime | None]:
     """One reconcile of a run that is not completed yet (pure but for the providers' I/O)."""
     work = run.model_copy(deep=True)
-    work.status = (work.status or AnalysisRunStatus()).model_copy(deep=True)
-    if work.status.metric_results is None:
-        work.status.metric_results = []
-    outcome = Outcome(work.status)
+    status = (work.status or AnalysisRunStatus()).model_copy(deep=True)
+    if status.metric_results is None:
+        status.metric_results = []
+    work.status = status
+    outcome = Outcome(status)
 
     def fail(message: str) -> tuple[Outcome, dt.datetime | None]:
-        work.status.phase = AnalysisPhase.ERROR  # type: ignore[union-attr]
-        work.status.message = message  # type: ignore[union-attr]
-        work.status.completed_at = format_time(now)  # type: ignore[union-attr]
-        outcome.status = work.status  # type: ignore[assignment]
+        status.phase = AnalysisPhase.ERROR
+        status.message = message
+        status.completed_at = format_time(now)
         outcome.event("AnalysisRunError", "Analysis Completed. Result: Error", warning=True)
         return outcome, None
 
@@ -268,7 +268,7 @@ def reconcile(
             for secret in secret_values:
                 if secret and measurement.message:
                     measurement.message = measurement.message.replace(secret, "*****")
-            results = work.status.metric_results or []
+            results = status.metric_results or []
             index = next((i for i, x in enumerate(results) if x.name == metric.name), None)
             current = (
                 results[index]
@@ -285,11 +285,11 @@ def reconcile(
                 results.append(updated)
             else:
                 results[index] = updated
-            work.status.metric_results = results
+            status.metric_results = results
 
-    before = {x.name: x.phase for x in work.status.metric_results or []}
+    before = {x.name: x.phase for x in status.metric_results or []}
     phase, message = ar.assess_run(work, metrics, now)
-    for result in work.status.metric_results or []:
+    for result in status.metric_results or []:
         if result.phase != before.get(result.name) and ar.completed(result.phase):
             bad = result.phase in (AnalysisPhase.ERROR, AnalysisPhase.FAILED)
             outcome.event(
@@ -298,10 +298,10 @@ def reconcile(
                 warning=bad,
             )
     if phase != run_phase(run):
-        work.status.phase = phase
-        work.status.message = message or None
+        status.phase = phase
+        status.message = message or None
         if ar.completed(phase):
-            work.status.completed_at = format_time(now)
+            status.completed_at = format_time(now)
             bad = phase in (AnalysisPhase.ERROR, AnalysisPhase.FAILED)
             outcome.event(
                 f"AnalysisRun{phase}", f"Analysis Completed. Result: {phase}", warning=bad
@@ -310,7 +310,7 @@ def reconcile(
     limits = ar.retention_limits(work, metrics)
     by_name = {m.name: m for m in metrics}
     trimmed = []
-    for result in work.status.metric_results or []:
+    for result in status.metric_results or []:
         limit = limits.get(result.name, ar.DEFAULT_MEASUREMENT_HISTORY_LIMIT)
         if len(result.measurements or []) > limit and result.name in by_name:
             try:
@@ -318,9 +318,8 @@ def reconcile(
             except Exception as err:
                 log.warning("garbage collection of %s failed: %s", result.name, err)
         trimmed.append(ar.trim(result, limit))
-    work.status.metric_results = trimmed
-    outcome.status = work.status
-    wake = None if ar.completed(work.status.phase) else ar.next_reconcile(work, metrics, now)
+    status.metric_results = trimmed
+    wake = None if ar.completed(status.phase) else ar.next_reconcile(work, metrics, now)
     return outcome, wake
 
 

@@ -1,0 +1,35 @@
+"""Which provider measures a metric (Argo Rollouts' `ProviderFactory.NewProvider`)."""
+
+from __future__ import annotations
+
+from rollout_workers.analysis.providers.base import Provider, ProviderDeps, UnknownProvider
+from rollout_workers.analysis.providers.evaluate import Evaluator
+from rollout_workers.analysis.providers.job import JobProvider
+from rollout_workers.analysis.providers.prometheus import PrometheusProvider
+from rollout_workers.analysis.providers.web import WebProvider
+from rollout_workers.api.analysis import Metric
+
+
+def provider_for(
+    metric: Metric, deps: ProviderDeps, *, evaluator: Evaluator | None = None
+) -> Provider:
+    """The provider of `metric`; raises `UnknownProvider` when it names none this project
+    implements (Argo's message: "no valid provider in metric 'x'"). Configuration errors of a
+    known provider (a bad address, a negative timeout) are not raised: they come back as Error
+    measurements from `run`, which is where Argo's controller ends up putting them too."""
+    provider = metric.provider
+    # Argo's order of precedence when several are set.
+    if provider.prometheus is not None:
+        return PrometheusProvider(deps, evaluator=evaluator)
+    if provider.job is not None:
+        return JobProvider.from_deps(deps)
+    if provider.web is not None:
+        return WebProvider(deps, evaluator=evaluator)
+    # Iterating a model yields its extra (unmodelled) fields too.
+    named = [name for name, value in provider if value is not None]
+    if named:
+        raise UnknownProvider(
+            f"no valid provider in metric '{metric.name}': "
+            f"provider {', '.join(sorted(named))} is not supported"
+        )
+    raise UnknownProvider(f"no valid provider in metric '{metric.name}'")

@@ -1,0 +1,60 @@
+"""Which provider a metric gets, and the error for the ones this project does not measure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rollout_workers.analysis.providers import ProviderDeps, UnknownProvider, provider_for
+from rollout_workers.rollout.writer import RecordingWriter
+from tests.unit.analysis.providers.stubs import metric
+from tests.unit.analysis.providers.test_job import RecordedJobs
+
+WRITER = RecordingWriter()
+DEPS = ProviderDeps(writer=WRITER, jobs=RecordedJobs(WRITER))
+
+KNOWN = [
+    ("web", {"web": {"url": "http://x"}}, "Web"),
+    ("prometheus", {"prometheus": {"query": "up"}}, "Prometheus"),
+    ("job", {"job": {"spec": {}}}, "Job"),
+    (
+        "prometheus before web, as Argo",
+        {"web": {"url": "http://x"}, "prometheus": {}},
+        "Prometheus",
+    ),
+]
+
+
+@pytest.mark.parametrize(("provider", "kind"), [c[1:] for c in KNOWN], ids=[c[0] for c in KNOWN])
+def test_known(provider: dict[str, Any], kind: str) -> None:
+    assert provider_for(metric("x", provider=provider), DEPS).type() == kind
+
+
+UNKNOWN = [
+    ("none", {}, "no valid provider in metric 'x'"),
+    (
+        "datadog",
+        {"datadog": {"query": "q"}},
+        "no valid provider in metric 'x': provider datadog is not supported",
+    ),
+    (
+        "unmodelled",
+        {"opsmx": {}},
+        "no valid provider in metric 'x': provider opsmx is not supported",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("provider", "message"), [c[1:] for c in UNKNOWN], ids=[c[0] for c in UNKNOWN]
+)
+def test_unknown(provider: dict[str, Any], message: str) -> None:
+    with pytest.raises(UnknownProvider) as err:
+        provider_for(metric("x", provider=provider), DEPS)
+    assert str(err.value) == message
+
+
+def test_job_metrics_need_a_writer_and_a_reader() -> None:
+    with pytest.raises(ValueError, match="writer"):
+        provider_for(metric("x", provider={"job": {"spec": {}}}), ProviderDeps())
