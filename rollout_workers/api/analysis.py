@@ -121,7 +121,7 @@ class WebMetricHeader(KubeModel):
     """One HTTP request header."""
 
     key: str
-    value: str
+    value: str | None = None
 
 
 class WebMetric(KubeModel):

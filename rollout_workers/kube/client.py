@@ -184,8 +184,17 @@ class Kube:
             "PATCH", resource.path(namespace, name, subresource), body=body, content_type=patch_type
         )
 
-    def delete(self, resource: Resource, namespace: str | None, name: str) -> Obj:
-        return self.json("DELETE", resource.path(namespace, name))
+    def delete(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        *,
+        propagation: str | None = None,
+    ) -> Obj:
+        """Delete; `propagation` is Foreground, Background or Orphan for the dependents."""
+        body = {"propagationPolicy": propagation} if propagation else None
+        return self.json("DELETE", resource.path(namespace, name), body=body)
 
 
 def iter_lines(response: urllib3.HTTPResponse) -> Iterator[bytes]:

@@ -30,7 +30,9 @@ class Writer(Protocol):
         self, resource: r.Resource, namespace: str, name: str, patch: Obj, *, status: bool = False
     ) -> Obj: ...
 
-    def delete(self, resource: r.Resource, namespace: str, name: str) -> None: ...
+    def delete(
+        self, resource: r.Resource, namespace: str, name: str, *, propagation: str | None = None
+    ) -> None: ...
 
 
 def fenced(patch: Obj, resource_version: str | None) -> Obj:
@@ -69,9 +71,11 @@ class KubeWriter:
         )
         return self._written(resource, namespace, written)
 
-    def delete(self, resource: r.Resource, namespace: str, name: str) -> None:
+    def delete(
+        self, resource: r.Resource, namespace: str, name: str, *, propagation: str | None = None
+    ) -> None:
         with contextlib.suppress(NotFound):
-            self.kube.delete(resource, namespace, name)
+            self.kube.delete(resource, namespace, name, propagation=propagation)
 
 
 @dataclass
@@ -123,8 +127,11 @@ class RecordingWriter:
         self.objects[(resource.plural, namespace, name)] = merged
         return copy.deepcopy(merged)
 
-    def delete(self, resource: r.Resource, namespace: str, name: str) -> None:
-        self.actions.append(Action("delete", resource.plural, namespace, name, {}))
+    def delete(
+        self, resource: r.Resource, namespace: str, name: str, *, propagation: str | None = None
+    ) -> None:
+        body = {"propagationPolicy": propagation} if propagation else {}
+        self.actions.append(Action("delete", resource.plural, namespace, name, body))
         self.objects.pop((resource.plural, namespace, name), None)
 
     def verbs(self) -> list[str]:

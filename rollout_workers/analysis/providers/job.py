@@ -168,7 +168,8 @@ class JobProvider:
         if not name:
             return mark_error(measurement, "job metadata reference missing", now)
         try:
-            self.writer.delete(r.JOBS, str(run.metadata.namespace), name)
+            # Foreground, as Argo: the Job's pods go with it (a Job alone orphans them).
+            self.writer.delete(r.JOBS, str(run.metadata.namespace), name, propagation="Foreground")
         except NotFound:
             pass
         except KubeError as err:
@@ -189,7 +190,9 @@ class JobProvider:
         mine.sort(key=lambda j: (j["metadata"].get("creationTimestamp") or "", _ordinal(j)))
         for job in mine[: max(0, len(mine) - max(0, limit))]:
             with contextlib.suppress(NotFound):
-                self.writer.delete(r.JOBS, namespace, job["metadata"]["name"])
+                self.writer.delete(
+                    r.JOBS, namespace, job["metadata"]["name"], propagation="Foreground"
+                )
 
 
 def _controlled_by(job: Obj, uid: str) -> bool:

@@ -107,7 +107,7 @@ class PrometheusProvider:
         url = f"{address.rstrip('/')}/api/v1/query?{params}"
         headers = {"Accept": "application/json"}
         for header in spec.headers or []:
-            headers[header.key] = header.value
+            headers[header.key] = header.value or ""
         response = send(
             self.deps.http,
             "GET",

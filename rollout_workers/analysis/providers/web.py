@@ -141,7 +141,7 @@ class WebProvider:
     def _headers(self, headers: list[WebMetricHeader], namespace: str) -> dict[str, str]:
         out: dict[str, str] = {}
         for header in headers:
-            value = header.value
+            value = header.value or ""
             ref = ((header.model_extra or {}).get("valueFrom") or {}).get("secretKeyRef")
             if isinstance(ref, dict):
                 if self.deps.secrets is None:

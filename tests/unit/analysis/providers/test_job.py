@@ -147,7 +147,9 @@ class FailingWriter(RecordingWriter):
     def create(self, resource: r.Resource, namespace: str, body: Obj) -> Obj:
         raise KubeError(500, "InternalError", "random create failure")
 
-    def delete(self, resource: r.Resource, namespace: str, name: str) -> None:
+    def delete(
+        self, resource: r.Resource, namespace: str, name: str, *, propagation: str | None = None
+    ) -> None:
         raise KubeError(500, "InternalError", "random delete error")
 
 
