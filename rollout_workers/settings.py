@@ -70,7 +70,7 @@ class ReconcileSettings(BaseModel):
     handlers: dict[str, str] = Field(
         default_factory=lambda: {
             "rollouts": "rollout_workers.rollout.controller:make_handler",
-            "analysisruns": "rollout_workers.handlers:noop",
+            "analysisruns": "rollout_workers.analysis.controller:make_handler",
             "experiments": "rollout_workers.handlers:noop",
         },
         description="Handler factory per task kind, as 'module:function'.",
@@ -143,6 +143,14 @@ class WatcherSettings(BaseModel):
     )
 
 
+class AnalysisSettings(BaseModel):
+    prometheus_address: str | None = Field(
+        default=None,
+        description="Prometheus URL for metrics that name no address (Argo's "
+        "ARGO_ROLLOUTS_PROMETHEUS_ADDRESS).",
+    )
+
+
 class LogSettings(BaseModel):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Log level of every process."
@@ -176,6 +184,9 @@ class Settings(BaseSettings):
         default_factory=ReconcileSettings, description="Reconcile handlers and resync."
     )
     beat: BeatSettings = Field(default_factory=BeatSettings, description="The beat process.")
+    analysis: AnalysisSettings = Field(
+        default_factory=AnalysisSettings, description="Analysis providers."
+    )
     worker: WorkerSettings = Field(default_factory=WorkerSettings, description="Worker hosts.")
     flower: FlowerSettings = Field(default_factory=FlowerSettings, description="Flower UI.")
     log: LogSettings = Field(default_factory=LogSettings, description="Logging.")

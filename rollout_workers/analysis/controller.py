@@ -13,11 +13,12 @@ import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import pydantic
 
 from rollout_workers.analysis import run as ar
+from rollout_workers.analysis.providers.base import Provider, SecretReader
 from rollout_workers.api.analysis import (
     AnalysisPhase,
     AnalysisRun,
@@ -29,13 +30,16 @@ from rollout_workers.api.analysis import (
 )
 from rollout_workers.cache import Lister
 from rollout_workers.cache.written import WrittenVersions
-from rollout_workers.handlers import Result, SyncRequest
+from rollout_workers.handlers import Handler, Result, SyncRequest
 from rollout_workers.kube import resources as r
+from rollout_workers.kube.client import Kube
+from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound
 from rollout_workers.kube.events import event_body
-from rollout_workers.rollout.pause import format_time, parse_time
-from rollout_workers.rollout.status import merge_patch, normalize
-from rollout_workers.rollout.writer import Writer, fenced
+from rollout_workers.kube.patch import merge_patch, prune_empty
+from rollout_workers.kube.writer import KubeWriter, Writer, fenced
+from rollout_workers.runtime import Runtime
+from rollout_workers.timefmt import format_time, parse_time
 
 log = logging.getLogger(__name__)
 
@@ -43,28 +47,8 @@ Obj = dict[str, Any]
 Clock = Callable[[], dt.datetime]
 
 
-class Provider(Protocol):
-    """A metric provider (see analysis/providers): measures, resumes and stops measurements."""
-
-    def run(self, run: AnalysisRun, metric: Metric, now: dt.datetime) -> Measurement: ...
-
-    def resume(
-        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
-    ) -> Measurement: ...
-
-    def terminate(
-        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
-    ) -> Measurement: ...
-
-    def garbage_collect(self, run: AnalysisRun, metric: Metric, limit: int) -> None: ...
-
-    def metadata(self, metric: Metric) -> dict[str, str]: ...
-
-
 #: Builds the provider a metric names; raises (any exception) with a message when it cannot.
 ProviderFactory = Callable[[Metric], Provider]
-#: Reads `key` of Secret `name` in a namespace (for args with valueFrom.secretKeyRef).
-SecretReader = Callable[[str, str, str], str]
 
 
 def utcnow() -> dt.datetime:
@@ -137,7 +121,7 @@ class AnalysisRunController:
         return Result.requeue_after((expiry - now).total_seconds())
 
     def _persist(self, obj: Obj, new_status: Obj) -> None:
-        patch = merge_patch(normalize(obj.get("status") or {}), normalize(new_status))
+        patch = merge_patch(prune_empty(obj.get("status") or {}), prune_empty(new_status))
         if not patch:
             return
         meta = obj["metadata"]
@@ -208,7 +192,7 @@ def _resolve_secrets(run: AnalysisRun, secrets: SecretReader) -> tuple[list[Argu
     for arg in run.spec.args or []:
         ref = arg.value_from.secret_key_ref if arg.value_from else None
         if ref is not None:
-            value = secrets(namespace, ref.name, ref.key)
+            value = secrets.read(namespace, ref.name, ref.key)
             values.append(value)
             resolved.append(Argument(name=arg.name, value=value))
         else:
@@ -388,3 +372,32 @@ def validate_metrics(metrics: list[Metric]) -> str:
         if metric.provider is None:
             return f"metric '{metric.name}': no provider specified"
     return ""
+
+
+def make_handler(runtime: Runtime) -> Handler:
+    """The handler factory named in settings (`reconcile.handlers.analysisruns`)."""
+    import urllib3
+
+    from rollout_workers.analysis.providers import KubeSecretReader, ProviderDeps, provider_for
+    from rollout_workers.analysis.providers.job import CachedJobReader
+
+    settings = runtime.settings
+    prefix = settings.redis.key_prefix
+    kube = Kube(api_client(settings), settings.kube)
+    written = WrittenVersions(runtime.redis, prefix=prefix)
+    writer = KubeWriter(kube, on_written=written.record)
+    deps = ProviderDeps(
+        http=urllib3.PoolManager(num_pools=16, maxsize=8),
+        secrets=KubeSecretReader(kube),
+        writer=writer,
+        jobs=CachedJobReader(Lister(runtime.redis, prefix=prefix, resource=r.JOBS)),
+        prometheus_address=settings.analysis.prometheus_address,
+    )
+    controller = AnalysisRunController(
+        runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),
+        written=written,
+        writer=writer,
+        providers=lambda metric: provider_for(metric, deps),
+        secrets=KubeSecretReader(kube),
+    )
+    return controller.sync

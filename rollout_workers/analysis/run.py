@@ -23,8 +23,7 @@ from rollout_workers.api.analysis import (
     MetricResult,
     RunSummary,
 )
-from rollout_workers.rollout.pause import format_time, parse_time
-from rollout_workers.rollout.phase import duration_seconds
+from rollout_workers.timefmt import duration_seconds, format_time, parse_time
 
 DEFAULT_MEASUREMENT_HISTORY_LIMIT = 10
 DEFAULT_CONSECUTIVE_ERROR_LIMIT = 4

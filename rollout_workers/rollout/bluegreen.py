@@ -20,7 +20,7 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout import restart, service, sync
 from rollout_workers.rollout.canary import format_selector
 from rollout_workers.rollout.context import Obj, RolloutContext
-from rollout_workers.rollout.pause import format_time, parse_time
+from rollout_workers.timefmt import format_time, parse_time
 
 log = logging.getLogger(__name__)
 

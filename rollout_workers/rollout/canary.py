@@ -18,7 +18,8 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout import restart, service, sync
 from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.rollout.hashing import steps_hash
-from rollout_workers.rollout.phase import canary_step_string, duration_seconds
+from rollout_workers.rollout.phase import canary_step_string
+from rollout_workers.timefmt import duration_seconds
 
 log = logging.getLogger(__name__)
 

@@ -17,14 +17,16 @@ from typing import Any
 from rollout_workers.api.rollout import CanaryStep, Rollout, RolloutStatus
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.events import event_body
+from rollout_workers.kube.writer import Writer
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout.pause import PauseContext, format_time
+from rollout_workers.rollout.pause import PauseContext
 from rollout_workers.rollout.phase import replicas_or_default
-from rollout_workers.rollout.writer import Writer
+from rollout_workers.timefmt import format_time
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
 
 @dataclass
 class Event:

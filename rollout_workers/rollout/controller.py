@@ -32,14 +32,14 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound
+from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.rollout import bluegreen, canary, sync, validation
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.pause import format_time
 from rollout_workers.rollout.service import ServiceNotFound
-from rollout_workers.rollout.writer import KubeWriter, Writer, fenced
 from rollout_workers.runtime import Runtime
+from rollout_workers.timefmt import format_time
 
 log = logging.getLogger(__name__)
 

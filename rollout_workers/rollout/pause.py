@@ -11,15 +11,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from rollout_workers.api.rollout import PauseCondition, PauseReason, RolloutPause, RolloutStatus
-from rollout_workers.rollout.phase import duration_seconds
-
-
-def parse_time(value: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def format_time(value: dt.datetime) -> str:
-    return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+from rollout_workers.timefmt import duration_seconds, format_time, parse_time
 
 
 @dataclass

@@ -12,6 +12,7 @@ from rollout_workers.api.rollout import (
     RolloutStatus,
 )
 from rollout_workers.rollout import conditions as c
+from rollout_workers.timefmt import duration_seconds
 
 
 def replicas_or_default(spec: RolloutSpec) -> int:
@@ -82,23 +83,6 @@ def canary_step_string(step: CanaryStep) -> str:
         if scale.replicas is not None:
             return f"setCanaryScale{{replicas: {scale.replicas}}}"
     return "invalid"
-
-
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def duration_seconds(value: int | str) -> int | None:
-    """A pause duration in whole seconds: an int is seconds; a string is a Go duration
-    ("30s", "1m30s", "1.5h"). None when it cannot be read (validation reports it)."""
-    if isinstance(value, int):
-        return value
-    import re
-
-    text = value.strip()
-    parts = re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return int(sum(float(n) * _UNITS[u] for n, u in parts))
 
 
 def go_duration(seconds: int) -> str:

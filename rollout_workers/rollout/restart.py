@@ -41,11 +41,11 @@ from typing import Any, Protocol
 
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.resources import PODS
+from rollout_workers.kube.writer import KubeWriter, Writer
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.pause import format_time, parse_time
-from rollout_workers.rollout.writer import KubeWriter, Writer
+from rollout_workers.timefmt import format_time, parse_time
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ import logging
 from typing import Any
 
 from rollout_workers.kube import resources as r
+from rollout_workers.kube.writer import fenced
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.writer import fenced
 
 log = logging.getLogger(__name__)
 

@@ -17,15 +17,16 @@ from rollout_workers.api.rollout import RolloutConditionType as T
 from rollout_workers.api.rollout import RolloutStatus
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists
+from rollout_workers.kube.writer import fenced
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.hashing import pod_template_hash
-from rollout_workers.rollout.pause import calculate_pause_status, parse_time
+from rollout_workers.rollout.pause import calculate_pause_status
 from rollout_workers.rollout.phase import calculate_phase
 from rollout_workers.rollout.status import merge_patch, normalize
-from rollout_workers.rollout.writer import fenced
+from rollout_workers.timefmt import parse_time
 
 log = logging.getLogger(__name__)
 

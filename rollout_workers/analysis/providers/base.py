@@ -30,7 +30,7 @@ import urllib3
 from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement, Metric
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
-from rollout_workers.rollout.writer import Writer
+from rollout_workers.kube.writer import Writer
 
 Obj = dict[str, Any]
 #: Returns the current time, timezone-aware (UTC).

@@ -44,7 +44,7 @@ from rollout_workers.cache.store import Lister
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.errors import AlreadyExists, KubeError, NotFound
-from rollout_workers.rollout.writer import Writer
+from rollout_workers.kube.writer import Writer
 
 PROVIDER_TYPE = "Job"
 #: The measurement's metadata key naming its Job.

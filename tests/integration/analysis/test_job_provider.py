@@ -26,7 +26,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import NotFound
-from rollout_workers.rollout.writer import KubeWriter
+from rollout_workers.kube.writer import KubeWriter
 from rollout_workers.settings import Settings
 from tests.unit.analysis.providers.stubs import NOW
 

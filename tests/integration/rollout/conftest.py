@@ -24,8 +24,8 @@ from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
+from rollout_workers.kube.writer import KubeWriter
 from rollout_workers.rollout.controller import RolloutController
-from rollout_workers.rollout.writer import KubeWriter
 from rollout_workers.settings import Settings
 from rollout_workers.tasks import build_runtime
 from rollout_workers.watcher.process import Watcher

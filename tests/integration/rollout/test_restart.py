@@ -12,10 +12,10 @@ import time
 from typing import Any
 
 from rollout_workers.kube import resources as r
+from rollout_workers.kube.writer import KubeWriter
 from rollout_workers.rollout import restart
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.pause import format_time, parse_time
-from rollout_workers.rollout.writer import KubeWriter
+from rollout_workers.timefmt import format_time, parse_time
 from tests.integration.rollout.conftest import NS, Harness, canary_rollout, phase
 
 

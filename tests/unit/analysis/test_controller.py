@@ -9,10 +9,18 @@ from typing import Any
 from rollout_workers.analysis.controller import AnalysisRunController, reconcile
 from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement, Metric
 from rollout_workers.kube import resources as r
-from rollout_workers.rollout.pause import format_time
-from rollout_workers.rollout.writer import RecordingWriter
+from rollout_workers.kube.writer import RecordingWriter
+from rollout_workers.timefmt import format_time
 
 T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
+
+
+class _NoSecrets:
+    def read(self, namespace: str, name: str, key: str) -> str:
+        raise AssertionError("no secret expected")
+
+
+NO_SECRETS = _NoSecrets()
 
 
 class Scripted:
@@ -70,7 +78,7 @@ def drive(
     """Reconcile at each wake-up time until the run completes (as the Redis timers would)."""
     now, events = T0, []
     for _ in range(max_steps):
-        outcome, wake = reconcile(run, now=now, providers=lambda m: provider, secrets=lambda *a: "")
+        outcome, wake = reconcile(run, now=now, providers=lambda m: provider, secrets=NO_SECRETS)
         events += [reason for reason, _, _ in outcome.events]
         run = run.model_copy(update={"status": outcome.status})
         if run.status is not None and run.status.phase in (
@@ -118,11 +126,11 @@ def test_consecutive_errors_error_the_run_and_retry_every_10s() -> None:
 def test_async_measurement_is_resumed_not_rerun() -> None:
     provider = Scripted(["Running", "Running", "Successful"])
     run = new_run()
-    outcome, _ = reconcile(run, now=T0, providers=lambda m: provider, secrets=lambda *a: "")
+    outcome, _ = reconcile(run, now=T0, providers=lambda m: provider, secrets=NO_SECRETS)
     run = run.model_copy(update={"status": outcome.status})
     assert run.status is not None and run.status.phase == "Running"
     for _ in range(2):
-        outcome, _ = reconcile(run, now=T0, providers=lambda m: provider, secrets=lambda *a: "")
+        outcome, _ = reconcile(run, now=T0, providers=lambda m: provider, secrets=NO_SECRETS)
         run = run.model_copy(update={"status": outcome.status})
     assert provider.calls == ["run", "resume", "resume"]
     assert run.status is not None and run.status.phase == "Successful"
@@ -131,11 +139,11 @@ def test_async_measurement_is_resumed_not_rerun() -> None:
 def test_terminate_stops_an_indefinite_metric_successfully() -> None:
     provider = Scripted(["Successful"] * 3)
     run = new_run(interval="10s")
-    outcome, _ = reconcile(run, now=T0, providers=lambda m: provider, secrets=lambda *a: "")
+    outcome, _ = reconcile(run, now=T0, providers=lambda m: provider, secrets=NO_SECRETS)
     run = run.model_copy(update={"status": outcome.status})
     run.spec.terminate = True
     outcome, wake = reconcile(
-        run, now=T0 + dt.timedelta(seconds=30), providers=lambda m: provider, secrets=lambda *a: ""
+        run, now=T0 + dt.timedelta(seconds=30), providers=lambda m: provider, secrets=NO_SECRETS
     )
     assert outcome.status.phase == "Successful" and outcome.status.message == "Run Terminated"
     assert wake is None and provider.calls == ["run"]
@@ -153,7 +161,7 @@ def test_unresolved_argument_is_an_error() -> None:
             },
         }
     )
-    outcome, wake = reconcile(run, now=T0, providers=lambda m: Scripted([]), secrets=lambda *a: "")
+    outcome, wake = reconcile(run, now=T0, providers=lambda m: Scripted([]), secrets=NO_SECRETS)
     assert outcome.status.phase == "Error" and wake is None
     assert (
         outcome.status.message
@@ -212,7 +220,7 @@ def test_ttl_deletes_a_completed_run_when_it_expires() -> None:
         written=_Fresh(),
         writer=writer,  # type: ignore[arg-type]
         providers=lambda m: Scripted([]),
-        secrets=lambda *a: "",
+        secrets=NO_SECRETS,
         clock=lambda: clock[0],
     )
     request = SyncRequest("analysisruns", ObjectKey("d/r"), _Lease())

@@ -8,10 +8,10 @@ import datetime as dt
 from typing import Any
 
 from rollout_workers.kube import resources as r
+from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.controller import reconcile
 from rollout_workers.rollout.hashing import pod_template_hash
-from rollout_workers.rollout.writer import RecordingWriter
 
 Obj = dict[str, Any]
 NS = "default"

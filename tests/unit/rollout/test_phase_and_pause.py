@@ -9,8 +9,9 @@ import pytest
 
 from rollout_workers.api.rollout import PauseReason, RolloutPause, RolloutSpec, RolloutStatus
 from rollout_workers.rollout.pause import PauseContext, calculate_pause_status
-from rollout_workers.rollout.phase import calculate_phase, duration_seconds, go_duration
+from rollout_workers.rollout.phase import calculate_phase, go_duration
 from rollout_workers.rollout.status import normalize
+from rollout_workers.timefmt import duration_seconds
 
 CANARY: dict[str, Any] = {"replicas": 3, "strategy": {"canary": {"steps": [{"setWeight": 50}]}}}
 BLUEGREEN: dict[str, Any] = {"replicas": 3, "strategy": {"blueGreen": {"activeService": "a"}}}

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from rollout_workers.kube.writer import KubeWriter, RecordingWriter
 from rollout_workers.rollout import restart
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.pause import format_time
-from rollout_workers.rollout.writer import KubeWriter, RecordingWriter
+from rollout_workers.timefmt import format_time
 
 Obj = dict[str, Any]
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from rollout_workers.analysis.providers import ProviderDeps, UnknownProvider, provider_for
-from rollout_workers.rollout.writer import RecordingWriter
+from rollout_workers.kube.writer import RecordingWriter
 from tests.unit.analysis.providers.stubs import metric
 from tests.unit.analysis.providers.test_job import RecordedJobs
 

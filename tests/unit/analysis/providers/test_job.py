@@ -18,7 +18,7 @@ from rollout_workers.api.analysis import AnalysisPhase as P
 from rollout_workers.api.analysis import AnalysisRun, Measurement
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import KubeError
-from rollout_workers.rollout.writer import RecordingWriter
+from rollout_workers.kube.writer import RecordingWriter
 from tests.unit.analysis.providers.stubs import NOW, NOW_TEXT, analysis_run
 
 JOB_METRIC: dict[str, Any] = {
