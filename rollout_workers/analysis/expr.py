@@ -27,6 +27,19 @@ Argo (utils/evaluate/evaluate.go) binds `result` and the helpers `asInt`, `asFlo
 Integers are Go's 64-bit ints (arithmetic wraps), `/` and `**` always produce floats, `%` is
 integer-only and truncates toward zero, and comparing values of different kinds with `<` and
 friends is an error while `==` between them is false, as in expr-lang's runtime.
+
+Deliberate deviations from expr-lang: strings are indexed, sliced and measured in code points
+(Go: bytes) and `s[i]` is a one-character string (Go: a byte value); `==` on maps is numeric-aware
+like it is on arrays; the right operand of `&&`/`||` must be a bool too; map keys are strings;
+`nil in map` is false; `default(x, d)` and `isNil(x)` test their argument (Argo's test `result`
+whatever the argument, the same thing for the documented `default(result, d)`); `isNaN`/`isInf`
+accept ints. Not supported (rejected at parse time as unknown names or unexpected tokens): `let`,
+`$env`, `if/else`, method calls, dates and durations, and the builtins not listed in
+`expr_builtins` / `_PREDICATE_BUILTINS` (sort, groupBy, split, join, toJSON, bitwise, ...).
+
+Layout: `expr_values` (values, limits, errors, Go arithmetic/formatting), `expr_builtins`
+(functions over evaluated arguments), `expr_regex` (the `matches` engine), and this module
+(tokenizer, parser, AST, evaluator, public API).
 """
 
 from __future__ import annotations

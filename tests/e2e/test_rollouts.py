@@ -15,22 +15,20 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
+from rollout_workers.devcluster.server import DevClusterThread
 from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
-from rollout_workers.kube.config import api_client
-from rollout_workers.settings import Settings
-from tests.support.procs import REPO, Proc, Processes
+from tests.e2e.conftest import start_system
+from tests.support.procs import REPO, Processes
 
 Obj = dict[str, Any]
 TIMEOUT = 90.0
@@ -264,26 +262,6 @@ SCENARIOS = [
 
 
 # -- the system ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def cluster() -> Iterator[DevClusterThread]:
-    handle = run_in_thread(ready_delay=0.5)
-    yield handle
-    handle.stop()
-
-
-def start_system(
-    procs: Processes, cluster: DevClusterThread, tmp_path: Path, workers: int
-) -> tuple[Kube, Path, list[Proc]]:
-    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    procs.env["ROLLOUTS_KUBECONFIG"] = str(kubeconfig)
-    procs.env.pop("ROLLOUTS_RECONCILE_HANDLERS", None)  # the real rollout controller
-    procs.spawn("watcher", "watcher").wait_log(r"leads; starting", timeout=30)
-    procs.beat()
-    hosts = [procs.worker(f"host-{i}", concurrency=2) for i in range(workers)]
-    settings = Settings(kubeconfig=kubeconfig)
-    return Kube(api_client(settings), settings.kube), kubeconfig, hosts
 
 
 def run_all(kube: Kube, kubeconfig: Path) -> None:

@@ -63,7 +63,9 @@ def calculate_phase(
         if failure_expr:
             failure = _as_bool(evaluate(failure_expr, result))
     except Exception as err:  # any evaluator failure is the measurement's Error, not ours
-        return Verdict(AnalysisPhase.ERROR, str(err) or type(err).__name__)
+        # The bare message, without the source line and caret, as Argo records it.
+        message = getattr(err, "message", None) or str(err) or type(err).__name__
+        return Verdict(AnalysisPhase.ERROR, str(message))
     if not failure_expr:
         failure = not success
     elif not success_expr:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import pytest
@@ -237,3 +238,38 @@ def test_step_budget_is_exact_and_monotonic(size: int, nesting: int) -> None:
     # Failing under the tight budget must be the budget, not anything else.
     with pytest.raises(ExpressionError, match="exceeded 500 steps"):
         evaluate_condition(expression, list(range(size)), limits=tight)
+
+
+# --- the `matches` engine agrees with a reference on tiny inputs ---------------------------------
+
+_REGEX_ATOMS = st.sampled_from(
+    ["a", "b", ".", "[ab]", "[^a]", "[a-c]", "\\d", "\\w", "\\s", "1", "\\.", "(?:a|b)", ""]
+)
+
+
+def _regex(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.tuples(inner, inner).map("".join),
+        st.tuples(inner, inner).map(lambda t: f"{t[0]}|{t[1]}"),
+        inner.map(lambda r: f"({r})"),
+        st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "{1,3}", "{0,}", "*?"])).map(
+            lambda t: f"({t[0]}){t[1]}"
+        ),
+    )
+
+
+REGEXES = st.tuples(
+    st.sampled_from(["", "^"]),
+    st.recursive(_REGEX_ATOMS, _regex, max_leaves=8),
+    st.sampled_from(["", "\\z", "\\b"]),
+).map("".join)
+
+
+@FUZZ
+@given(REGEXES, st.text(alphabet="ab1. _x", max_size=10))
+def test_matches_agrees_with_reference_engine(pattern: str, subject: str) -> None:
+    # Same semantics on this subset (no `$`, no newlines, ASCII classes, no backreferences);
+    # `\z` is RE2's end of text, Python's `\Z`. Inputs are tiny, so `re` cannot blow up here.
+    expected = re.search(pattern.replace("\\z", "\\Z"), subject, re.ASCII) is not None
+    literal = pattern.replace("\\", "\\\\").replace("'", "\\'")
+    assert parse(f"result matches '{literal}'").evaluate({"result": subject}) is expected
