@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import logging
 
+from rollout_workers.api.analysis import AnalysisPhase
 from rollout_workers.api.rollout import PauseReason, RolloutStatus
+from rollout_workers.rollout import analysis, restart, service, sync
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout import restart, service, sync
 from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.rollout.hashing import steps_hash
 from rollout_workers.rollout.phase import canary_step_string
@@ -129,6 +130,11 @@ def reconcile_canary(ctx: RolloutContext) -> None:
     restart.reconcile_restart(ctx)
     sync.cleanup_old_rss(ctx, ctx.other_rss)
     reconcile_services(ctx)
+    analysis.reconcile_analysis_runs(ctx)
+    if ctx.pause.has_add_pause():
+        log.info("%s: paused for an inconclusive AnalysisRun", ctx.key)
+        sync_status(ctx)
+        return
     if reconcile_replicasets(ctx):
         log.info("%s: not finished reconciling ReplicaSets", ctx.key)
         sync_status(ctx)
@@ -273,6 +279,13 @@ def completed_current_step(ctx: RolloutContext) -> bool:
         return ctx.pause.completed_pause_step(step.pause, ctx.now)
     if step.set_weight is not None:
         return at_desired_counts(ctx)
+    if step.analysis is not None:
+        run = (
+            ctx.new_status.canary.current_step_analysis_run_status
+            if ctx.new_status.canary
+            else None
+        )
+        return run is not None and run.status == AnalysisPhase.SUCCESSFUL
     return False
 
 

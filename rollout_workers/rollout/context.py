@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from rollout_workers.analysis.templates import TemplateLookup
 from rollout_workers.api.rollout import CanaryStep, Rollout, RolloutStatus
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.events import event_body
@@ -49,6 +50,8 @@ class RolloutContext:
     status: RolloutStatus  # working copy of the status read (conditions set along the way)
     pause: PauseContext
     services: dict[str, Obj] = field(default_factory=dict)  # referenced Services, by name
+    analysis_runs: list[Obj] = field(default_factory=list)  # the AnalysisRuns it owns
+    template_lookup: TemplateLookup = field(default=lambda name, cluster: None)
     new_status: RolloutStatus = field(default_factory=RolloutStatus)
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
@@ -62,6 +65,8 @@ class RolloutContext:
         now: dt.datetime,
         writer: Writer,
         services: dict[str, Obj] | None = None,
+        analysis_runs: list[Obj] | None = None,
+        template_lookup: TemplateLookup | None = None,
     ) -> RolloutContext:
         rollout = Rollout.from_dict(obj)
         status = (rollout.status or RolloutStatus()).model_copy(deep=True)
@@ -82,6 +87,8 @@ class RolloutContext:
             status=status,
             pause=PauseContext(status=rollout.status or RolloutStatus()),
             services=dict(services or {}),
+            analysis_runs=list(analysis_runs or []),
+            template_lookup=template_lookup or (lambda name, cluster: None),
         )
 
     # -- identity ------------------------------------------------------------------------

@@ -15,7 +15,12 @@ from typing import Any
 
 import pydantic
 
-from rollout_workers.api.analysis import AnalysisTemplate, ClusterAnalysisTemplate
+from rollout_workers.analysis.templates import TemplateLookup
+from rollout_workers.api.analysis import (
+    AnalysisTemplate,
+    AnalysisTemplateSpec,
+    ClusterAnalysisTemplate,
+)
 from rollout_workers.api.base import ConditionStatus as S
 from rollout_workers.api.rollout import PauseReason, Rollout
 from rollout_workers.api.rollout import RolloutConditionType as T
@@ -36,6 +41,7 @@ from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.rollout import bluegreen, canary, sync, validation
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
+from rollout_workers.rollout.analysis import AnalysisTemplateError
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.service import ServiceNotFound
 from rollout_workers.runtime import Runtime
@@ -67,8 +73,10 @@ class RolloutController:
         writer: Writer,
         templates: Lister | None = None,
         cluster_templates: Lister | None = None,
+        analysis_runs: Lister | None = None,
         clock: Clock = utcnow,
     ) -> None:
+        self.analysis_runs = analysis_runs
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
         self.templates, self.cluster_templates = templates, cluster_templates
         self.written, self.writer, self.clock = written, writer, clock
@@ -109,7 +117,17 @@ class RolloutController:
                 now,
             )
             return Result.requeue_after(INVALID_SPEC_REQUEUE)
-        ctx = RolloutContext.build(obj=obj, rss=rss, now=now, writer=self.writer, services=services)
+        uid = str(meta.get("uid", ""))
+        runs = self.analysis_runs.by_owner(uid) if self.analysis_runs is not None else []
+        ctx = RolloutContext.build(
+            obj=obj,
+            rss=rss,
+            now=now,
+            writer=self.writer,
+            services=services,
+            analysis_runs=runs,
+            template_lookup=self._lookup(namespace),
+        )
         try:
             reconcile(ctx, error)
         except Conflict as err:
@@ -123,6 +141,24 @@ class RolloutController:
         if ctx.requeue_after is not None:
             return Result.requeue_after(ctx.requeue_after)
         return Result.done()
+
+    def _lookup(self, namespace: str) -> TemplateLookup:
+        """Template specs by name from the cache (None when absent or unreadable)."""
+
+        def lookup(name: str, cluster: bool) -> AnalysisTemplateSpec | None:
+            lister = self.cluster_templates if cluster else self.templates
+            if lister is None:
+                return None
+            raw = lister.get(name if cluster else f"{namespace}/{name}")
+            if raw is None:
+                return None
+            try:
+                model = ClusterAnalysisTemplate if cluster else AnalysisTemplate
+                return model.from_dict(raw).spec
+            except pydantic.ValidationError:
+                return None
+
+        return lookup
 
     @staticmethod
     def _templates(
@@ -172,6 +208,8 @@ def reconcile(ctx: RolloutContext, error: validation.ValidationError | None = No
             canary.reconcile_canary(ctx)
     except ServiceNotFound as err:
         invalid_spec(ctx, str(err), reason=c.SERVICE_NOT_FOUND_REASON)
+    except AnalysisTemplateError as err:
+        invalid_spec(ctx, f"cannot create the AnalysisRun: {err}")
 
 
 def unsupported(ctx: RolloutContext) -> str:
@@ -182,10 +220,10 @@ def unsupported(ctx: RolloutContext) -> str:
     if ctx.canary is not None and ctx.canary.traffic_routing is not None:
         return "trafficRouting is not supported by this controller yet"
     for i, step in enumerate(ctx.steps):
-        if step.analysis is not None or step.experiment is not None:
+        if step.experiment is not None:
             return (
-                f"spec.strategy.canary.steps[{i}]: analysis and experiment steps are not "
-                "supported by this controller yet"
+                f"spec.strategy.canary.steps[{i}]: experiment steps are not supported by this "
+                "controller yet"
             )
     return ""
 
@@ -267,6 +305,7 @@ def make_handler(runtime: Runtime) -> Handler:
         services=Lister(runtime.redis, prefix=prefix, resource=r.SERVICES),
         templates=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISTEMPLATES),
         cluster_templates=Lister(runtime.redis, prefix=prefix, resource=r.CLUSTERANALYSISTEMPLATES),
+        analysis_runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),
         written=written,
         writer=KubeWriter(kube, on_written=written.record),
     )

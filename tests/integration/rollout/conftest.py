@@ -15,6 +15,9 @@ import pytest
 import redis
 from kubernetes import client as k8s
 
+from rollout_workers.analysis.controller import AnalysisRunController
+from rollout_workers.analysis.providers import KubeSecretReader, ProviderDeps, provider_for
+from rollout_workers.analysis.providers.job import CachedJobReader
 from rollout_workers.app import create_app
 from rollout_workers.cache import Lister
 from rollout_workers.cache.written import WrittenVersions
@@ -49,6 +52,8 @@ class Harness:
     rollouts: Lister
     replicasets: Lister
     rdb: redis.Redis
+    analysis: AnalysisRunController | None = None
+    runs: Lister | None = None
 
     def sync(self, name: str) -> Any:
         return self.controller.sync(SyncRequest("rollouts", ObjectKey(f"{NS}/{name}"), NoLease()))
@@ -73,12 +78,21 @@ class Harness:
         deadline = time.monotonic() + timeout
         while True:
             self.sync(name)
+            self.sync_analysis_runs()
             obj = self.rollout(name)
             if until(obj):
                 return obj
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out; last status: {obj.get('status')}")
             time.sleep(0.1)
+
+    def sync_analysis_runs(self) -> None:
+        """Reconcile every AnalysisRun in the cache (the analysisruns workers' part)."""
+        if self.analysis is None or self.runs is None:
+            return
+        for run in self.runs.list(NS):
+            key = ObjectKey(f"{NS}/{run['metadata']['name']}")
+            self.analysis.sync(SyncRequest("analysisruns", key, NoLease()))
 
     def create(self, body: dict[str, Any]) -> None:
         self.kube.create(r.ROLLOUTS, NS, body)
@@ -106,12 +120,29 @@ def harness(
     watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop)
     watcher.start()
     written = WrittenVersions(rdb, prefix="rw")
+    writer = KubeWriter(kube, on_written=written.record)
+    runs = Lister(rdb, prefix="rw", resource=r.ANALYSISRUNS)
     controller = RolloutController(
         rollouts=Lister(rdb, prefix="rw", resource=r.ROLLOUTS),
         replicasets=Lister(rdb, prefix="rw", resource=r.REPLICASETS),
         services=Lister(rdb, prefix="rw", resource=r.SERVICES),
+        templates=Lister(rdb, prefix="rw", resource=r.ANALYSISTEMPLATES),
+        cluster_templates=Lister(rdb, prefix="rw", resource=r.CLUSTERANALYSISTEMPLATES),
+        analysis_runs=runs,
         written=written,
-        writer=KubeWriter(kube, on_written=written.record),
+        writer=writer,
+    )
+    deps = ProviderDeps(
+        writer=writer,
+        secrets=KubeSecretReader(kube),
+        jobs=CachedJobReader(Lister(rdb, prefix="rw", resource=r.JOBS)),
+    )
+    analysis = AnalysisRunController(
+        runs=runs,
+        written=written,
+        writer=writer,
+        providers=lambda metric: provider_for(metric, deps),
+        secrets=KubeSecretReader(kube),
     )
     yield Harness(
         kube=kube,
@@ -120,6 +151,8 @@ def harness(
         rollouts=Lister(rdb, prefix="rw", resource=r.ROLLOUTS),
         replicasets=Lister(rdb, prefix="rw", resource=r.REPLICASETS),
         rdb=rdb,
+        analysis=analysis,
+        runs=runs,
     )
     stop.set()
 

@@ -1,0 +1,197 @@
+"""Building the AnalysisRun a rollout asks for: templates merged, arguments resolved.
+
+Mirrors argo-rollouts' utils/analysis (NewAnalysisRunFromTemplates,
+BuildArgumentsForRolloutAnalysisRun): the referenced AnalysisTemplates and
+ClusterAnalysisTemplates (and the templates they nest) contribute their metrics, arguments,
+dry-run and retention settings; the rollout's arguments override the templates' defaults and
+may come from a ReplicaSet's pod-template hash or a field of the rollout. Pure: the caller
+supplies the templates it found in the cache.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rollout_workers.api.analysis import AnalysisTemplateSpec
+
+Obj = dict[str, Any]
+#: Finds a template's spec by (name, cluster-scoped); None when it does not exist.
+TemplateLookup = Callable[[str, bool], AnalysisTemplateSpec | None]
+
+ROLLOUT_TYPE_LABEL = "rollout-type"
+STEP_INDEX_LABEL = "step-index"
+STEP, BACKGROUND, PRE_PROMOTION, POST_PROMOTION = (
+    "Step",
+    "Background",
+    "PrePromotion",
+    "PostPromotion",
+)
+_FIELD = re.compile(r"^metadata\.(name|namespace|uid|(labels|annotations)\['([^']+)'\])$")
+
+
+class TemplateError(ValueError):
+    """A template is missing, nested too deep, or the merged spec is inconsistent."""
+
+
+@dataclass(frozen=True)
+class Merged:
+    metrics: list[Obj]
+    args: list[Obj]
+    dry_run: list[Obj]
+    measurement_retention: list[Obj]
+
+
+def merge_templates(refs: list[Obj], lookup: TemplateLookup, *, depth: int = 0) -> Merged:
+    """Metrics, args, dryRun and retention of the referenced templates (nested ones too)."""
+    if depth > 10:
+        raise TemplateError("analysis templates are nested more than 10 deep")
+    metrics: list[Obj] = []
+    args: dict[str, Obj] = {}
+    dry_run: list[Obj] = []
+    retention: list[Obj] = []
+    for ref in refs:
+        name = str(ref.get("templateName") or "")
+        cluster = bool(ref.get("clusterScope"))
+        spec = lookup(name, cluster)
+        if spec is None:
+            kind = "ClusterAnalysisTemplate" if cluster else "AnalysisTemplate"
+            raise TemplateError(f'{kind} "{name}" not found')
+        data = spec.to_dict()
+        if data.get("templates"):
+            nested = merge_templates(list(data["templates"]), lookup, depth=depth + 1)
+            metrics += nested.metrics
+            for arg in nested.args:
+                args.setdefault(arg["name"], arg)
+            dry_run += nested.dry_run
+            retention += nested.measurement_retention
+        metrics += list(data.get("metrics") or [])
+        for arg in data.get("args") or []:
+            existing = args.get(arg["name"])
+            if (
+                existing is not None
+                and existing.get("value") not in (None, arg.get("value"))
+                and (arg.get("value") is not None)
+            ):
+                raise TemplateError(
+                    f"Argument `{arg['name']}` specified multiple times with different values"
+                )
+            if existing is None or existing.get("value") is None:
+                args[arg["name"]] = arg
+        dry_run += list(data.get("dryRun") or [])
+        retention += list(data.get("measurementRetention") or [])
+    names = [m["name"] for m in metrics]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise TemplateError(f"two metrics have the same name '{duplicates[0]}'")
+    return Merged(metrics, list(args.values()), dry_run, retention)
+
+
+def rollout_field(rollout: Obj, path: str) -> str | None:
+    match = _FIELD.match(path)
+    if not match:
+        return None
+    meta = rollout.get("metadata") or {}
+    if match.group(2):
+        return (meta.get(match.group(2)) or {}).get(match.group(3))
+    value = meta.get(match.group(1))
+    return None if value is None else str(value)
+
+
+def resolve_rollout_args(
+    rollout_args: list[Obj], *, rollout: Obj, stable_hash: str | None, latest_hash: str | None
+) -> list[Obj]:
+    """The rollout's analysis args with valueFrom resolved (Argo's BuildArgumentsForRollout...)."""
+    out: list[Obj] = []
+    for arg in rollout_args:
+        value_from = arg.get("valueFrom") or {}
+        value = arg.get("value")
+        if value_from.get("podTemplateHashValue") == "Stable":
+            value = stable_hash
+        elif value_from.get("podTemplateHashValue") == "Latest":
+            value = latest_hash
+        elif (value_from.get("fieldRef") or {}).get("fieldPath"):
+            value = rollout_field(rollout, value_from["fieldRef"]["fieldPath"])
+        out.append({"name": arg["name"], "value": value})
+    return out
+
+
+def final_args(template_args: list[Obj], rollout_args: list[Obj]) -> list[Obj]:
+    """Template defaults overridden by the rollout's values; every arg must end with a value
+    (or a secret reference, resolved by the AnalysisRun controller)."""
+    given = {a["name"]: a for a in rollout_args}
+    out = []
+    for arg in template_args:
+        if arg["name"] in given and given[arg["name"]].get("value") is not None:
+            out.append({"name": arg["name"], "value": given[arg["name"]]["value"]})
+        elif arg.get("value") is not None or arg.get("valueFrom"):
+            out.append(arg)
+        else:
+            raise TemplateError(f"args.{arg['name']} was not resolved")
+    return out
+
+
+def analysis_run_body(
+    *,
+    rollout: Obj,
+    analysis: Obj,
+    lookup: TemplateLookup,
+    pod_hash: str,
+    stable_hash: str | None,
+    revision: int,
+    infix: str,
+    rollout_type: str,
+    step_index: int | None = None,
+) -> Obj:
+    """The AnalysisRun to create (name `<rollout>-<hash>-<revision>[-<infix>]`)."""
+    merged = merge_templates(list(analysis.get("templates") or []), lookup)
+    args = final_args(
+        merged.args,
+        resolve_rollout_args(
+            list(analysis.get("args") or []),
+            rollout=rollout,
+            stable_hash=stable_hash,
+            latest_hash=pod_hash,
+        ),
+    )
+    meta = rollout["metadata"]
+    name = f"{meta['name']}-{pod_hash}-{revision}" + (f"-{infix}" if infix else "")
+    labels = {"rollouts-pod-template-hash": pod_hash, ROLLOUT_TYPE_LABEL: rollout_type}
+    if step_index is not None:
+        labels[STEP_INDEX_LABEL] = str(step_index)
+    run_meta = analysis.get("analysisRunMetadata") or {}
+    labels.update(run_meta.get("labels") or {})
+    annotations = {
+        "rollout.argoproj.io/revision": str(revision),
+        **(run_meta.get("annotations") or {}),
+    }
+    spec: Obj = {"metrics": merged.metrics, "args": args}
+    dry_run = merged.dry_run + list(analysis.get("dryRun") or [])
+    if dry_run:
+        spec["dryRun"] = dry_run
+    retention = merged.measurement_retention + list(analysis.get("measurementRetention") or [])
+    if retention:
+        spec["measurementRetention"] = retention
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisRun",
+        "metadata": {
+            "name": name,
+            "namespace": meta.get("namespace"),
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "argoproj.io/v1alpha1",
+                    "kind": "Rollout",
+                    "name": meta["name"],
+                    "uid": meta.get("uid", ""),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": spec,
+    }

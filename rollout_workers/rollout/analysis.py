@@ -1,0 +1,272 @@
+"""A canary's AnalysisRuns: the run of an analysis step, and the background run.
+
+Mirrors argo-rollouts' rollout/analysis.go for the canary: while a step is an `analysis`
+step, its run is created once (per pod hash and step) and its verdict decides the step:
+Successful completes it, Failed or Error aborts the rollout with the run's message,
+Inconclusive pauses it (InconclusiveAnalysisRun; a promote starts a fresh run). The background
+run starts at `startingStep` and aborts or pauses the same way. Runs that are no longer current
+are terminated (`spec.terminate`), and finished ones beyond the history limits are deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rollout_workers.analysis.templates import (
+    BACKGROUND,
+    STEP,
+    TemplateError,
+    TemplateLookup,
+    analysis_run_body,
+)
+from rollout_workers.api.analysis import AnalysisPhase
+from rollout_workers.api.rollout import (
+    CanaryStatus,
+    PauseReason,
+    RolloutAnalysisRunStatus,
+    RolloutStatus,
+)
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.errors import AlreadyExists
+from rollout_workers.rollout import annotations as ann
+from rollout_workers.rollout import replicasets as rsutil
+from rollout_workers.rollout.context import RolloutContext
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+COMPLETED = {"Successful", "Failed", "Error", "Inconclusive"}
+DEFAULT_HISTORY_LIMIT = 5
+
+
+class AnalysisTemplateError(RuntimeError):
+    """The rollout's analysis cannot be instantiated (missing template, unresolved argument)."""
+
+
+def run_name(run: Obj | None) -> str:
+    return str(((run or {}).get("metadata") or {}).get("name", ""))
+
+
+def run_phase(run: Obj | None) -> str:
+    return str(((run or {}).get("status") or {}).get("phase") or "")
+
+
+def _find(ctx: RolloutContext, status: RolloutAnalysisRunStatus | None) -> Obj | None:
+    if status is None:
+        return None
+    return next((x for x in ctx.analysis_runs if run_name(x) == status.name), None)
+
+
+def reconcile_analysis_runs(ctx: RolloutContext) -> None:
+    lookup = ctx.template_lookup
+    status = ctx.rollout.status or RolloutStatus()
+    canary_status = status.canary or CanaryStatus()
+    current_step = _find(ctx, canary_status.current_step_analysis_run_status)
+    current_background = _find(ctx, canary_status.current_background_analysis_run_status)
+    new_canary = ctx.new_status.canary or CanaryStatus()
+    ctx.new_status.canary = new_canary
+
+    skip = (
+        ctx.pause.is_aborted()
+        or status.promote_full
+        or ann.SCALE_DOWN_DEADLINE in ann.annotations_of(ctx.new_rs or {})
+        or not status.stable_rs
+    )
+    if skip:
+        # Keep the statuses as they are, stop whatever is still running.
+        new_canary.current_step_analysis_run_status = canary_status.current_step_analysis_run_status
+        new_canary.current_background_analysis_run_status = (
+            canary_status.current_background_analysis_run_status
+        )
+        cancel(ctx, ctx.analysis_runs)
+        return
+
+    step_run = reconcile_step(ctx, current_step, lookup)
+    background_run = reconcile_background(ctx, current_background, lookup)
+    new_canary.current_step_analysis_run_status = as_status(step_run)
+    new_canary.current_background_analysis_run_status = as_status(background_run)
+    emit_changes(ctx, canary_status.current_step_analysis_run_status, step_run, STEP)
+    emit_changes(
+        ctx, canary_status.current_background_analysis_run_status, background_run, BACKGROUND
+    )
+
+    current = {run_name(step_run), run_name(background_run)} - {""}
+    others = [x for x in ctx.analysis_runs if run_name(x) not in current]
+    cancel(ctx, others)
+    delete_beyond_history(ctx, others)
+
+
+def as_status(run: Obj | None) -> RolloutAnalysisRunStatus | None:
+    if run is None:
+        return None
+    phase = run_phase(run) or AnalysisPhase.PENDING
+    message = ((run.get("status") or {}).get("message")) or None
+    return RolloutAnalysisRunStatus(
+        name=run_name(run), status=AnalysisPhase(phase), message=message
+    )
+
+
+def needs_new_run(ctx: RolloutContext, current: Obj | None) -> bool:
+    if current is None:
+        return True
+    status = ctx.rollout.status or RolloutStatus()
+    if status.controller_pause and ctx.pause.get(PauseReason.BLUE_GREEN_PAUSE) is None:
+        # We paused for an inconclusive run and a user resumed: analyse again.
+        return run_phase(current) == AnalysisPhase.INCONCLUSIVE
+    return bool(status.aborted_at)
+
+
+def verdict(ctx: RolloutContext, run: Obj | None) -> None:
+    """Failed or Error aborts the rollout; Inconclusive pauses it."""
+    phase = run_phase(run)
+    if phase == AnalysisPhase.INCONCLUSIVE:
+        ctx.pause.add.append(PauseReason.INCONCLUSIVE_ANALYSIS)
+    elif phase in (AnalysisPhase.FAILED, AnalysisPhase.ERROR):
+        ctx.pause.add_abort = True
+        ctx.pause.abort_message = str(((run or {}).get("status") or {}).get("message") or "")
+
+
+def reconcile_step(ctx: RolloutContext, current: Obj | None, lookup: TemplateLookup) -> Obj | None:
+    status = ctx.rollout.status or RolloutStatus()
+    if status.pause_conditions or status.abort:
+        return current
+    step, index = ctx.current_step()
+    if step is None or step.analysis is None or index is None:
+        cancel(ctx, [current] if current else [])
+        return None
+    if needs_new_run(ctx, current):
+        return create_run(
+            ctx, step.analysis.to_dict(), lookup, infix=str(index), kind=STEP, index=index
+        )
+    verdict(ctx, current)
+    return current
+
+
+def before_starting_step(ctx: RolloutContext) -> bool:
+    analysis = ctx.canary.analysis
+    starting: int | None = analysis.starting_step if analysis else None
+    if starting is None:
+        return False
+    _, index = ctx.current_step()
+    return (index or 0) < starting
+
+
+def reconcile_background(
+    ctx: RolloutContext, current: Obj | None, lookup: TemplateLookup
+) -> Obj | None:
+    analysis = ctx.canary.analysis
+    if analysis is None:
+        cancel(ctx, [current] if current else [])
+        return None
+    status = ctx.rollout.status or RolloutStatus()
+    fully_promoted = (status.stable_rs or "") == (status.current_pod_hash or "")
+    if (
+        fully_promoted
+        or not status.stable_rs
+        or not status.current_pod_hash
+        or before_starting_step(ctx)
+    ):
+        return None
+    if ctx.pause.get(PauseReason.INCONCLUSIVE_ANALYSIS) is not None:
+        return current
+    if needs_new_run(ctx, current):
+        return create_run(ctx, analysis.to_dict(), lookup, infix="", kind=BACKGROUND, index=None)
+    verdict(ctx, current)
+    return current
+
+
+def create_run(
+    ctx: RolloutContext,
+    analysis: Obj,
+    lookup: TemplateLookup,
+    *,
+    infix: str,
+    kind: str,
+    index: int | None,
+) -> Obj:
+    pod_hash = rsutil.pod_hash(ctx.new_rs or {}) or ""
+    if not pod_hash:
+        raise AnalysisTemplateError("the latest ReplicaSet has no pod hash")
+    try:
+        body = analysis_run_body(
+            rollout=ctx.obj,
+            analysis=analysis,
+            lookup=lookup,
+            pod_hash=pod_hash,
+            stable_hash=(ctx.rollout.status or RolloutStatus()).stable_rs,
+            revision=ann.revision(ctx.obj),
+            infix=infix,
+            rollout_type=kind,
+            step_index=index,
+        )
+    except TemplateError as err:
+        raise AnalysisTemplateError(str(err)) from None
+    base = body["metadata"]["name"]
+    for attempt in range(0, 6):
+        if attempt:
+            body["metadata"]["name"] = f"{base}.{attempt}"
+        existing = next(
+            (x for x in ctx.analysis_runs if run_name(x) == body["metadata"]["name"]), None
+        )
+        if (
+            existing is not None
+            and existing.get("spec") == body["spec"]
+            and not run_phase(existing)
+        ):
+            return existing  # created by an earlier reconcile; the cache has it already
+        try:
+            created = ctx.writer.create(r.ANALYSISRUNS, ctx.namespace, body)
+        except AlreadyExists:
+            continue  # another run has this name (an earlier attempt): count up, as Argo does
+        ctx.analysis_runs.append(created)
+        log.info("%s: created %s AnalysisRun %s", ctx.key, kind, body["metadata"]["name"])
+        return created
+    raise AnalysisTemplateError(f"cannot find a free name for AnalysisRun {base}")
+
+
+def cancel(ctx: RolloutContext, runs: list[Obj]) -> None:
+    for run in runs:
+        if run_phase(run) in COMPLETED or (run.get("spec") or {}).get("terminate"):
+            continue
+        ctx.writer.patch(
+            r.ANALYSISRUNS, ctx.namespace, run_name(run), {"spec": {"terminate": True}}
+        )
+
+
+def delete_beyond_history(ctx: RolloutContext, others: list[Obj]) -> None:
+    limits = ctx.rollout.spec.analysis
+    keep_ok = (
+        limits.successful_run_history_limit
+        if limits and limits.successful_run_history_limit is not None
+        else DEFAULT_HISTORY_LIMIT
+    )
+    keep_bad = (
+        limits.unsuccessful_run_history_limit
+        if limits and limits.unsuccessful_run_history_limit is not None
+        else DEFAULT_HISTORY_LIMIT
+    )
+    finished = sorted(
+        (x for x in others if run_phase(x) in COMPLETED),
+        key=lambda x: str(x["metadata"].get("creationTimestamp", "")),
+        reverse=True,
+    )
+    ok = [x for x in finished if run_phase(x) == AnalysisPhase.SUCCESSFUL]
+    bad = [x for x in finished if run_phase(x) != AnalysisPhase.SUCCESSFUL]
+    for run in ok[keep_ok:] + bad[keep_bad:]:
+        ctx.writer.delete(r.ANALYSISRUNS, ctx.namespace, run_name(run))
+
+
+def emit_changes(
+    ctx: RolloutContext, previous: RolloutAnalysisRunStatus | None, run: Obj | None, kind: str
+) -> None:
+    phase = run_phase(run)
+    if not phase:
+        return
+    if previous is None or (previous.name == run_name(run) and previous.status != phase):
+        before = str(previous.status) if previous is not None else "NoPreviousStatus"
+        ctx.event(
+            f"AnalysisRun{phase}",
+            f"{kind} Analysis Run '{run_name(run)}' Status New: '{phase}' Previous: '{before}'",
+            warning=phase in (AnalysisPhase.FAILED, AnalysisPhase.ERROR),
+        )
