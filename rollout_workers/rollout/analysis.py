@@ -15,6 +15,8 @@ from typing import Any
 
 from rollout_workers.analysis.templates import (
     BACKGROUND,
+    POST_PROMOTION,
+    PRE_PROMOTION,
     STEP,
     TemplateError,
     TemplateLookup,
@@ -270,3 +272,116 @@ def emit_changes(
             f"{kind} Analysis Run '{run_name(run)}' Status New: '{phase}' Previous: '{before}'",
             warning=phase in (AnalysisPhase.FAILED, AnalysisPhase.ERROR),
         )
+
+
+# -- blue-green ---------------------------------------------------------------------------------
+
+
+def current_bluegreen_run(ctx: RolloutContext, which: str) -> Obj | None:
+    """The pre- or post-promotion run named in the status as read."""
+    status = ctx.rollout.status or RolloutStatus()
+    bg = status.blue_green
+    if bg is None:
+        return None
+    named = (
+        bg.pre_promotion_analysis_run_status
+        if which == "pre"
+        else bg.post_promotion_analysis_run_status
+    )
+    return _find(ctx, named)
+
+
+def completed_pre_promotion(ctx: RolloutContext) -> bool:
+    """No pre-promotion analysis, or its current run succeeded."""
+    if ctx.blue_green is None or ctx.blue_green.pre_promotion_analysis is None:
+        return True
+    return run_phase(current_bluegreen_run(ctx, "pre")) == AnalysisPhase.SUCCESSFUL
+
+
+def post_promotion_blocks_stable(ctx: RolloutContext) -> bool:
+    """Post-promotion analysis configured and not (yet) successful."""
+    if ctx.blue_green is None or ctx.blue_green.post_promotion_analysis is None:
+        return False
+    return run_phase(current_bluegreen_run(ctx, "post")) != AnalysisPhase.SUCCESSFUL
+
+
+def skip_pre_promotion(ctx: RolloutContext) -> bool:
+    status = ctx.rollout.status or RolloutStatus()
+    current = rsutil.pod_hash(ctx.new_rs or {}) or ""
+    active = (status.blue_green.active_selector if status.blue_green else None) or ""
+    if status.stable_rs == current or not active or active == current or not current:
+        return True
+    preview: int | None = ctx.blue_green.preview_replica_count
+    if preview is not None:
+        return (
+            rsutil.spec_replicas(ctx.new_rs) != preview
+            or rsutil.status_count(ctx.new_rs, "availableReplicas") != preview
+        )
+    return not ann.is_saturated(rollout_replicas=ctx.replicas, rs=ctx.new_rs)
+
+
+def skip_post_promotion(ctx: RolloutContext) -> bool:
+    status = ctx.rollout.status or RolloutStatus()
+    current = rsutil.pod_hash(ctx.new_rs or {}) or ""
+    active = (status.blue_green.active_selector if status.blue_green else None) or ""
+    return (
+        status.stable_rs == current
+        or active != current
+        or not current
+        or not ann.is_saturated(rollout_replicas=ctx.replicas, rs=ctx.new_rs)
+    )
+
+
+def reconcile_bluegreen_analysis(ctx: RolloutContext) -> None:
+    """Pre-promotion analysis gates the active switch; post-promotion gates stable."""
+    status = ctx.rollout.status or RolloutStatus()
+    pre, post = current_bluegreen_run(ctx, "pre"), current_bluegreen_run(ctx, "post")
+    skip = (
+        ctx.pause.is_aborted()
+        or status.promote_full
+        or ann.SCALE_DOWN_DEADLINE in ann.annotations_of(ctx.new_rs or {})
+        or not status.stable_rs
+    )
+    if skip:
+        cancel(ctx, ctx.analysis_runs)
+        ctx.bluegreen_runs = {"pre": pre, "post": post}
+        return
+    pre = _reconcile_promotion_run(ctx, "pre", pre, skip_pre_promotion(ctx))
+    post = _reconcile_promotion_run(ctx, "post", post, skip_post_promotion(ctx))
+    ctx.bluegreen_runs = {"pre": pre, "post": post}
+    previous = status.blue_green
+    emit_changes(
+        ctx, previous.pre_promotion_analysis_run_status if previous else None, pre, "PrePromotion"
+    )
+    emit_changes(
+        ctx,
+        previous.post_promotion_analysis_run_status if previous else None,
+        post,
+        "PostPromotion",
+    )
+    current = {run_name(pre), run_name(post)} - {""}
+    others = [x for x in ctx.analysis_runs if run_name(x) not in current]
+    cancel(ctx, others)
+    delete_beyond_history(ctx, others)
+
+
+def _reconcile_promotion_run(
+    ctx: RolloutContext, which: str, current: Obj | None, skip: bool
+) -> Obj | None:
+    bg = ctx.blue_green
+    spec = bg.pre_promotion_analysis if which == "pre" else bg.post_promotion_analysis
+    if spec is None:
+        cancel(ctx, [current] if current else [])
+        return None
+    if skip:
+        cancel(ctx, [current] if current else [])
+        return current
+    if ctx.pause.get(PauseReason.INCONCLUSIVE_ANALYSIS) is not None:
+        return current
+    if needs_new_run(ctx, current):
+        kind = PRE_PROMOTION if which == "pre" else POST_PROMOTION
+        return create_run(
+            ctx, spec.to_dict(), ctx.template_lookup, infix=which, kind=kind, index=None
+        )
+    verdict(ctx, current)
+    return current

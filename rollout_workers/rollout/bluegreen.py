@@ -14,10 +14,10 @@ import datetime as dt
 import logging
 
 from rollout_workers.api.rollout import BlueGreenStatus, PauseReason, RolloutStatus
+from rollout_workers.rollout import analysis, restart, service, sync
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout import restart, service, sync
 from rollout_workers.rollout.canary import format_selector
 from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.timefmt import format_time, parse_time
@@ -167,6 +167,7 @@ def reconcile_bluegreen(ctx: RolloutContext) -> None:
         service.ensure_targets(ctx, bg.preview_service, ctx.new_rs, check_available=False)
     reconcile_pause(ctx)
     reconcile_active_service(ctx)
+    analysis.reconcile_bluegreen_analysis(ctx)
     sync_status(ctx)
 
 
@@ -193,8 +194,13 @@ def reconcile_new(ctx: RolloutContext) -> None:
     new = ctx.new_rs
     if new is None:
         return
-    wanted = new_rs_replicas(ctx)
     status = ctx.rollout.status or RolloutStatus()
+    if status.aborted_at and not ctx.pause.is_aborted() and has_deadline(new):
+        # A retry: the deadline was the abort window, not a rollback target. Without it the
+        # retried update is analysed and paused again instead of fast-tracked.
+        remove_scale_down_delay(ctx, new)
+        new = ctx.new_rs or new
+    wanted = new_rs_replicas(ctx)
     if ctx.pause.is_aborted() and status.stable_rs and status.stable_rs != rsutil.pod_hash(new):
         delay = abort_scale_down_delay(ctx)
         deadline_text = ann.annotations_of(new).get(ann.SCALE_DOWN_DEADLINE)
@@ -217,6 +223,14 @@ def scale_down_old(ctx: RolloutContext) -> None:
     status = ctx.rollout.status or RolloutStatus()
     if ctx.pause.get(PauseReason.INCONCLUSIVE_ANALYSIS) is not None:
         return
+    bg = ctx.blue_green
+    if (
+        bg.post_promotion_analysis is not None
+        and bg.scale_down_delay_seconds is None
+        and not analysis.skip_post_promotion(ctx)
+        and analysis.post_promotion_blocks_stable(ctx)
+    ):
+        return  # keep the previous version up until post-promotion analysis passes
     limit = ctx.blue_green.scale_down_delay_revision_limit
     referenced = {status.stable_rs, (status.blue_green or BlueGreenStatus()).active_selector}
     annotated = 0
@@ -255,6 +269,8 @@ def reconcile_pause(ctx: RolloutContext) -> None:
     ):
         ctx.pause.remove.append(PauseReason.BLUE_GREEN_PAUSE)
         return
+    if not analysis.completed_pre_promotion(ctx):
+        return  # pause only once pre-promotion analysis has passed
     condition = ctx.pause.get(PauseReason.BLUE_GREEN_PAUSE)
     if condition is None and not status.controller_pause:
         ctx.pause.add.append(PauseReason.BLUE_GREEN_PAUSE)
@@ -281,7 +297,9 @@ def reconcile_active_service(ctx: RolloutContext) -> None:
     active = ctx.services.get(ctx.blue_green.active_service or "")
     assert active is not None
     wanted = service.selector_hash(active)
-    if fast_tracked(ctx, active) or completed_pause(ctx):
+    if fast_tracked(ctx, active) or (
+        completed_pause(ctx) and analysis.completed_pre_promotion(ctx)
+    ):
         wanted = rsutil.pod_hash(new) or wanted
     status = ctx.rollout.status or RolloutStatus()
     if status.abort and status.stable_rs:
@@ -297,7 +315,11 @@ def should_update_stable(ctx: RolloutContext, new: RolloutStatus) -> bool:
     active = (new.blue_green or BlueGreenStatus()).active_selector
     if not active:
         return True  # first deploy: stable first, then the active Service follows
-    return active == new.current_pod_hash
+    if active != new.current_pod_hash:
+        return False
+    if new.promote_full or has_deadline(ctx.new_rs):
+        return True  # a full promotion, or a rollback inside the window, skips the analysis
+    return not analysis.post_promotion_blocks_stable(ctx)
 
 
 def sync_status(ctx: RolloutContext) -> None:
@@ -313,9 +335,12 @@ def sync_status(ctx: RolloutContext) -> None:
     bg = ctx.blue_green
     preview = ctx.services.get(bg.preview_service) if bg.preview_service else None
     active = ctx.services.get(bg.active_service or "")
+    runs = ctx.bluegreen_runs
     new.blue_green = BlueGreenStatus(
         preview_selector=service.selector_hash(preview) or None,
         active_selector=service.selector_hash(active) or None,
+        pre_promotion_analysis_run_status=analysis.as_status(runs.get("pre")),
+        post_promotion_analysis_run_status=analysis.as_status(runs.get("post")),
     )
     new.stable_rs = status.stable_rs
     if should_update_stable(ctx, new):
@@ -351,7 +376,7 @@ def preview_checkpoint(ctx: RolloutContext, stable_hash: str | None) -> bool:
     return rmath.calculate_scale_up_preview_checkpoint(
         preview_replica_count=ctx.blue_green.preview_replica_count,
         previous=previous,
-        pre_promotion_analysis_completed=True,
+        pre_promotion_analysis_completed=analysis.completed_pre_promotion(ctx),
         pause_completed=completed_pause(ctx),
         new_rs_available=rsutil.status_count(ctx.new_rs, "availableReplicas"),
     )

@@ -52,6 +52,7 @@ class RolloutContext:
     services: dict[str, Obj] = field(default_factory=dict)  # referenced Services, by name
     analysis_runs: list[Obj] = field(default_factory=list)  # the AnalysisRuns it owns
     template_lookup: TemplateLookup = field(default=lambda name, cluster: None)
+    bluegreen_runs: dict[str, Obj | None] = field(default_factory=dict)  # this reconcile's pre/post
     new_status: RolloutStatus = field(default_factory=RolloutStatus)
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None

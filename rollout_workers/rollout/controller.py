@@ -214,9 +214,6 @@ def reconcile(ctx: RolloutContext, error: validation.ValidationError | None = No
 
 def unsupported(ctx: RolloutContext) -> str:
     """What this controller cannot reconcile yet, as an InvalidSpec message ('' if nothing)."""
-    bg = ctx.blue_green
-    if bg is not None and (bg.pre_promotion_analysis or bg.post_promotion_analysis):
-        return "pre- and post-promotion analysis are not supported by this controller yet"
     if ctx.canary is not None and ctx.canary.traffic_routing is not None:
         return "trafficRouting is not supported by this controller yet"
     for i, step in enumerate(ctx.steps):

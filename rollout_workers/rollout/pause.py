@@ -60,10 +60,16 @@ class PauseContext:
 def calculate_pause_status(ctx: PauseContext, new: RolloutStatus, now: dt.datetime) -> None:
     """Write the intents' outcome into the new status (abort, pause conditions, controller
     pause); the rest of the new status is left as it is."""
-    if ctx.add_abort or (not ctx.remove_abort and ctx.status.abort):
+    if ctx.add_abort:
         new.abort = True
+        new.aborted_at = format_time(now)  # a retry then knows to analyse afresh
+        return
+    if not ctx.remove_abort and ctx.status.abort:
+        new.abort = True
+        new.aborted_at = ctx.status.aborted_at
         return
     new.abort = None
+    new.aborted_at = None
     if ctx.clear:
         new.pause_conditions = None
         new.controller_pause = None

@@ -165,3 +165,73 @@ def test_background_analysis_runs_while_paused_and_stops_on_promotion(
         background[0]["spec"].get("terminate") is True
         or background[0]["status"]["phase"] == "Successful"
     )
+
+
+def bluegreen_with(h: Harness, name: str, **strategy: Any) -> None:
+    from tests.integration.rollout.test_bluegreen import bluegreen_rollout, services
+
+    services(h, name)
+    h.create(bluegreen_rollout(name, replicas=1, **strategy))
+
+
+def promotion(value: str) -> dict[str, Any]:
+    return {"templates": [{"templateName": "gate"}], "args": [{"name": "value", "value": value}]}
+
+
+def test_bluegreen_pre_promotion_failure_then_fixed_and_retried(
+    harness: Harness, metrics: str
+) -> None:
+    from tests.integration.rollout.test_bluegreen import selector
+
+    h = harness
+    template(h, "gate", metrics)
+    bluegreen_with(h, "pre", prePromotionAnalysis=promotion("0.5"))
+    old = h.drive("pre", lambda o: phase(o) == "Healthy" and selector(h, "pre-active") != "")[
+        "status"
+    ]["stableRS"]
+    set_image(h, "pre", "app:2")
+    degraded = h.drive("pre", lambda o: phase(o) == "Degraded")
+    new = degraded["status"]["currentPodHash"]
+    assert selector(h, "pre-preview") == new and selector(h, "pre-active") == old
+    assert degraded["status"]["blueGreen"]["prePromotionAnalysisRunStatus"]["status"] == "Failed"
+
+    # Retry only once the abort window's deadline sits on the preview ReplicaSet: the case that
+    # must not be mistaken for a fast rollback.
+    from tests.integration.rollout.test_bluegreen import rs_annotations
+
+    h.drive("pre", lambda o: "scale-down-deadline" in rs_annotations(h, new))
+    h.patch(
+        "pre", {"spec": {"strategy": {"blueGreen": {"prePromotionAnalysis": promotion("0.99")}}}}
+    )
+    h.patch("pre", {"status": {"abort": False}}, status=True)  # retry
+    done = h.drive("pre", lambda o: promoted_past(o, old) and selector(h, "pre-active") == new)
+    assert done["status"]["blueGreen"]["prePromotionAnalysisRunStatus"]["status"] == "Successful"
+
+
+def test_bluegreen_pre_and_post_then_fast_rollback_without_a_new_run(
+    harness: Harness, metrics: str
+) -> None:
+    from tests.integration.rollout.test_bluegreen import selector
+
+    h = harness
+    template(h, "gate", metrics)
+    bluegreen_with(
+        h,
+        "pp",
+        prePromotionAnalysis=promotion("0.99"),
+        postPromotionAnalysis=promotion("0.99"),
+        scaleDownDelaySeconds=30,
+    )
+    old = h.drive("pp", lambda o: phase(o) == "Healthy" and selector(h, "pp-active") != "")[
+        "status"
+    ]["stableRS"]
+    set_image(h, "pp", "app:2")
+    done = h.drive("pp", lambda o: promoted_past(o, old))
+    kinds = sorted(x["metadata"]["labels"]["rollout-type"] for x in runs(h))
+    assert kinds == ["PostPromotion", "PrePromotion"]
+    assert all(x["status"]["phase"] == "Successful" for x in runs(h))
+    assert done["status"]["blueGreen"]["postPromotionAnalysisRunStatus"]["status"] == "Successful"
+
+    set_image(h, "pp", "app:1")  # the old template again, inside scaleDownDelay
+    h.drive("pp", lambda o: selector(h, "pp-active") == old and o["status"]["stableRS"] == old)
+    assert len(runs(h)) == 2  # fast rollback: no new analysis
