@@ -80,10 +80,20 @@ def test_analysis_runs_on_the_worker_pool(
     kube, _, _ = start_system(procs, cluster, tmp_path, workers=2)
     manifests.ensure_namespace(kube, NS)
     web = {"web": {"url": f"{metrics_server}/ok", "jsonPath": "{$.rate}"}}
-    passes = {"name": "rate", "interval": "1s", "count": 3, "successCondition": "result >= 0.95",
-              "provider": web}  # fmt: skip
-    fails = {"name": "ok", "interval": "1s", "count": 3, "successCondition": "result.ok == true",
-             "provider": {"web": {"url": f"{metrics_server}/bad"}}}  # fmt: skip
+    passes = {
+        "name": "rate",
+        "interval": "1s",
+        "count": 3,
+        "successCondition": "result >= 0.95",
+        "provider": web,
+    }
+    fails = {
+        "name": "ok",
+        "interval": "1s",
+        "count": 3,
+        "successCondition": "result.ok == true",
+        "provider": {"web": {"url": f"{metrics_server}/bad"}},
+    }
     container = {"name": "t", "image": "busybox", "command": ["sh", "-c", "true"]}
     pod = {"spec": {"restartPolicy": "Never", "containers": [container]}}
     job = {"name": "smoke", "provider": {"job": {"spec": {"backoffLimit": 0, "template": pod}}}}
@@ -109,3 +119,94 @@ def test_analysis_runs_on_the_worker_pool(
     unknown = wait_phase(kube, "unknown")
     assert unknown["status"]["phase"] == "Error"
     assert "datadog" in json.dumps(unknown["status"])
+
+
+def test_canary_with_job_analysis_steps_on_the_worker_pool(
+    procs: Processes, cluster: DevClusterThread, tmp_path: Path, rdb: redis.Redis
+) -> None:
+    """An inline job analysis at each pause, then promote: Healthy with one run per step."""
+    kube, _, _ = start_system(procs, cluster, tmp_path, workers=2)
+    manifests.ensure_namespace(kube, NS)
+    pod = {
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "check", "image": "busybox", "command": ["sh", "-c", "true"]}],
+        }
+    }
+    manifests.apply(
+        kube,
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "AnalysisTemplate",
+            "metadata": {"name": "smoke"},
+            "spec": {
+                "metrics": [
+                    {
+                        "name": "smoke",
+                        "provider": {"job": {"spec": {"backoffLimit": 0, "template": pod}}},
+                    }
+                ]
+            },
+        },
+        NS,
+    )
+    step = {"analysis": {"templates": [{"templateName": "smoke"}]}}
+    rollout = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"name": "jobs"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "jobs"}},
+            "template": {
+                "metadata": {"labels": {"app": "jobs"}},
+                "spec": {"containers": [{"name": "app", "image": "demo:1"}]},
+            },
+            "strategy": {
+                "canary": {
+                    "steps": [{"setWeight": 25}, step, {"setWeight": 50}, step, {"pause": {}}, step]
+                }
+            },
+        },
+    }
+    manifests.apply(kube, rollout, NS)
+
+    def wait(predicate: Any, what: str, timeout: float = 90) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            obj = kube.get(r.ROLLOUTS, NS, "jobs")
+            if predicate(obj):
+                return obj
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: {obj.get('status')}")
+            time.sleep(0.25)
+
+    stable = wait(lambda o: (o.get("status") or {}).get("phase") == "Healthy", "first deploy")[
+        "status"
+    ]["stableRS"]
+    kube.patch(
+        r.ROLLOUTS,
+        NS,
+        "jobs",
+        {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "demo:2"}]}}}},
+    )
+    wait(
+        lambda o: o["status"].get("phase") == "Paused" and o["status"].get("currentStepIndex") == 4,
+        "paused",
+    )
+    kube.patch(
+        r.ROLLOUTS, NS, "jobs", {"status": {"pauseConditions": None}}, subresource="status"
+    )  # promote
+    done = wait(
+        lambda o: o["status"].get("phase") == "Healthy" and o["status"]["stableRS"] != stable,
+        "promoted",
+    )
+    runs, _ = kube.list(r.ANALYSISRUNS, namespace=NS)
+    mine = [
+        x
+        for x in runs
+        if x["metadata"]["name"].startswith(f"jobs-{done['status']['currentPodHash']}-")
+    ]
+    assert len(mine) == 3 and all(x["status"]["phase"] == "Successful" for x in mine)
+    jobs, _ = kube.list(r.JOBS, namespace=NS)
+    assert len(jobs) >= 3
