@@ -280,16 +280,14 @@ def run_all(kube: Kube, kubeconfig: Path) -> None:
     assert not failures, "\n".join(failures)
 
 
-def test_scenarios_on_real_workers(
-    procs: Processes, cluster: DevClusterThread, tmp_path: Path, rdb: redis.Redis
-) -> None:
-    kube, kubeconfig, _ = start_system(procs, cluster, tmp_path, workers=2)
-    run_all(kube, kubeconfig)
-
-
+# The scenarios run once, under chaos: every end state they assert must hold while worker hosts
+# are killed with SIGKILL. A calm run of the same scenarios added half a minute and no coverage.
 def test_scenarios_survive_kill_9_of_workers(
     procs: Processes, cluster: DevClusterThread, tmp_path: Path, rdb: redis.Redis
 ) -> None:
+    # A host killed with messages reserved loses them; the key stays queued and tick sends it
+    # again after stale_after (60 s by default, shortened so a lost message cannot outlast a wait).
+    procs.env["ROLLOUTS_QUEUE_STALE_AFTER"] = "5"
     kube, kubeconfig, hosts = start_system(procs, cluster, tmp_path, workers=3)
     stop = threading.Event()
     kills: list[str] = []
@@ -297,7 +295,7 @@ def test_scenarios_survive_kill_9_of_workers(
 
     def chaos() -> None:
         generation = 0
-        while not stop.wait(rng.uniform(2.0, 4.0)):
+        while not stop.wait(rng.uniform(0.5, 1.5)):
             index = rng.randrange(len(hosts))
             victim = hosts[index]
             victim.kill_group(signal.SIGKILL)
@@ -312,5 +310,5 @@ def test_scenarios_survive_kill_9_of_workers(
     finally:
         stop.set()
         thread.join(30)
-    assert len(kills) >= 5, kills
+    assert len(kills) >= 3, kills
     print(f"kill -9 of worker hosts during the run: {len(kills)}")
