@@ -37,41 +37,48 @@ import contextlib
 import datetime
 import itertools
 import json
-import math
 import os
 import platform
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import redis
-import urllib3
 from celery import Celery
+from harness import (
+    CLK_TCK,
+    REPO,
+    Http,
+    Proc,
+    cpu_seconds,
+    exit_on_sigterm,
+    percentile,
+    run_in_tempdir,
+    spawn,
+    start_api,
+    wait_for,
+    write_json,
+)
 
 from rollout_workers.app import create_app
 from rollout_workers.redis_server import EmbeddedRedis
 from rollout_workers.settings import Settings
 
 BENCH_DIR = Path(__file__).resolve().parent
-REPO = BENCH_DIR.parent
 RESULTS = BENCH_DIR / "results" / "analysis_timers.json"
 
 PREFIX = "rw"
 KIND = "analysisruns"
 NAMESPACE = "bench-analysis"
 METRIC = "m"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 POLL = 0.05
 SAMPLE_EVERY = 0.25
 GOAL_P99 = 2.0
@@ -88,34 +95,6 @@ Stats = dict[str, float | int]
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def wait_for(
-    predicate: Callable[[], object],
-    timeout: float,
-    what: str,
-    interval: float = POLL,
-    alive: Callable[[], None] | None = None,
-) -> object:
-    """Poll until `predicate()` is truthy; `alive()` may raise to stop early."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if alive is not None:
-            alive()
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile, q in [0, 1]."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
 def summary(values: Sequence[float], digits: int = 3) -> Stats:
     """n, min, p50, p90, p99, max and mean of a sample (NaN when empty)."""
     if not values:
@@ -129,16 +108,6 @@ def summary(values: Sequence[float], digits: int = 3) -> Stats:
         "max": round(max(values), digits),
         "mean": round(sum(values) / len(values), digits),
     }
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process (all its threads); 0 once it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def group_cpu(pgid: int) -> float:
@@ -160,11 +129,6 @@ def group_cpu(pgid: int) -> float:
     return total
 
 
-def redis_cpu(client: redis.Redis) -> float:
-    info = client.info("cpu")
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
-
-
 def redis_now(client: redis.Redis) -> float:
     seconds, micros = client.time()
     return int(seconds) + int(micros) / 1e6
@@ -175,70 +139,6 @@ def text(value: bytes | str) -> str:
 
 
 # -- processes -------------------------------------------------------------------------------
-
-
-@dataclass
-class Proc:
-    """A child started in its own session, so its whole group can be stopped."""
-
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-    node: str = ""
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def check_alive(self) -> None:
-        if self.popen.poll() is not None:
-            raise RuntimeError(f"{self.name} exited with {self.popen.returncode}:\n{self.tail()}")
-
-    def tail(self, lines: int = 30) -> str:
-        if not self.log.exists():
-            return ""
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-
-    def stop(self, timeout: float = 15.0) -> None:
-        if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout)
-        # Pool children may outlive a killed parent; take down the group this bench created.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(5)
-
-
-def spawn(
-    name: str, argv: list[str], env: dict[str, str], workdir: Path, stack: contextlib.ExitStack
-) -> Proc:
-    log = workdir / f"{name}.log"
-    with log.open("wb") as out:
-        popen = subprocess.Popen(
-            [sys.executable, *argv],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    proc = Proc(name, popen, log)
-    stack.callback(proc.stop)
-    return proc
-
-
-def start_api(env: dict[str, str], workdir: Path, stack: contextlib.ExitStack) -> tuple[Proc, str]:
-    """The embedded API in its own process; returns it and its URL."""
-    state = workdir / "api-state"
-    argv = ["-m", "rollout_workers.devcluster", "--port", "0", "--state-dir", str(state)]
-    proc = spawn("api", argv, env, workdir, stack)
-    record = state / "devcluster.json"
-    wait_for(record.exists, 60, "the embedded API to start", alive=proc.check_alive)
-    return proc, str(json.loads(record.read_text())["url"])
 
 
 def start_worker(
@@ -259,7 +159,7 @@ def start_worker(
         replies = app.control.ping(destination=[node], timeout=0.5)
         return any(node in reply for reply in replies)
 
-    wait_for(answered, 90, f"worker {node} to answer ping", alive=proc.check_alive)
+    wait_for(answered, 90, f"worker {node} to answer ping", interval=POLL, alive=proc.check_alive)
     return proc
 
 
@@ -410,25 +310,6 @@ class Sampler:
 
 
 # -- the API ---------------------------------------------------------------------------------
-
-
-class Http:
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.pool = urllib3.PoolManager(maxsize=4, retries=False)
-
-    def call(self, method: str, path: str, body: Obj | None = None) -> Obj:
-        response = self.pool.request(
-            method,
-            self.url + path,
-            body=json.dumps(body).encode() if body is not None else None,
-            headers={"Accept": "application/json", "Content-Type": "application/json"},
-            timeout=60,
-        )
-        if response.status >= 300:
-            raise RuntimeError(f"{method} {path}: {response.status} {response.data[:300]!r}")
-        data: Obj = json.loads(response.data)
-        return data
 
 
 RUNS_PATH = f"/apis/argoproj.io/v1alpha1/namespaces/{NAMESPACE}/analysisruns"
@@ -743,6 +624,7 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
         lambda: client.exists(f"{PREFIX}:watcher:leader"),
         60,
         "the watcher's lease",
+        interval=POLL,
         alive=watcher.check_alive,
     )
     workers = [
@@ -757,7 +639,11 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
             proc.check_alive()
 
     wait_for(
-        lambda: client.hget(f"{PREFIX}:system:ticks", "count"), 60, "the first tick", alive=alive
+        lambda: client.hget(f"{PREFIX}:system:ticks", "count"),
+        60,
+        "the first tick",
+        interval=POLL,
+        alive=alive,
     )
     http = Http(api_url)
     http.call("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
@@ -770,15 +656,18 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
     counters0 = {text(k): int(v) for k, v in client.hgetall(stats_key).items()}
 
     def cpu_now() -> dict[str, float]:
-        out = {"api": cpu_seconds(api.pid), "watcher": cpu_seconds(watcher.pid)}
+        out = {
+            "api": cpu_seconds(api.pid, gone_ok=True),
+            "watcher": cpu_seconds(watcher.pid, gone_ok=True),
+        }
         out["beat"] = group_cpu(beat.pid)
         for worker in workers:
             # The host's main process consumes and dispatches messages; the pool reconciles.
-            host, consumer = group_cpu(worker.pid), cpu_seconds(worker.pid)
+            host, consumer = group_cpu(worker.pid), cpu_seconds(worker.pid, gone_ok=True)
             out[f"{worker.name} consumer"] = consumer
             out[f"{worker.name} pool"] = host - consumer
-        out["redis"] = cpu_seconds(redis_pid)
-        out["bench"] = cpu_seconds(os.getpid())
+        out["redis"] = cpu_seconds(redis_pid, gone_ok=True)
+        out["bench"] = cpu_seconds(os.getpid(), gone_ok=True)
         return out
 
     cpu0 = cpu_now()
@@ -901,31 +790,16 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
     }
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
+    exit_on_sigterm()
     started = time.perf_counter()
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-analysis-timers-") as tmp,
-        contextlib.ExitStack() as stack,
-    ):
-        try:
-            report = run(args, Path(tmp), stack)
-        except BaseException:
-            for log in sorted(Path(tmp).glob("*.log")):
-                tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-                print(f"--- {log.name} (last lines)\n{tail}", file=sys.stderr)
-            raise
+    report = run_in_tempdir(run, args, "bench-analysis-timers-")
     report["total_seconds"] = round(time.perf_counter() - started, 1)
     print()
     print(render(report))
     print(f"\ntotal {report['total_seconds']:.0f} s")
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(report, args.output)
     print(f"written to {args.output}")
     return 0
 

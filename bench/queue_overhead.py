@@ -27,14 +27,12 @@ import contextlib
 import datetime
 import functools
 import json
-import math
 import os
 import platform
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -45,6 +43,7 @@ from typing import Any
 
 import redis
 from celery import Celery
+from harness import exit_on_sigterm, percentile, run_in_tempdir, wait_for, write_json
 
 from rollout_workers import logs
 from rollout_workers.app import celery_config, create_app
@@ -60,7 +59,6 @@ RESULTS = BENCH_DIR / "results" / "queue_overhead.json"
 KIND = "rollouts"
 CELERY_QUEUE = "rollouts"
 BATCH = 100
-POLL_INTERVAL = 0.01
 RAW_TASK = "bench.noop"
 NOOP_HANDLER = "rollout_workers.handlers:noop"
 RAW_COUNTER = "bench:raw:done"
@@ -72,26 +70,6 @@ SCRIPT_COMMANDS = {"evalsha", "eval", "script"}
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def wait_for(
-    predicate: Callable[[], object],
-    timeout: float,
-    what: str,
-    interval: float = POLL_INTERVAL,
-    alive: Callable[[], None] | None = None,
-) -> object:
-    """Poll until `predicate()` is truthy; `alive()` may raise to stop early."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if alive is not None:
-            alive()
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
 
 
 def batches(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
@@ -108,14 +86,6 @@ def command_calls(client: redis.Redis) -> Counter[str]:
         if command not in HOUSEKEEPING:
             calls[command] = int(values["calls"])
     return calls
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile, q in [0, 1]."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 def per(counts: Counter[str], n: int) -> dict[str, float]:
@@ -585,10 +555,6 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
     }
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.raw_worker:
@@ -596,22 +562,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Settings below come from this script's arguments only, never from the caller's env.
     for name in [k for k in os.environ if k.startswith("ROLLOUTS_")]:
         del os.environ[name]
-    signal.signal(signal.SIGTERM, _terminate)
-    with (
-        tempfile.TemporaryDirectory(prefix="queue-overhead-") as tmp,
-        contextlib.ExitStack() as stack,
-    ):
-        try:
-            report = run(args, Path(tmp), stack)
-        except BaseException:
-            for log in sorted(Path(tmp).glob("*.log")):
-                tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-                print(f"--- {log.name} (last lines)\n{tail}", file=sys.stderr)
-            raise
+    exit_on_sigterm()
+    report = run_in_tempdir(run, args, "queue-overhead-")
     print()
     print(render(report))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(report, args.output)
     print(f"\nwritten to {args.output}")
     return 0
 

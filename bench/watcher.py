@@ -38,21 +38,31 @@ import math
 import os
 import platform
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
-import urllib3
+from harness import (
+    REPO,
+    Http,
+    Proc,
+    cpu_seconds,
+    exit_on_sigterm,
+    percentile,
+    redis_cpu,
+    run_in_tempdir,
+    spawn,
+    start_api,
+    wait_for,
+    write_json,
+)
 
 from rollout_workers.app import create_app
 from rollout_workers.cache import CacheWriter, Lister
@@ -65,13 +75,10 @@ from rollout_workers.tasks import build_runtime
 from rollout_workers.watcher.routing import route
 
 BENCH_DIR = Path(__file__).resolve().parent
-REPO = BENCH_DIR.parent
 RESULTS = BENCH_DIR / "results" / "watcher.json"
 
 PREFIX = "rw"
 SCRATCH = "benchprof"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-POLL = 0.01
 #: A paused (SIGSTOPped) watcher must keep its lease; stats are published every ttl/3.
 WATCHER_LEASE_TTL = 30
 
@@ -79,34 +86,6 @@ Obj = dict[str, Any]
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def wait_for(
-    predicate: Callable[[], object],
-    timeout: float,
-    what: str,
-    interval: float = POLL,
-    alive: Callable[[], None] | None = None,
-) -> object:
-    """Poll until `predicate()` is truthy; `alive()` may raise to stop early."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if alive is not None:
-            alive()
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile, q in [0, 1]."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 def proc_status(pid: int) -> dict[str, int]:
@@ -119,13 +98,6 @@ def proc_status(pid: int) -> dict[str, int]:
     return out
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process (all its threads)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
 def mib(n: float) -> float:
     return round(n / 2**20, 1)
 
@@ -134,100 +106,7 @@ def rate(n: int, seconds: float) -> float:
     return round(n / seconds, 1) if seconds > 0 else math.inf
 
 
-# -- processes -------------------------------------------------------------------------------
-
-
-@dataclass
-class Proc:
-    """A child started in its own session, so its whole group can be stopped."""
-
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def check_alive(self) -> None:
-        if self.popen.poll() is not None:
-            raise RuntimeError(f"{self.name} exited with {self.popen.returncode}:\n{self.tail()}")
-
-    def tail(self, lines: int = 30) -> str:
-        if not self.log.exists():
-            return ""
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-
-    def signal(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.popen.pid, sig)
-
-    def stop(self, timeout: float = 15.0) -> None:
-        if self.popen.poll() is None:
-            self.signal(signal.SIGCONT)  # in case it was paused
-            self.signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout)
-        self.signal(signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(5)
-
-
-def spawn(name: str, argv: list[str], env: dict[str, str], workdir: Path) -> Proc:
-    log = workdir / f"{name}.log"
-    with log.open("wb") as out:
-        popen = subprocess.Popen(
-            [sys.executable, *argv],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return Proc(name, popen, log)
-
-
-def start_api(env: dict[str, str], workdir: Path, stack: contextlib.ExitStack) -> tuple[Proc, str]:
-    """The embedded API in its own process; returns it and its URL."""
-    state = workdir / "api-state"
-    argv = ["-m", "rollout_workers.devcluster", "--port", "0", "--state-dir", str(state)]
-    proc = spawn("api", argv, env, workdir)
-    stack.callback(proc.stop)
-    record = state / "devcluster.json"
-    wait_for(record.exists, 60, "the embedded API to start", interval=0.05, alive=proc.check_alive)
-    url = str(json.loads(record.read_text())["url"])
-    return proc, url
-
-
 # -- the API over raw HTTP -------------------------------------------------------------------
-
-
-class Http:
-    """JSON requests to the API from many threads over one connection pool."""
-
-    def __init__(self, url: str, threads: int) -> None:
-        self.url = url
-        self.pool = urllib3.PoolManager(maxsize=threads, block=True, retries=False)
-
-    def call(self, method: str, path: str, body: Obj | None = None, patch: bool = False) -> Obj:
-        headers = {"Accept": "application/json"}
-        headers["Content-Type"] = "application/merge-patch+json" if patch else "application/json"
-        response = self.pool.request(
-            method,
-            self.url + path,
-            body=json.dumps(body).encode() if body is not None else None,
-            headers=headers,
-            timeout=60,
-        )
-        if response.status >= 300:
-            raise RuntimeError(f"{method} {path}: {response.status} {response.data[:300]!r}")
-        data: Obj = json.loads(response.data)
-        return data
-
-    def resource_version(self) -> int:
-        meta = self.call("GET", "/api/v1/namespaces?limit=1")["metadata"]
-        return int(meta["resourceVersion"])
 
 
 def rollout_body(name: str) -> Obj:
@@ -355,11 +234,6 @@ def load(
 
 
 # -- phases ----------------------------------------------------------------------------------
-
-
-def redis_cpu(client: redis.Redis) -> float:
-    info = client.info("cpu")
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def evalsha_stats(client: redis.Redis) -> dict[str, float]:
@@ -940,7 +814,7 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     api, api_url = start_api(env, workdir, stack)
     kubeconfig = workdir / "api-state" / "devcluster.kubeconfig"
-    http = Http(api_url, args.threads)
+    http = Http(api_url, args.threads, block=True)
     pool = ThreadPoolExecutor(args.threads)
     stack.callback(pool.shutdown, wait=True, cancel_futures=True)  # on Ctrl-C: drop queued
     namespaces = [f"bench-{i}" for i in range(args.namespaces)]
@@ -1040,31 +914,16 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
     }
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
+    exit_on_sigterm()
     started = time.perf_counter()
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-watcher-") as tmp,
-        contextlib.ExitStack() as stack,
-    ):
-        try:
-            report = run(args, Path(tmp), stack)
-        except BaseException:
-            for log in sorted(Path(tmp).glob("*.log")):
-                tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-                print(f"--- {log.name} (last lines)\n{tail}", file=sys.stderr)
-            raise
+    report = run_in_tempdir(run, args, "bench-watcher-")
     report["total_seconds"] = round(time.perf_counter() - started, 1)
     print()
     print(render(report))
     print(f"\ntotal {report['total_seconds']:.0f} s")
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(report, args.output)
     print(f"written to {args.output}")
     return 0
 
