@@ -353,7 +353,9 @@ def _measure(
 
 
 def validate_metrics(metrics: list[Metric]) -> str:
-    """Argo's ValidateMetrics: unique names, readable durations, sane counts."""
+    """Argo's ValidateMetrics: unique names, readable durations, sane counts and limits; at
+    least one of failureLimit (-1 disables it) and consecutiveSuccessLimit (0 disables it)
+    must apply."""
     seen: set[str] = set()
     for metric in metrics:
         if metric.name in seen:
@@ -363,11 +365,30 @@ def validate_metrics(metrics: list[Metric]) -> str:
             if value and ar.seconds(value) is None:
                 return f"metric '{metric.name}': invalid {field}: {value}"
         count = ar.effective_count(metric)
-        failure_limit = ar.int_value(metric.failure_limit, 0)
+        failure_limit = ar.failure_limit(metric)
         if count is not None and count >= 1 and failure_limit >= count:
             return (
                 f"metric '{metric.name}': failureLimit should be less than count "
                 f"({failure_limit} >= {count})"
+            )
+        success_limit = ar.consecutive_success_limit(metric)
+        if failure_limit < -1:
+            return f"metric '{metric.name}': failureLimit must be >= -1"
+        if success_limit < 0:
+            return f"metric '{metric.name}': consecutiveSuccessLimit must be >= 0"
+        if failure_limit < 0 and success_limit == 0:
+            # Nothing could ever decide the metric but its count (or termination).
+            return (
+                f"metric '{metric.name}': either failureLimit (>= 0) or "
+                f"consecutiveSuccessLimit (> 0) must apply"
+            )
+        # Only an explicit count bounds the run of successes: a metric with neither count nor
+        # interval still takes one measurement, and then fails for want of successes.
+        explicit_count = ar.int_value(metric.count, 0)
+        if explicit_count > 0 and success_limit > explicit_count:
+            return (
+                f"metric '{metric.name}': count must be >= consecutiveSuccessLimit "
+                f"({explicit_count} < {success_limit})"
             )
         if metric.provider is None:
             return f"metric '{metric.name}': no provider specified"

@@ -3,8 +3,9 @@
 Mirrors argo-rollouts' analysis/analysis.go and utils/analysis: which metrics need a
 measurement now (or a resume, or nothing), how a measurement updates its metric's counters,
 how each metric and the whole run are assessed (failure, inconclusive and consecutive-error
-limits, counts, dry-run metrics, termination), when the run must be looked at next (a workqueue
-timer, never a sleep), and how many measurements are kept. The controller does the I/O.
+limits, the consecutive-success limit, counts, dry-run metrics, termination), when the run must
+be looked at next (a workqueue timer, never a sleep), and how many measurements are kept. The
+controller does the I/O.
 """
 
 from __future__ import annotations
@@ -76,6 +77,16 @@ def seconds(duration: str | None) -> float | None:
         return None
     value = duration_seconds(duration)
     return None if value is None else float(value)
+
+
+def failure_limit(metric: Metric) -> int:
+    """failureLimit: 0 by default (no failure tolerated); a negative value disables it."""
+    return int_value(metric.failure_limit, 0)
+
+
+def consecutive_success_limit(metric: Metric) -> int:
+    """consecutiveSuccessLimit: 0 by default, which (like any value below 1) disables it."""
+    return int_value(metric.consecutive_success_limit, 0)
 
 
 def effective_count(metric: Metric) -> int | None:
@@ -178,6 +189,12 @@ def record(result: MetricResult, measurement: Measurement, *, replace_last: bool
     """The metric's result after a measurement (new, or the resumed last one) finished or not."""
     out = result.model_copy(deep=True)
     if completed(measurement.phase):
+        # Only a Successful measurement extends the run of successes; Failed, Inconclusive and
+        # Error all break it (Argo counts consecutiveSuccess this way).
+        if measurement.phase == AnalysisPhase.SUCCESSFUL:
+            out.consecutive_success = (out.consecutive_success or 0) + 1
+        else:
+            out.consecutive_success = 0
         if measurement.phase == AnalysisPhase.ERROR:
             out.error = (out.error or 0) + 1
             out.consecutive_error = (out.consecutive_error or 0) + 1
@@ -207,10 +224,10 @@ def failure_inconclusive_or_error(
 ) -> tuple[AnalysisPhase | None, str]:
     phase: AnalysisPhase | None = None
     message = ""
-    failure_limit = int_value(metric.failure_limit, 0)
-    if (result.failed or 0) > failure_limit >= 0:
+    limit = failure_limit(metric)
+    if (result.failed or 0) > limit >= 0:
         phase = AnalysisPhase.FAILED
-        message = f"failed ({result.failed or 0}) > failureLimit ({failure_limit})"
+        message = f"failed ({result.failed or 0}) > failureLimit ({limit})"
     inconclusive_limit = int_value(metric.inconclusive_limit, 0)
     if (result.inconclusive or 0) > inconclusive_limit:
         phase = AnalysisPhase.INCONCLUSIVE
@@ -238,10 +255,39 @@ def assess_metric(metric: Metric, result: MetricResult, terminating: bool) -> An
     phase, _ = failure_inconclusive_or_error(metric, result)
     if phase is not None:
         return phase
+    success_limit = consecutive_success_limit(metric)
+    if success_limit > 0 and (result.consecutive_success or 0) >= success_limit:
+        return AnalysisPhase.SUCCESSFUL
     count = effective_count(metric)
     if count is not None and (result.count or 0) >= count:
-        return AnalysisPhase.SUCCESSFUL
+        return count_reached(metric)
     return AnalysisPhase.SUCCESSFUL if terminating else AnalysisPhase.RUNNING
+
+
+def count_reached(metric: Metric) -> AnalysisPhase:
+    """The verdict once a metric took all its measurements without hitting a limit.
+
+    failureLimit alone: Successful (the failures stayed within it). consecutiveSuccessLimit
+    alone: Failed, the awaited run of successes never came. Both: Inconclusive, neither limit
+    decided. Neither applying cannot pass validate_metrics; it would be an Error.
+    """
+    failure_applies = failure_limit(metric) >= 0
+    success_applies = consecutive_success_limit(metric) > 0
+    if failure_applies and success_applies:
+        return AnalysisPhase.INCONCLUSIVE
+    if success_applies:
+        return AnalysisPhase.FAILED
+    if failure_applies:
+        return AnalysisPhase.SUCCESSFUL
+    return AnalysisPhase.ERROR
+
+
+def count_reached_message(metric: Metric, result: MetricResult) -> str:
+    """Why a metric that reached its count without a limit deciding is not Successful."""
+    return (
+        f"consecutiveSuccess ({result.consecutive_success or 0}) < consecutiveSuccessLimit "
+        f"({consecutive_success_limit(metric)}) after count ({result.count or 0})"
+    )
 
 
 def assess_run(
@@ -282,7 +328,8 @@ def assess_run(
             results[index] = result
             continue
         verdict, message = failure_inconclusive_or_error(metric, result)
-        counted = verdict or AnalysisPhase.SUCCESSFUL
+        if verdict is None and phase in (AnalysisPhase.FAILED, AnalysisPhase.INCONCLUSIVE):
+            message = count_reached_message(metric, result)
         if metric.name not in dry:
             if worst is None or SEVERITY[phase] > SEVERITY.get(worst, -1):
                 worst = phase
@@ -290,7 +337,7 @@ def assess_run(
                     worst_message = f'Metric "{metric.name}" assessed {phase} due to {message}'
                     if result.message:
                         worst_message += f': "Error Message: {result.message}"'
-            _count(summary, counted)
+            _count(summary, phase)
         else:
             if worst is None:
                 worst = AnalysisPhase.SUCCESSFUL
@@ -298,7 +345,7 @@ def assess_run(
                 result = result.model_copy(
                     update={"message": f"Metric assessed {phase} due to {message}"}
                 )
-            _count(dry_summary, counted)
+            _count(dry_summary, phase)
         results[index] = result
     run.status.metric_results = results
     run.status.run_summary = summary

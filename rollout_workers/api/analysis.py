@@ -188,9 +188,11 @@ class Metric(KubeModel):
     success_condition: str | None = None
     failure_condition: str | None = None
     failure_limit: IntOrString | None = None
+    """Failed measurements tolerated before the metric fails (default 0); -1 disables it."""
     inconclusive_limit: IntOrString | None = None
     consecutive_error_limit: IntOrString | None = None
     consecutive_success_limit: IntOrString | None = None
+    """Successes in a row that make the metric Successful; 0 (the default) disables it."""
     provider: MetricProvider
 
 
@@ -264,6 +266,7 @@ class MetricResult(KubeModel):
     error: Int32 | None = None
     consecutive_error: Int32 | None = None
     consecutive_success: Int32 | None = None
+    """Successful measurements in a row; any other completed measurement resets it."""
     dry_run: bool | None = None
     metadata: dict[str, str] | None = None
     """Provider state kept across measurements, such as the resolved query."""
