@@ -71,7 +71,7 @@ class ReconcileSettings(BaseModel):
         default_factory=lambda: {
             "rollouts": "rollout_workers.rollout.controller:make_handler",
             "analysisruns": "rollout_workers.analysis.controller:make_handler",
-            "experiments": "rollout_workers.handlers:noop",
+            "experiments": "rollout_workers.experiment.controller:make_handler",
         },
         description="Handler factory per task kind, as 'module:function'.",
     )

@@ -13,9 +13,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from rollout_workers.api.analysis import AnalysisTemplateSpec
+import pydantic
+
+from rollout_workers.api.analysis import (
+    AnalysisTemplate,
+    AnalysisTemplateSpec,
+    ClusterAnalysisTemplate,
+)
+from rollout_workers.kube.resources import INSTANCE_ID_LABEL
 
 Obj = dict[str, Any]
 #: Finds a template's spec by (name, cluster-scoped); None when it does not exist.
@@ -30,6 +37,32 @@ STEP, BACKGROUND, PRE_PROMOTION, POST_PROMOTION = (
     "PostPromotion",
 )
 _FIELD = re.compile(r"^metadata\.(name|namespace|uid|(labels|annotations)\['([^']+)'\])$")
+
+
+class ObjectSource(Protocol):
+    """Where templates are read from (the cache's Lister): an object by key, or None."""
+
+    def get(self, key: str) -> Obj | None: ...
+
+
+def spec_lookup(
+    templates: ObjectSource | None, cluster_templates: ObjectSource | None, namespace: str
+) -> TemplateLookup:
+    """A TemplateLookup over the templates of `namespace` and the cluster-scoped ones; a
+    template that is absent or does not parse counts as absent."""
+
+    def lookup(name: str, cluster: bool) -> AnalysisTemplateSpec | None:
+        source = cluster_templates if cluster else templates
+        raw = source.get(name if cluster else f"{namespace}/{name}") if source else None
+        if raw is None:
+            return None
+        try:
+            model = ClusterAnalysisTemplate if cluster else AnalysisTemplate
+            return model.from_dict(raw).spec
+        except pydantic.ValidationError:
+            return None
+
+    return lookup
 
 
 class TemplateError(ValueError):
@@ -133,6 +166,57 @@ def final_args(template_args: list[Obj], rollout_args: list[Obj]) -> list[Obj]:
     return out
 
 
+def owner_reference(owner: Obj) -> Obj:
+    """The controller reference to `owner` (a Rollout or an Experiment) that its runs carry."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner.get("apiVersion") or "argoproj.io/v1alpha1",
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def run_body(
+    *,
+    owner: Obj,
+    name: str,
+    templates: list[Obj],
+    args: list[Obj],
+    lookup: TemplateLookup,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    dry_run: list[Obj],
+    retention: list[Obj],
+) -> Obj:
+    """An AnalysisRun of the merged `templates`, owned by `owner` (Argo's
+    NewAnalysisRunFromTemplates). `args` override the templates' defaults; the owner's
+    controller-instance-id label is carried over so that the run stays this instance's."""
+    merged = merge_templates(templates, lookup)
+    spec: Obj = {"metrics": merged.metrics, "args": final_args(merged.args, args)}
+    if merged.dry_run + dry_run:
+        spec["dryRun"] = merged.dry_run + dry_run
+    if merged.measurement_retention + retention:
+        spec["measurementRetention"] = merged.measurement_retention + retention
+    meta = owner["metadata"]
+    instance_id = (meta.get("labels") or {}).get(INSTANCE_ID_LABEL)
+    run_labels = {INSTANCE_ID_LABEL: instance_id} if instance_id else {}
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisRun",
+        "metadata": {
+            "name": name,
+            "namespace": meta.get("namespace"),
+            "labels": {**run_labels, **labels},
+            "annotations": annotations,
+            "ownerReferences": [owner_reference(owner)],
+        },
+        "spec": spec,
+    }
+
+
 def analysis_run_body(
     *,
     rollout: Obj,
@@ -145,53 +229,29 @@ def analysis_run_body(
     rollout_type: str,
     step_index: int | None = None,
 ) -> Obj:
-    """The AnalysisRun to create (name `<rollout>-<hash>-<revision>[-<infix>]`)."""
-    merged = merge_templates(list(analysis.get("templates") or []), lookup)
-    args = final_args(
-        merged.args,
-        resolve_rollout_args(
-            list(analysis.get("args") or []),
-            rollout=rollout,
-            stable_hash=stable_hash,
-            latest_hash=pod_hash,
-        ),
-    )
+    """A rollout's AnalysisRun (named `<rollout>-<hash>-<revision>[-<infix>]`)."""
     meta = rollout["metadata"]
-    name = f"{meta['name']}-{pod_hash}-{revision}" + (f"-{infix}" if infix else "")
     labels = {"rollouts-pod-template-hash": pod_hash, ROLLOUT_TYPE_LABEL: rollout_type}
     if step_index is not None:
         labels[STEP_INDEX_LABEL] = str(step_index)
     run_meta = analysis.get("analysisRunMetadata") or {}
     labels.update(run_meta.get("labels") or {})
-    annotations = {
-        "rollout.argoproj.io/revision": str(revision),
-        **(run_meta.get("annotations") or {}),
-    }
-    spec: Obj = {"metrics": merged.metrics, "args": args}
-    dry_run = merged.dry_run + list(analysis.get("dryRun") or [])
-    if dry_run:
-        spec["dryRun"] = dry_run
-    retention = merged.measurement_retention + list(analysis.get("measurementRetention") or [])
-    if retention:
-        spec["measurementRetention"] = retention
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "AnalysisRun",
-        "metadata": {
-            "name": name,
-            "namespace": meta.get("namespace"),
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": "argoproj.io/v1alpha1",
-                    "kind": "Rollout",
-                    "name": meta["name"],
-                    "uid": meta.get("uid", ""),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+    return run_body(
+        owner={"kind": "Rollout", **rollout},
+        name=f"{meta['name']}-{pod_hash}-{revision}" + (f"-{infix}" if infix else ""),
+        templates=list(analysis.get("templates") or []),
+        args=resolve_rollout_args(
+            list(analysis.get("args") or []),
+            rollout=rollout,
+            stable_hash=stable_hash,
+            latest_hash=pod_hash,
+        ),
+        lookup=lookup,
+        labels=labels,
+        annotations={
+            "rollout.argoproj.io/revision": str(revision),
+            **(run_meta.get("annotations") or {}),
         },
-        "spec": spec,
-    }
+        dry_run=list(analysis.get("dryRun") or []),
+        retention=list(analysis.get("measurementRetention") or []),
+    )

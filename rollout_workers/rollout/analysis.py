@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from rollout_workers.analysis import creation
 from rollout_workers.analysis.templates import (
     BACKGROUND,
     POST_PROMOTION,
@@ -30,7 +31,6 @@ from rollout_workers.api.rollout import (
     RolloutStatus,
 )
 from rollout_workers.kube import resources as r
-from rollout_workers.kube.errors import AlreadyExists
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
@@ -204,27 +204,14 @@ def create_run(
         )
     except TemplateError as err:
         raise AnalysisTemplateError(str(err)) from None
-    base = body["metadata"]["name"]
-    for attempt in range(0, 6):
-        if attempt:
-            body["metadata"]["name"] = f"{base}.{attempt}"
-        existing = next(
-            (x for x in ctx.analysis_runs if run_name(x) == body["metadata"]["name"]), None
-        )
-        if (
-            existing is not None
-            and existing.get("spec") == body["spec"]
-            and not run_phase(existing)
-        ):
-            return existing  # created by an earlier reconcile; the cache has it already
-        try:
-            created = ctx.writer.create(r.ANALYSISRUNS, ctx.namespace, body)
-        except AlreadyExists:
-            continue  # another run has this name (an earlier attempt): count up, as Argo does
-        ctx.analysis_runs.append(created)
-        log.info("%s: created %s AnalysisRun %s", ctx.key, kind, body["metadata"]["name"])
-        return created
-    raise AnalysisTemplateError(f"cannot find a free name for AnalysisRun {base}")
+    try:
+        run = creation.create_run(ctx.writer, ctx.namespace, body, ctx.analysis_runs)
+    except creation.RunNameExhausted as err:
+        raise AnalysisTemplateError(str(err)) from None
+    if all(run_name(x) != run_name(run) for x in ctx.analysis_runs):
+        ctx.analysis_runs.append(run)
+        log.info("%s: created %s AnalysisRun %s", ctx.key, kind, run_name(run))
+    return run
 
 
 def cancel(ctx: RolloutContext, runs: list[Obj]) -> None:

@@ -12,7 +12,7 @@ import logging
 
 from rollout_workers.api.analysis import AnalysisPhase
 from rollout_workers.api.rollout import PauseReason, RolloutStatus
-from rollout_workers.rollout import analysis, restart, service, sync
+from rollout_workers.rollout import analysis, experiment, restart, service, sync
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicas as rmath
@@ -130,6 +130,7 @@ def reconcile_canary(ctx: RolloutContext) -> None:
     restart.reconcile_restart(ctx)
     sync.cleanup_old_rss(ctx, ctx.other_rss)
     reconcile_services(ctx)
+    experiment.reconcile_experiments(ctx)
     analysis.reconcile_analysis_runs(ctx)
     if ctx.pause.has_add_pause():
         log.info("%s: paused for an inconclusive AnalysisRun", ctx.key)
@@ -279,6 +280,8 @@ def completed_current_step(ctx: RolloutContext) -> bool:
         return ctx.pause.completed_pause_step(step.pause, ctx.now)
     if step.set_weight is not None:
         return at_desired_counts(ctx)
+    if step.experiment is not None:
+        return experiment.ex_phase(ctx.current_experiment) == AnalysisPhase.SUCCESSFUL
     if step.analysis is not None:
         run = (
             ctx.new_status.canary.current_step_analysis_run_status

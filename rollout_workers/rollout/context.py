@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollout_workers.analysis.templates import TemplateLookup
-from rollout_workers.api.rollout import CanaryStep, Rollout, RolloutStatus
+from rollout_workers.api.rollout import CanaryStatus, CanaryStep, Rollout, RolloutStatus
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.events import event_body
 from rollout_workers.kube.writer import Writer
@@ -51,6 +51,8 @@ class RolloutContext:
     pause: PauseContext
     services: dict[str, Obj] = field(default_factory=dict)  # referenced Services, by name
     analysis_runs: list[Obj] = field(default_factory=list)  # the AnalysisRuns it owns
+    experiments: list[Obj] = field(default_factory=list)  # the Experiments it owns
+    current_experiment: Obj | None = None  # the one the status named (set by its reconcile)
     template_lookup: TemplateLookup = field(default=lambda name, cluster: None)
     bluegreen_runs: dict[str, Obj | None] = field(default_factory=dict)  # this reconcile's pre/post
     new_status: RolloutStatus = field(default_factory=RolloutStatus)
@@ -67,6 +69,7 @@ class RolloutContext:
         writer: Writer,
         services: dict[str, Obj] | None = None,
         analysis_runs: list[Obj] | None = None,
+        experiments: list[Obj] | None = None,
         template_lookup: TemplateLookup | None = None,
     ) -> RolloutContext:
         rollout = Rollout.from_dict(obj)
@@ -89,6 +92,7 @@ class RolloutContext:
             pause=PauseContext(status=rollout.status or RolloutStatus()),
             services=dict(services or {}),
             analysis_runs=list(analysis_runs or []),
+            experiments=list(experiments or []),
             template_lookup=template_lookup or (lambda name, cluster: None),
         )
 
@@ -142,6 +146,11 @@ class RolloutContext:
         seconds = max(0.0, seconds)
         if self.requeue_after is None or seconds < self.requeue_after:
             self.requeue_after = seconds
+
+    def set_current_experiment(self, name: str) -> None:
+        if self.new_status.canary is None:
+            self.new_status.canary = CanaryStatus()
+        self.new_status.canary.current_experiment = name
 
     def event(self, reason: str, message: str, *, warning: bool = False) -> None:
         self.events.append(Event(reason, message, warning))

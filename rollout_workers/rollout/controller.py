@@ -15,12 +15,8 @@ from typing import Any
 
 import pydantic
 
-from rollout_workers.analysis.templates import TemplateLookup
-from rollout_workers.api.analysis import (
-    AnalysisTemplate,
-    AnalysisTemplateSpec,
-    ClusterAnalysisTemplate,
-)
+from rollout_workers.analysis.templates import TemplateLookup, spec_lookup
+from rollout_workers.api.analysis import AnalysisTemplate, ClusterAnalysisTemplate
 from rollout_workers.api.base import ConditionStatus as S
 from rollout_workers.api.rollout import PauseReason, Rollout
 from rollout_workers.api.rollout import RolloutConditionType as T
@@ -43,6 +39,7 @@ from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.analysis import AnalysisTemplateError
 from rollout_workers.rollout.context import RolloutContext
+from rollout_workers.rollout.experiment import ExperimentStepError
 from rollout_workers.rollout.service import ServiceNotFound
 from rollout_workers.runtime import Runtime
 from rollout_workers.timefmt import format_time
@@ -74,9 +71,10 @@ class RolloutController:
         templates: Lister | None = None,
         cluster_templates: Lister | None = None,
         analysis_runs: Lister | None = None,
+        experiments: Lister | None = None,
         clock: Clock = utcnow,
     ) -> None:
-        self.analysis_runs = analysis_runs
+        self.analysis_runs, self.experiments = analysis_runs, experiments
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
         self.templates, self.cluster_templates = templates, cluster_templates
         self.written, self.writer, self.clock = written, writer, clock
@@ -119,6 +117,7 @@ class RolloutController:
             return Result.requeue_after(INVALID_SPEC_REQUEUE)
         uid = str(meta.get("uid", ""))
         runs = self.analysis_runs.by_owner(uid) if self.analysis_runs is not None else []
+        experiments = self.experiments.by_owner(uid) if self.experiments is not None else []
         ctx = RolloutContext.build(
             obj=obj,
             rss=rss,
@@ -126,6 +125,7 @@ class RolloutController:
             writer=self.writer,
             services=services,
             analysis_runs=runs,
+            experiments=experiments,
             template_lookup=self._lookup(namespace),
         )
         try:
@@ -143,22 +143,7 @@ class RolloutController:
         return Result.done()
 
     def _lookup(self, namespace: str) -> TemplateLookup:
-        """Template specs by name from the cache (None when absent or unreadable)."""
-
-        def lookup(name: str, cluster: bool) -> AnalysisTemplateSpec | None:
-            lister = self.cluster_templates if cluster else self.templates
-            if lister is None:
-                return None
-            raw = lister.get(name if cluster else f"{namespace}/{name}")
-            if raw is None:
-                return None
-            try:
-                model = ClusterAnalysisTemplate if cluster else AnalysisTemplate
-                return model.from_dict(raw).spec
-            except pydantic.ValidationError:
-                return None
-
-        return lookup
+        return spec_lookup(self.templates, self.cluster_templates, namespace)
 
     @staticmethod
     def _templates(
@@ -210,18 +195,14 @@ def reconcile(ctx: RolloutContext, error: validation.ValidationError | None = No
         invalid_spec(ctx, str(err), reason=c.SERVICE_NOT_FOUND_REASON)
     except AnalysisTemplateError as err:
         invalid_spec(ctx, f"cannot create the AnalysisRun: {err}")
+    except ExperimentStepError as err:
+        invalid_spec(ctx, f"cannot create the Experiment: {err}")
 
 
 def unsupported(ctx: RolloutContext) -> str:
     """What this controller cannot reconcile yet, as an InvalidSpec message ('' if nothing)."""
     if ctx.canary is not None and ctx.canary.traffic_routing is not None:
         return "trafficRouting is not supported by this controller yet"
-    for i, step in enumerate(ctx.steps):
-        if step.experiment is not None:
-            return (
-                f"spec.strategy.canary.steps[{i}]: experiment steps are not supported by this "
-                "controller yet"
-            )
     return ""
 
 
@@ -303,6 +284,7 @@ def make_handler(runtime: Runtime) -> Handler:
         templates=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISTEMPLATES),
         cluster_templates=Lister(runtime.redis, prefix=prefix, resource=r.CLUSTERANALYSISTEMPLATES),
         analysis_runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),
+        experiments=Lister(runtime.redis, prefix=prefix, resource=r.EXPERIMENTS),
         written=written,
         writer=KubeWriter(kube, on_written=written.record),
     )

@@ -47,6 +47,7 @@ def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
         keys["rollouts"].add(change.key)
     elif resource is r.REPLICASETS:
         owner("Rollout", "rollouts")
+        owner("Experiment", "experiments")
     elif resource is r.ANALYSISRUNS:
         keys["analysisruns"].add(change.key)
         owner("Rollout", "rollouts")
@@ -58,6 +59,7 @@ def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
         owner("AnalysisRun", "analysisruns")
     elif resource is r.SERVICES:
         referencing(SERVICE, qualified, "rollouts")
+        owner("Experiment", "experiments")
     elif resource is r.INGRESSES:
         referencing(INGRESS, qualified, "rollouts")
     elif resource is r.ANALYSISTEMPLATES:

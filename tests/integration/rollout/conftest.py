@@ -22,6 +22,7 @@ from rollout_workers.app import create_app
 from rollout_workers.cache import Lister
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
+from rollout_workers.experiment.controller import ExperimentController
 from rollout_workers.handlers import SyncRequest
 from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
@@ -54,6 +55,8 @@ class Harness:
     rdb: redis.Redis
     analysis: AnalysisRunController | None = None
     runs: Lister | None = None
+    experiments: ExperimentController | None = None
+    experiment_cache: Lister | None = None
 
     def sync(self, name: str) -> Any:
         return self.controller.sync(SyncRequest("rollouts", ObjectKey(f"{NS}/{name}"), NoLease()))
@@ -78,6 +81,7 @@ class Harness:
         deadline = time.monotonic() + timeout
         while True:
             self.sync(name)
+            self.sync_experiments()
             self.sync_analysis_runs()
             obj = self.rollout(name)
             if until(obj):
@@ -93,6 +97,14 @@ class Harness:
         for run in self.runs.list(NS):
             key = ObjectKey(f"{NS}/{run['metadata']['name']}")
             self.analysis.sync(SyncRequest("analysisruns", key, NoLease()))
+
+    def sync_experiments(self) -> None:
+        """Reconcile every Experiment in the cache (the experiments workers' part)."""
+        if self.experiments is None or self.experiment_cache is None:
+            return
+        for ex in self.experiment_cache.list(NS):
+            key = ObjectKey(f"{NS}/{ex['metadata']['name']}")
+            self.experiments.sync(SyncRequest("experiments", key, NoLease()))
 
     def create(self, body: dict[str, Any]) -> None:
         self.kube.create(r.ROLLOUTS, NS, body)
@@ -129,6 +141,17 @@ def harness(
         templates=Lister(rdb, prefix="rw", resource=r.ANALYSISTEMPLATES),
         cluster_templates=Lister(rdb, prefix="rw", resource=r.CLUSTERANALYSISTEMPLATES),
         analysis_runs=runs,
+        experiments=Lister(rdb, prefix="rw", resource=r.EXPERIMENTS),
+        written=written,
+        writer=writer,
+    )
+    experiments = ExperimentController(
+        experiments=Lister(rdb, prefix="rw", resource=r.EXPERIMENTS),
+        replicasets=Lister(rdb, prefix="rw", resource=r.REPLICASETS),
+        services=Lister(rdb, prefix="rw", resource=r.SERVICES),
+        analysis_runs=runs,
+        templates=Lister(rdb, prefix="rw", resource=r.ANALYSISTEMPLATES),
+        cluster_templates=Lister(rdb, prefix="rw", resource=r.CLUSTERANALYSISTEMPLATES),
         written=written,
         writer=writer,
     )
@@ -153,6 +176,8 @@ def harness(
         rdb=rdb,
         analysis=analysis,
         runs=runs,
+        experiments=experiments,
+        experiment_cache=Lister(rdb, prefix="rw", resource=r.EXPERIMENTS),
     )
     stop.set()
 
