@@ -210,3 +210,118 @@ def test_canary_with_job_analysis_steps_on_the_worker_pool(
     assert len(mine) == 3 and all(x["status"]["phase"] == "Successful" for x in mine)
     jobs, _ = kube.list(r.JOBS, namespace=NS)
     assert len(jobs) >= 3
+
+
+def test_experiment_step_on_the_worker_pool(
+    procs: Processes, cluster: DevClusterThread, tmp_path: Path, rdb: redis.Redis
+) -> None:
+    """A canary experiment step (stable and canary templates, a required job analysis): the
+    Experiment succeeds, the rollout goes on to Healthy, and the job got both templates' pod
+    hashes."""
+    kube, _, _ = start_system(procs, cluster, tmp_path, workers=2)
+    manifests.ensure_namespace(kube, NS)
+    command = "echo stable={{args.stable-hash}} canary={{args.canary-hash}}"
+    pod = {
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "check", "image": "busybox", "command": ["sh", "-c", command]}],
+        }
+    }
+    manifests.apply(
+        kube,
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "AnalysisTemplate",
+            "metadata": {"name": "compare"},
+            "spec": {
+                "args": [{"name": "stable-hash"}, {"name": "canary-hash"}],
+                "metrics": [
+                    {
+                        "name": "compare",
+                        "provider": {"job": {"spec": {"backoffLimit": 0, "template": pod}}},
+                    }
+                ],
+            },
+        },
+        NS,
+    )
+    step = {
+        "experiment": {
+            "templates": [
+                {"name": "baseline", "specRef": "stable"},
+                {"name": "canary", "specRef": "canary"},
+            ],
+            "analyses": [
+                {
+                    "name": "compare",
+                    "templateName": "compare",
+                    "requiredForCompletion": True,
+                    "args": [
+                        {"name": "stable-hash", "value": "{{templates.baseline.podTemplateHash}}"},
+                        {"name": "canary-hash", "value": "{{templates.canary.podTemplateHash}}"},
+                    ],
+                }
+            ],
+        }
+    }
+    rollout = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"name": "exp"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "exp"}},
+            "template": {
+                "metadata": {"labels": {"app": "exp"}},
+                "spec": {"containers": [{"name": "app", "image": "demo:1"}]},
+            },
+            "strategy": {"canary": {"steps": [{"setWeight": 50}, step]}},
+        },
+    }
+    manifests.apply(kube, rollout, NS)
+
+    def wait(predicate: Any, what: str, timeout: float = 90) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            obj = kube.get(r.ROLLOUTS, NS, "exp")
+            if predicate(obj):
+                return obj
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: {obj.get('status')}")
+            time.sleep(0.25)
+
+    stable = wait(lambda o: (o.get("status") or {}).get("phase") == "Healthy", "first deploy")[
+        "status"
+    ]["stableRS"]
+    kube.patch(
+        r.ROLLOUTS,
+        NS,
+        "exp",
+        {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "demo:2"}]}}}},
+    )
+    done = wait(
+        lambda o: o["status"].get("phase") == "Healthy" and o["status"]["stableRS"] != stable,
+        "promoted",
+    )
+    name = f"exp-{done['status']['currentPodHash']}-2-1"
+    experiment = kube.get(r.EXPERIMENTS, NS, name)
+    assert experiment["status"]["phase"] == "Successful", experiment["status"]
+    assert experiment["status"]["message"] == "Required AnalysisRuns completed"
+    rss, _ = kube.list(r.REPLICASETS, namespace=NS)
+    hashes = {
+        rs["metadata"]["annotations"]["experiment.argoproj.io/template-name"]: rs["metadata"][
+            "labels"
+        ][r.POD_TEMPLATE_HASH_LABEL]
+        for rs in rss
+        if rs["metadata"]["name"].startswith(f"{name}-")
+    }
+    assert set(hashes) == {"baseline", "canary"}
+    run = kube.get(r.ANALYSISRUNS, NS, f"{name}-compare")
+    assert run["status"]["phase"] == "Successful"
+    jobs, _ = kube.list(r.JOBS, namespace=NS)
+    commands = [
+        j["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+        for j in jobs
+        if j["metadata"]["labels"].get(r.ANALYSIS_RUN_UID_LABEL) == run["metadata"]["uid"]
+    ]
+    assert commands == [f"echo stable={hashes['baseline']} canary={hashes['canary']}"]
