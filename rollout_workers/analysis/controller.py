@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -353,45 +354,170 @@ def _measure(
 
 
 def validate_metrics(metrics: list[Metric]) -> str:
-    """Argo's ValidateMetrics: unique names, readable durations, sane counts and limits; at
-    least one of failureLimit (-1 disables it) and consecutiveSuccessLimit (0 disables it)
-    must apply."""
+    """Argo's ValidateMetrics/ValidateMetric (utils/analysis): the first problem found, as
+    `metrics[i]: <problem>`, or "" when the metrics are valid. The caller reports it as
+    "Analysis spec invalid: ...".
+
+    Rules, in Argo's order, plus those of consecutiveSuccessLimit (Argo Rollouts 1.8), under which
+    failureLimit -1 disables the failure limit:
+    - names are unique;
+    - only an explicit count > 0 bounds the limits: count >= failureLimit, inconclusiveLimit and
+      consecutiveSuccessLimit (count 3 with failureLimit 3 is valid; an implied count never is
+      compared);
+    - count > 1 needs an interval;
+    - interval and initialDelay read as Argo's DurationString (Go's errors quoted);
+    - failureLimit >= -1, inconclusiveLimit >= 0, consecutiveErrorLimit >= 0,
+      consecutiveSuccessLimit >= 0, and failureLimit or consecutiveSuccessLimit applies;
+    - exactly one provider (each plugin entry counts as one).
+    """
+    if not metrics:
+        return "no metrics specified"
     seen: set[str] = set()
-    for metric in metrics:
+    for i, metric in enumerate(metrics):
         if metric.name in seen:
-            return f"duplicate metric name '{metric.name}'"
+            # The newest Argo closes the quote; older releases left it open ("'%s").
+            return f"metrics[{i}]: duplicate name '{metric.name}'"
         seen.add(metric.name)
-        for field, value in (("interval", metric.interval), ("initialDelay", metric.initial_delay)):
-            if value and ar.seconds(value) is None:
-                return f"metric '{metric.name}': invalid {field}: {value}"
-        count = ar.effective_count(metric)
-        failure_limit = ar.failure_limit(metric)
-        if count is not None and count >= 1 and failure_limit >= count:
-            return (
-                f"metric '{metric.name}': failureLimit should be less than count "
-                f"({failure_limit} >= {count})"
-            )
-        success_limit = ar.consecutive_success_limit(metric)
-        if failure_limit < -1:
-            return f"metric '{metric.name}': failureLimit must be >= -1"
-        if success_limit < 0:
-            return f"metric '{metric.name}': consecutiveSuccessLimit must be >= 0"
-        if failure_limit < 0 and success_limit == 0:
-            # Nothing could ever decide the metric but its count (or termination).
-            return (
-                f"metric '{metric.name}': either failureLimit (>= 0) or "
-                f"consecutiveSuccessLimit (> 0) must apply"
-            )
-        # Only an explicit count bounds the run of successes: a metric with neither count nor
-        # interval still takes one measurement, and then fails for want of successes.
-        explicit_count = ar.int_value(metric.count, 0)
-        if explicit_count > 0 and success_limit > explicit_count:
-            return (
-                f"metric '{metric.name}': count must be >= consecutiveSuccessLimit "
-                f"({explicit_count} < {success_limit})"
-            )
-        if metric.provider is None:
-            return f"metric '{metric.name}': no provider specified"
+        problem = _validate_metric(metric)
+        if problem:
+            return f"metrics[{i}]: {problem}"
+    return ""
+
+
+def _validate_metric(metric: Metric) -> str:
+    """Argo's ValidateMetric for one metric: its first problem, or ""."""
+    count = ar.int_value(metric.count, 0)
+    failure_limit = ar.int_value(metric.failure_limit, 0)
+    inconclusive_limit = ar.int_value(metric.inconclusive_limit, 0)
+    success_limit = ar.consecutive_success_limit(metric)
+    if count > 0:
+        if count < failure_limit:
+            return "count must be >= failureLimit"
+        if count < inconclusive_limit:
+            return "count must be >= inconclusiveLimit"
+        if count < success_limit:
+            return f"count must be >= consecutiveSuccessLimit ({count} < {success_limit})"
+    if count > 1 and not metric.interval:
+        return "interval must be specified when count > 1"
+    for value, what in ((metric.interval, "interval"), (metric.initial_delay, "startDelay")):
+        if not value:
+            continue
+        err = _go_duration_error(value)
+        if err:
+            return f"invalid {what} string: {err}"
+        if ar.seconds(value) is None:
+            # Argo reads it (a bare integer is seconds; a sign is allowed) but this controller's
+            # scheduler cannot: failing the run beats a metric that is never measured.
+            return f"unsupported {what} string: {_go_quote(value)}"
+    if failure_limit < -1:
+        return "failureLimit must be >= -1"
+    if inconclusive_limit < 0:
+        return "inconclusiveLimit must be >= 0"
+    if ar.int_value(metric.consecutive_error_limit, 0) < 0:
+        return "consecutiveErrorLimit must be >= 0"
+    if success_limit < 0:
+        return "consecutiveSuccessLimit must be >= 0"
+    if failure_limit < 0 and success_limit == 0:
+        # Nothing could ever decide the metric but its count (or termination).
+        return "either failureLimit (>= 0) or consecutiveSuccessLimit (> 0) must apply"
+    provider = metric.provider
+    providers = sum(
+        value is not None
+        for value in (
+            provider.prometheus,
+            provider.job,
+            provider.web,
+            provider.wavefront,
+            provider.kayenta,
+            provider.datadog,
+            provider.new_relic,
+            provider.cloud_watch,
+            provider.graphite,
+            provider.influxdb,
+            provider.skywalking,
+        )
+    ) + len(provider.plugin or {})
+    if providers == 0:
+        return "no provider specified"
+    if providers > 1:
+        return "multiple providers specified"
+    return ""
+
+
+#: Go's time.ParseDuration units, in nanoseconds (both spellings of the micro sign).
+_GO_UNITS = {
+    "ns": 1,
+    "us": 1_000,
+    "\u00b5s": 1_000,
+    "\u03bcs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_ASCII_DIGITS = "0123456789"
+
+
+def _go_quote(text: str) -> str:
+    """Go's time.quote: double quotes; non-ASCII and control bytes as \\xNN."""
+    out: list[str] = []
+    for char in text:
+        if ord(char) >= 0x80 or char < " ":
+            out.extend(f"\\x{byte:02x}" for byte in char.encode())
+        else:
+            out.append("\\" + char if char in '"\\' else char)
+    return '"' + "".join(out) + '"'
+
+
+def _go_duration_error(text: str) -> str:
+    """The error of Argo's DurationString.Duration() (a bare integer is seconds, else Go's
+    time.ParseDuration), or "" when it reads."""
+    if _GO_INT.fullmatch(text) and -(2**63) <= int(text) < 2**63:
+        return ""
+    invalid = "time: invalid duration " + _go_quote(text)
+    rest, negative = text, text[:1] == "-"
+    if rest[:1] in ("+", "-"):
+        rest = rest[1:]
+    if rest == "0":
+        return ""
+    if not rest:
+        return invalid
+    total = 0
+    while rest:
+        if not (rest[0] == "." or "0" <= rest[0] <= "9"):
+            return invalid
+        whole = rest[: len(rest) - len(rest.lstrip(_ASCII_DIGITS))]
+        rest = rest[len(whole) :]
+        if whole and int(whole) > 2**63:
+            return invalid
+        fraction = ""
+        if rest[:1] == ".":
+            rest = rest[1:]
+            fraction = rest[: len(rest) - len(rest.lstrip(_ASCII_DIGITS))]
+            rest = rest[len(fraction) :]
+        if not whole and not fraction:
+            return invalid
+        end = 0
+        while end < len(rest) and not (rest[end] == "." or "0" <= rest[end] <= "9"):
+            end += 1
+        if end == 0:
+            return "time: missing unit in duration " + _go_quote(text)
+        unit_name, rest = rest[:end], rest[end:]
+        unit = _GO_UNITS.get(unit_name)
+        if unit is None:
+            return f"time: unknown unit {_go_quote(unit_name)} in duration {_go_quote(text)}"
+        value = int(whole or 0)
+        if value > 2**63 // unit:
+            return invalid
+        value *= unit
+        if fraction:
+            value += int(float("0." + fraction) * unit)
+        total += value
+        if value > 2**63 or total > 2**63:
+            return invalid
+    if not negative and total > 2**63 - 1:
+        return invalid
     return ""
 
 

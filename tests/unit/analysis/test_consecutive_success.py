@@ -236,23 +236,23 @@ VALIDATE = {
     "success limit without count or interval": ({"consecutiveSuccessLimit": 3}, ""),
     "neither limit applies": (
         {"interval": "1s", "failureLimit": -1},
-        "metric 'm': either failureLimit (>= 0) or consecutiveSuccessLimit (> 0) must apply",
+        "metrics[0]: either failureLimit (>= 0) or consecutiveSuccessLimit (> 0) must apply",
     ),
     "neither, success limit explicitly 0": (
         {"interval": "1s", "failureLimit": -1, "consecutiveSuccessLimit": 0},
-        "metric 'm': either failureLimit (>= 0) or consecutiveSuccessLimit (> 0) must apply",
+        "metrics[0]: either failureLimit (>= 0) or consecutiveSuccessLimit (> 0) must apply",
     ),
     "failure limit below -1": (
         {"interval": "1s", "failureLimit": -2, "consecutiveSuccessLimit": 1},
-        "metric 'm': failureLimit must be >= -1",
+        "metrics[0]: failureLimit must be >= -1",
     ),
     "negative success limit": (
         {"interval": "1s", "consecutiveSuccessLimit": -1},
-        "metric 'm': consecutiveSuccessLimit must be >= 0",
+        "metrics[0]: consecutiveSuccessLimit must be >= 0",
     ),
     "success limit above count": (
         {"interval": "1s", "count": 3, "consecutiveSuccessLimit": 4},
-        "metric 'm': count must be >= consecutiveSuccessLimit (3 < 4)",
+        "metrics[0]: count must be >= consecutiveSuccessLimit (3 < 4)",
     ),
     "success limit from a resolved argument": (
         {"interval": "1s", "count": "3", "failureLimit": "-1", "consecutiveSuccessLimit": "3"},
@@ -407,7 +407,7 @@ def test_a_run_whose_metric_no_limit_can_decide_is_invalid() -> None:
     outcome, wake = reconcile(run, now=T0, providers=lambda m: ByMetric({}), secrets=_NoSecrets())
     assert outcome.status.phase == P.ERROR and wake is None
     assert outcome.status.message == (
-        "Analysis spec invalid: metric 'm': either failureLimit (>= 0) or "
+        "Analysis spec invalid: metrics[0]: either failureLimit (>= 0) or "
         "consecutiveSuccessLimit (> 0) must apply"
     )
 
