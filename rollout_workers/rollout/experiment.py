@@ -3,7 +3,8 @@
 At an experiment step the rollout creates one Experiment (named after the pod hash, revision
 and step) from the step's templates: each copies the stable or the canary ReplicaSet's pod
 template. The step completes when the Experiment is Successful; Failed or Error aborts the
-rollout with the experiment's message, and Inconclusive pauses it (InconclusiveExperiment).
+rollout with the experiment's message, and Inconclusive pauses it (InconclusiveExperiment)
+until a user resumes, which runs a fresh Experiment (as a promote analyses a step again).
 Experiments that are no longer current are terminated, and finished ones are deleted beyond the
 rollout's history limits or once their ReplicaSet is gone.
 """
@@ -180,10 +181,22 @@ def reconcile_experiments(ctx: RolloutContext) -> None:
         return
     if ctx.pause.get(PauseReason.INCONCLUSIVE_ANALYSIS) is not None:
         return
+    if ctx.pause.get(PauseReason.INCONCLUSIVE_EXPERIMENT) is not None:
+        if current is not None:  # paused on it: keep it current until a user resumes
+            ctx.set_current_experiment(ex_name(current))
+        return
     step, index = ctx.current_step()
     at_experiment = step is not None and step.experiment is not None and index is not None
     if at_experiment:
         assert step is not None and step.experiment is not None and index is not None
+        if (
+            current is not None
+            and ex_phase(current) == AnalysisPhase.INCONCLUSIVE
+            and status.controller_pause
+        ):
+            # We paused on an inconclusive experiment and a user resumed: experiment again.
+            others.append(current)
+            current = None
         if current is None:
             if ctx.stable_rs is None:
                 log.info("%s: cannot create the experiment before a stable ReplicaSet", ctx.key)
@@ -193,6 +206,7 @@ def reconcile_experiments(ctx: RolloutContext) -> None:
         phase = ex_phase(current)
         if phase == AnalysisPhase.INCONCLUSIVE:
             ctx.pause.add.append(PauseReason.INCONCLUSIVE_EXPERIMENT)
+            ctx.set_current_experiment(ex_name(current))
         elif phase in (AnalysisPhase.ERROR, AnalysisPhase.FAILED):
             ctx.pause.add_abort = True
             ctx.pause.abort_message = str((current.get("status") or {}).get("message") or "")

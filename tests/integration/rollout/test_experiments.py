@@ -356,3 +356,31 @@ def test_failed_experiment_step_aborts_the_rollout(harness: Harness, metrics: Me
     assert aborted["status"]["abort"] is True
     assert 'Metric "rate" assessed Failed' in aborted["status"]["message"]
     h.drive("exf", lambda o: h.rs_replicas("exf")[stable] == 2)
+
+
+def test_inconclusive_experiment_pauses_and_resume_runs_it_again(
+    harness: Harness, metrics: Metrics
+) -> None:
+    h = harness
+    template(h, "rate", metrics.url, failureCondition="result < 0.1")  # 0.5: Inconclusive
+    h.create(canary_rollout("exi", replicas=1, steps=[experiment_step("0.5")]))
+    h.drive("exi", lambda o: phase(o) == "Healthy")
+    set_image(h, "exi", "app:2")
+    paused = h.drive("exi", lambda o: phase(o) == "Paused")
+    assert paused["status"]["pauseConditions"][0]["reason"] == "InconclusiveExperiment"
+    first = paused["status"]["canary"]["currentExperiment"]
+    assert ex_phase(get(h, first)) == "Inconclusive"
+    for _ in range(3):  # paused: no new experiment is started
+        h.sync("exi")
+        h.sync_experiments()
+    experiments, _ = h.kube.list(r.EXPERIMENTS, namespace=NS)
+    assert [x["metadata"]["name"] for x in experiments] == [first]
+    h.patch("exi", {"status": {"pauseConditions": None}}, status=True)  # promote
+    again = h.drive(
+        "exi",
+        lambda o: (
+            ((o.get("status") or {}).get("canary") or {}).get("currentExperiment")
+            not in (None, first)
+        ),
+    )
+    assert again["status"]["canary"]["currentExperiment"] == f"{first}-1"
