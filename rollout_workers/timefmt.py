@@ -19,10 +19,13 @@ def format_time(value: dt.datetime) -> str:
 
 
 def duration_seconds(value: int | str) -> int | None:
-    """Whole seconds of an int (seconds) or a Go duration string; None when unreadable."""
+    """Whole seconds of an int or a digits-only string (seconds), or of a Go duration string;
+    None when unreadable."""
     if isinstance(value, int):
         return value
     text = value.strip()
+    if text.isdigit():  # a pause's `duration: "30"`: seconds, as Argo reads an IntOrString
+        return int(text)
     parts = _PART.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         return None

@@ -94,9 +94,8 @@ ONE_METRIC: dict[str, tuple[dict[str, Any], str]] = {
         {"interval": "x", "initialDelay": "y"},
         'metrics[0]: invalid interval string: time: invalid duration "x"',
     ),
-    # Argo reads a bare integer as seconds, but this controller's scheduler cannot read it yet:
-    # the run fails rather than wait for a measurement that would never be taken.
-    "bare integer interval": ({"interval": "30"}, 'metrics[0]: unsupported interval string: "30"'),
+    # A bare integer is read as seconds.
+    "bare integer interval": ({"interval": "30"}, ""),
     "signed initialDelay": (
         {"initialDelay": "-5s"},
         'metrics[0]: unsupported startDelay string: "-5s"',

@@ -99,7 +99,7 @@ def test_phase(spec: dict[str, Any], status: dict[str, Any], want: tuple[str, st
         ("1m30s", 90),
         ("1.5h", 5400),
         ("500ms", 0),
-        ("30", None),
+        ("30", 30),
         ("abc", None),
         ("1x", None),
     ],
