@@ -1,12 +1,15 @@
 """Issue scenarios end to end: real watcher, beat and worker processes on the embedded API,
-every user action through the `rollouts` CLI. The scenarios run concurrently, one namespace
-each; the chaos run repeats them with three worker hosts while a thread kill -9s a random one
-every few seconds (and starts it again), and they must end in the same states.
+every user action through the `rollouts` CLI: the rollout scenarios of #4 and the analysis and
+experiment scenarios of #5 (web metrics from an in-process endpoint, job metrics completed by
+the embedded API's Job controller). They run concurrently, one namespace each, with three worker
+hosts while a thread kill -9s a random one every 0.5-1.5 s (and starts it again); every end
+state they assert must hold.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import random
 import signal
@@ -18,6 +21,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +38,39 @@ Obj = dict[str, Any]
 TIMEOUT = 90.0
 
 
+class Metrics:
+    """A web metrics endpoint: GET /<key> answers the value set for `key`, or the key itself
+    read as a number (so a template can be pointed at a fixed value)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, float] = {}
+        values = self.values
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                key = self.path.strip("/")
+                value = values[key] if key in values else float(key)
+                data = json.dumps(value).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
 @dataclass
 class World:
     kube: Kube
     kubeconfig: Path
     namespace: str
+    metrics: Metrics
 
     def cli(self, *args: str) -> str:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
@@ -81,6 +113,39 @@ class World:
     def apply(self, *docs: Obj) -> None:
         for doc in docs:
             manifests.apply(self.kube, doc, self.namespace)
+
+    def list(self, resource: r.Resource) -> list[Obj]:
+        items, _ = self.kube.list(resource, namespace=self.namespace)
+        return items
+
+    def template(self, name: str, **metric: Any) -> None:
+        """An AnalysisTemplate measuring `metrics/{{args.value}}`, passing at >= 0.9."""
+        url = self.metrics.url + "/{{args.value}}"
+        metric = {
+            "name": name,
+            "successCondition": "result >= 0.9",
+            "provider": {"web": {"url": url}},
+            **metric,
+        }
+        self.apply({"apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisTemplate",
+                    "metadata": {"name": name},
+                    "spec": {"args": [{"name": "value"}], "metrics": [metric]}})  # fmt: skip
+
+    def job_template(self, name: str, command: str, args: list[Obj] | None = None) -> None:
+        """An AnalysisTemplate whose metric is a Job running `command` (the embedded API's Job
+        controller completes it)."""
+        pod = {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {"name": "check", "image": "busybox", "command": ["sh", "-c", command]}
+                ],
+            }
+        }
+        metric = {"name": name, "provider": {"job": {"spec": {"backoffLimit": 0, "template": pod}}}}
+        self.apply({"apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisTemplate",
+                    "metadata": {"name": name},
+                    "spec": {"args": args or [], "metrics": [metric]}})  # fmt: skip
 
 
 def phase(obj: Obj) -> str:
@@ -134,6 +199,16 @@ def selector(w: World, service: str) -> str:
 
 
 # -- the scenarios of the issue ------------------------------------------------------------------
+
+
+def analysis(template: str, value: str) -> Obj:
+    return {"templates": [{"templateName": template}], "args": [{"name": "value", "value": value}]}
+
+
+def runs_of(w: World, kind: str) -> list[Obj]:
+    return [
+        x for x in w.list(r.ANALYSISRUNS) if x["metadata"]["labels"].get("rollout-type") == kind
+    ]
 
 
 def scenario_1_scaling_while_paused(w: World) -> None:
@@ -250,6 +325,173 @@ def scenario_7_full_restart_invalid(w: World) -> None:
     w.wait("inv", lambda o: phase(o) == "Healthy", "valid again")
 
 
+# -- the scenarios of the analysis issue (#5) ----------------------------------------------------
+
+
+def analysis_1_job_steps_then_promote(w: World) -> None:
+    """An inline job analysis at each pause, then promote: Healthy with one run per step."""
+    w.job_template("smoke", "true")
+    step = {"analysis": {"templates": [{"templateName": "smoke"}]}}
+    w.apply(
+        canary("jobs", 2, [{"setWeight": 25}, step, {"setWeight": 50}, step, {"pause": {}}, step])
+    )
+    w.wait("jobs", lambda o: phase(o) == "Healthy", "first deploy")
+    w.cli("set", "image", "jobs", "app=demo:2")
+    w.wait(
+        "jobs", lambda o: phase(o) == "Paused" and status(o).get("currentStepIndex") == 4, "paused"
+    )
+    w.cli("promote", "jobs")
+    done = w.wait("jobs", promoted, "promoted")
+    mine = [
+        x
+        for x in runs_of(w, "Step")
+        if x["metadata"]["name"].startswith(f"jobs-{status(done)['currentPodHash']}-")
+    ]
+    assert len(mine) == 3 and all(x["status"]["phase"] == "Successful" for x in mine), mine
+    assert len(w.list(r.JOBS)) >= 3
+
+
+def analysis_2_background_while_paused(w: World) -> None:
+    """Background web analysis Running while paused; Successful after promote."""
+    w.template("bg-rate", interval="1s")
+    body = canary("bga", 2, [{"setWeight": 50}, {"pause": {}}])
+    body["spec"]["strategy"]["canary"]["analysis"] = analysis("bg-rate", "0.99")
+    w.apply(body)
+    w.wait("bga", lambda o: phase(o) == "Healthy", "first deploy")
+    w.cli("set", "image", "bga", "app=demo:2")
+
+    def background(o: Obj) -> str:
+        run = (status(o).get("canary") or {}).get("currentBackgroundAnalysisRunStatus") or {}
+        return str(run.get("status", ""))
+
+    w.wait("bga", lambda o: phase(o) == "Paused" and background(o) == "Running", "measuring")
+    w.cli("promote", "bga")
+    w.wait("bga", promoted, "promoted")
+    deadline = time.monotonic() + TIMEOUT
+    while [x["status"].get("phase") for x in runs_of(w, "Background")] != ["Successful"]:
+        assert time.monotonic() < deadline, runs_of(w, "Background")
+        time.sleep(0.25)
+
+
+def analysis_3_pre_promotion_failure_then_fixed(w: World) -> None:
+    """Blue-green pre-promotion failure: Degraded, preview on the new revision. Fixed args and
+    a retry: Healthy."""
+    w.template("gate")
+    w.apply(*bluegreen("pre", 1, prePromotionAnalysis=analysis("gate", "0.5")))
+    old = w.wait(
+        "pre", lambda o: phase(o) == "Healthy" and selector(w, "pre-active") != "", "first deploy"
+    )["status"]["stableRS"]
+    w.cli("set", "image", "pre", "app=demo:2")
+    degraded = w.wait("pre", lambda o: phase(o) == "Degraded", "pre-promotion analysis failed")
+    new = status(degraded)["currentPodHash"]
+    assert selector(w, "pre-preview") == new and selector(w, "pre-active") == old
+    fixed = {
+        "spec": {"strategy": {"blueGreen": {"prePromotionAnalysis": analysis("gate", "0.99")}}}
+    }
+    w.kube.patch(r.ROLLOUTS, w.namespace, "pre", fixed)
+    w.cli("retry", "rollout", "pre")
+    w.wait(
+        "pre", lambda o: promoted(o) and selector(w, "pre-active") == new, "promoted after retry"
+    )
+
+
+def analysis_4_pre_and_post_then_fast_rollback(w: World) -> None:
+    """Blue-green pre- and post-promotion analysis; the old template again: a fast rollback
+    that starts no new run."""
+    w.template("gate")
+    w.apply(
+        *bluegreen(
+            "pp",
+            1,
+            prePromotionAnalysis=analysis("gate", "0.99"),
+            postPromotionAnalysis=analysis("gate", "0.99"),
+            scaleDownDelaySeconds=60,
+        )
+    )
+    old = w.wait(
+        "pp", lambda o: phase(o) == "Healthy" and selector(w, "pp-active") != "", "first deploy"
+    )["status"]["stableRS"]
+    w.cli("set", "image", "pp", "app=demo:2")
+    w.wait("pp", lambda o: promoted(o) and status(o)["stableRS"] != old, "promoted")
+    runs = w.list(r.ANALYSISRUNS)
+    assert sorted(x["metadata"]["labels"]["rollout-type"] for x in runs) == [
+        "PostPromotion",
+        "PrePromotion",
+    ]
+    assert all(x["status"]["phase"] == "Successful" for x in runs)
+    w.cli("set", "image", "pp", "app=demo:1")
+    w.wait(
+        "pp",
+        lambda o: selector(w, "pp-active") == old and status(o).get("stableRS") == old,
+        "rolled back",
+    )
+    assert len(w.list(r.ANALYSISRUNS)) == 2, "a fast rollback analyses nothing"
+
+
+def analysis_5_experiment_step(w: World) -> None:
+    """An experiment step with stable and canary templates and a required job analysis: the
+    Experiment succeeds, and the job got both templates' pod hashes."""
+    command = "echo stable={{args.stable-hash}} canary={{args.canary-hash}}"
+    w.job_template("compare", command, [{"name": "stable-hash"}, {"name": "canary-hash"}])
+    step = {
+        "experiment": {
+            "templates": [
+                {"name": "baseline", "specRef": "stable"},
+                {"name": "canary", "specRef": "canary"},
+            ],
+            "analyses": [
+                {
+                    "name": "compare",
+                    "templateName": "compare",
+                    "requiredForCompletion": True,
+                    "args": [
+                        {"name": "stable-hash", "value": "{{templates.baseline.podTemplateHash}}"},
+                        {"name": "canary-hash", "value": "{{templates.canary.podTemplateHash}}"},
+                    ],
+                }
+            ],
+        }
+    }
+    w.apply(canary("exp", 2, [{"setWeight": 50}, step]))
+    stable = w.wait("exp", lambda o: phase(o) == "Healthy", "first deploy")["status"]["stableRS"]
+    w.cli("set", "image", "exp", "app=demo:2")
+    done = w.wait("exp", lambda o: promoted(o) and status(o)["stableRS"] != stable, "promoted")
+    name = f"exp-{status(done)['currentPodHash']}-2-1"
+    experiment = w.kube.get(r.EXPERIMENTS, w.namespace, name)
+    assert status(experiment)["phase"] == "Successful", status(experiment)
+    hashes = {
+        rs["metadata"]["annotations"]["experiment.argoproj.io/template-name"]: rs["metadata"][
+            "labels"
+        ][r.POD_TEMPLATE_HASH_LABEL]
+        for rs in w.list(r.REPLICASETS)
+        if rs["metadata"]["name"].startswith(f"{name}-")
+    }
+    assert set(hashes) == {"baseline", "canary"}
+    run = w.kube.get(r.ANALYSISRUNS, w.namespace, f"{name}-compare")
+    commands = [
+        j["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+        for j in w.list(r.JOBS)
+        if j["metadata"]["labels"].get(r.ANALYSIS_RUN_UID_LABEL) == run["metadata"]["uid"]
+    ]
+    assert commands[-1] == f"echo stable={hashes['baseline']} canary={hashes['canary']}"
+
+
+def analysis_6_inconclusive_then_promote(w: World) -> None:
+    """An inconclusive result pauses the rollout; promote analyses again and goes on."""
+    key = f"{w.namespace}-inc"
+    w.metrics.values[key] = 0.5  # neither >= 0.9 nor < 0.1: Inconclusive
+    w.template("inc", failureCondition="result < 0.1")
+    w.apply(canary("inc", 1, [{"analysis": analysis("inc", key)}]))
+    w.wait("inc", lambda o: phase(o) == "Healthy", "first deploy")
+    w.cli("set", "image", "inc", "app=demo:2")
+    paused = w.wait("inc", lambda o: phase(o) == "Paused", "paused on the inconclusive run")
+    assert status(paused)["pauseConditions"][0]["reason"] == "InconclusiveAnalysisRun"
+    w.metrics.values[key] = 0.99
+    w.cli("promote", "inc")
+    w.wait("inc", promoted, "promoted after a fresh run")
+    assert len(runs_of(w, "Step")) == 2
+
+
 SCENARIOS = [
     scenario_1_scaling_while_paused,
     scenario_2_abort_retry_promote,
@@ -258,6 +500,12 @@ SCENARIOS = [
     scenario_5_bluegreen_preview_and_promote,
     scenario_6_bad_image_deadline,
     scenario_7_full_restart_invalid,
+    analysis_1_job_steps_then_promote,
+    analysis_2_background_while_paused,
+    analysis_3_pre_promotion_failure_then_fixed,
+    analysis_4_pre_and_post_then_fast_rollback,
+    analysis_5_experiment_step,
+    analysis_6_inconclusive_then_promote,
 ]
 
 
@@ -266,17 +514,23 @@ SCENARIOS = [
 
 def run_all(kube: Kube, kubeconfig: Path) -> None:
     failures: list[str] = []
+    metrics = Metrics()
 
     def one(index: int, scenario: Callable[[World], None]) -> None:
         ns = f"s{index + 1}"
         manifests.ensure_namespace(kube, ns)
+        started = time.monotonic()
         try:
-            scenario(World(kube, kubeconfig, ns))
+            scenario(World(kube, kubeconfig, ns, metrics))
         except Exception:
             failures.append(f"{scenario.__name__}:\n{traceback.format_exc()}")
+        print(f"{scenario.__name__}: {time.monotonic() - started:.1f} s")
 
-    with ThreadPoolExecutor(len(SCENARIOS)) as pool:
-        list(pool.map(one, range(len(SCENARIOS)), SCENARIOS))
+    try:
+        with ThreadPoolExecutor(len(SCENARIOS)) as pool:
+            list(pool.map(one, range(len(SCENARIOS)), SCENARIOS))
+    finally:
+        metrics.server.shutdown()
     assert not failures, "\n".join(failures)
 
 
