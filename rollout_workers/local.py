@@ -1,9 +1,11 @@
 """The whole system on one machine: `rollouts up` (and the demo) start and supervise it.
 
 Redis is the embedded one unless ROLLOUTS_REDIS_URL is set; the cluster is the embedded API
-unless a kubeconfig is given. Every other process is a real `rollouts <command>` child with its
-log in `<state dir>/logs/`, exactly as it would run on separate hosts. A child that dies is
-restarted with backoff; Ctrl-C stops everything.
+unless a kubeconfig is given. A metrics server (`rollouts metrics-server`) is started too and
+becomes analysis' default Prometheus address unless ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS is set.
+Every other process is a real `rollouts <command>` child with its log in `<state dir>/logs/`,
+exactly as it would run on separate hosts. A child that dies is restarted with backoff; Ctrl-C
+stops everything.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from rollout_workers import redis_server
 from rollout_workers.kube.config import DEVCLUSTER_RECORD, embedded_kubeconfig
+from rollout_workers.metricsserver import server as metrics
 from rollout_workers.settings import Settings, mask_url
 
 log = logging.getLogger(__name__)
@@ -53,11 +56,13 @@ class Stack:
     flower: bool = False
     flower_port: int = 5555
     ready_delay: float = 2.0
+    metrics_port: int = 0
     env: dict[str, str] = field(default_factory=dict)
     children: list[Child] = field(default_factory=list)
     redis: redis_server.EmbeddedRedis | None = None
     redis_url: str = ""
     kubeconfig: Path | None = None
+    metrics_url: str = ""
 
     @property
     def state_dir(self) -> Path:
@@ -78,6 +83,9 @@ class Stack:
         )
         self._start_cluster()
         self.env["ROLLOUTS_KUBECONFIG"] = str(self.kubeconfig)
+        self._start_metrics()
+        if not self.settings.analysis.prometheus_address:
+            self.env["ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS"] = self.metrics_url
         self._spawn(Child("watcher", ["watcher"], self.logs / "watcher.log"))
         for i in range(self.workers):
             name = f"worker-{i + 1}"
@@ -124,6 +132,25 @@ class Stack:
             time.sleep(0.05)
         self.kubeconfig = found
 
+    def _start_metrics(self, timeout: float = 30) -> None:
+        running = metrics.recorded_url(self.state_dir)
+        if running:
+            self.metrics_url = running
+            return
+        # A fixed port, so a restarted server is found where the workers were told it is.
+        port = self.metrics_port or redis_server.free_port()
+        child = Child(
+            "metrics", ["metrics-server", "--port", str(port)], self.logs / "metrics-server.log"
+        )
+        self._spawn(child)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while not metrics.healthy(url, timeout=0.5):
+            if not child.alive or time.monotonic() > deadline:
+                raise StartupFailed(f"the metrics server did not start; see {child.log_file}")
+            time.sleep(0.05)
+        self.metrics_url = url
+
     def _spawn(self, child: Child) -> None:
         env = {**os.environ, **self.env}
         with child.log_file.open("ab") as out:
@@ -165,6 +192,10 @@ class Stack:
         for child in self.children:
             pid = child.process.pid if child.process else "-"
             lines.append(f"{child.name:<11} pid {pid}, log {child.log_file}")
+        if self.metrics_url:
+            default = self.env.get("ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS") == self.metrics_url
+            note = " (analysis' default Prometheus)" if default else ""
+            lines.append(f"metrics     {self.metrics_url}{note}")
         if self.flower:
             lines.append(f"flower      http://127.0.0.1:{self.flower_port}")
         return lines
@@ -193,6 +224,7 @@ class Stack:
                 {
                     "redis": self.redis_url,
                     "kubeconfig": str(self.kubeconfig),
+                    "metrics": self.metrics_url,
                     "pids": {c.name: c.process.pid for c in self.children if c.process},
                 }
             )

@@ -4,6 +4,8 @@ options, one-line failures, finding Redis."""
 from __future__ import annotations
 
 import functools
+import signal
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -59,6 +61,15 @@ def redis_url(settings: Settings) -> str:
         return redis_server.resolve_url(settings)
     except redis_server.RedisNotFound as err:
         raise Fail(str(err)) from None
+
+
+def wait_for_signal(tick: Callable[[], None]) -> None:
+    """Block until SIGINT/SIGTERM, calling `tick()` every half second meanwhile."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(0.5):
+        tick()
 
 
 def friendly_errors(fn: F) -> F:

@@ -8,9 +8,7 @@ non-zero; no traceback reaches the user.
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from rollout_workers.cli.common import (
     load_settings,
     redis_url,
     state_dir_option,
+    wait_for_signal,
 )
 from rollout_workers.settings import KINDS, Settings
 
@@ -78,15 +77,6 @@ def redis_command(state_dir: Path | None, port: int) -> None:
     wait_for_signal(check)
     server.stop()
     server.unrecord(settings.state_dir)
-
-
-def wait_for_signal(tick: Callable[[], None]) -> None:
-    """Block until SIGINT/SIGTERM, calling `tick()` every half second meanwhile."""
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    while not stop.wait(0.5):
-        tick()
 
 
 def supervise(stack: Any) -> Callable[[], None]:
@@ -227,6 +217,8 @@ def watcher(
 @click.option("--flower-port", type=int, default=5555, show_default=True)
 @click.option("--ready-delay", type=float, default=2.0, show_default=True,
               help="Seconds the embedded API's pods take to become ready.")  # fmt: skip
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port of the metrics server; 0 picks a free one.")  # fmt: skip
 def up(
     *,
     state_dir: Path | None,
@@ -235,12 +227,18 @@ def up(
     flower: bool,
     flower_port: int,
     ready_delay: float,
+    metrics_port: int,
 ) -> None:
-    """Start the whole system locally (Redis, API, watcher, workers, beat) until Ctrl-C."""
+    """Start the whole system locally (Redis, API, metrics, watcher, workers, beat) until Ctrl-C."""
     settings = load_settings(state_dir=state_dir, kubeconfig=kubeconfig)
     logs.configure(settings.log)
     stack = start_stack(
-        settings, workers=workers, flower=flower, flower_port=flower_port, ready_delay=ready_delay
+        settings,
+        workers=workers,
+        flower=flower,
+        flower_port=flower_port,
+        ready_delay=ready_delay,
+        metrics_port=metrics_port,
     )
     try:
         for line in stack.describe():
@@ -412,9 +410,11 @@ def tick_age(runtime: Any) -> str:
 
 def _attach_commands() -> None:
     """Commands defined in their own modules."""
+    from rollout_workers.cli.metrics import metrics_server
     from rollout_workers.devcluster.cli import devcluster
 
     cli.add_command(devcluster)
+    cli.add_command(metrics_server)
     actions.register(cli)
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -178,6 +180,12 @@ def test_up_starts_and_stops_the_system(tmp_path: Path) -> None:
         up.wait_log(r"press Ctrl-C to stop", timeout=60)
         for name in ("redis ", "kubeconfig ", "devcluster ", "watcher ", "worker-1 ", "beat "):
             assert name in up.text()
+        found = re.search(r"metrics +(http://127\.0\.0\.1:\d+) \(analysis' default Prometheus\)",
+                          up.text())  # fmt: skip
+        assert found, up.text()
+        assert json.loads((state / "up.json").read_text())["metrics"] == found.group(1)
+        with urllib.request.urlopen(f"{found.group(1)}/-/healthy", timeout=5) as response:
+            assert response.status == 200
         wait_for(lambda: "leads; starting" in (state / "logs" / "watcher.log").read_text(), 30,
                  "the watcher leads")  # fmt: skip
         stats = run({"ROLLOUTS_STATE_DIR": str(state)}, "queue", "stats")
@@ -186,5 +194,49 @@ def test_up_starts_and_stops_the_system(tmp_path: Path) -> None:
         up.popen.wait(30)
         assert up.popen.returncode == 0
         assert not (state / "redis.json").exists()
+        assert not (state / "metrics-server.json").exists()
     finally:
         procs.stop_all()
+
+
+def test_metrics_server_command(state_env: dict[str, str], tmp_path: Path) -> None:
+    procs = Processes(env=state_env, logs=tmp_path / "logs")
+    record = Path(state_env["ROLLOUTS_STATE_DIR"]) / "metrics-server.json"
+    try:
+        server = procs.spawn("metrics", "metrics-server")
+        server.wait_log(r"metrics server listening on http://127\.0\.0\.1:\d+", timeout=30)
+        url = re.findall(r"listening on (\S+)", server.text())[0]
+        assert json.loads(record.read_text())["url"] == url
+        put = urllib.request.Request(
+            f"{url}/metrics/demo_success_rate?app=mine", data=b'{"value": 0.5}', method="PUT"
+        )
+        with urllib.request.urlopen(put, timeout=5) as response:
+            assert response.status == 200
+        query = urllib.parse.quote('demo_success_rate{app="mine"}')
+        with urllib.request.urlopen(f"{url}/api/v1/query?query={query}", timeout=5) as response:
+            result = json.loads(response.read())["data"]["result"]
+        assert [r["value"][1] for r in result] == ["0.5"]
+
+        one_line_error(run(state_env, "metrics-server"), f"a metrics server already runs at {url}")
+        port = url.rsplit(":", 1)[1]
+        other = {"ROLLOUTS_STATE_DIR": str(tmp_path / "other")}
+        one_line_error(
+            run(other, "metrics-server", "--port", port), f"cannot listen on 127.0.0.1:{port}"
+        )
+        server.popen.send_signal(signal.SIGTERM)
+        assert server.popen.wait(10) == 0
+        assert not record.exists()
+    finally:
+        procs.stop_all()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--success-rate", "flaky"], "--success-rate: expected GLOB=RATE"),
+        (["--success-rate", "*=2"], "--success-rate: the rate of '*=2' is not between 0 and 1"),
+        (["--kubeconfig", "/nonexistent/config"], "kubeconfig /nonexistent/config does not exist"),
+    ],
+)
+def test_metrics_server_bad_input(state_env: dict[str, str], args: list[str], needle: str) -> None:
+    one_line_error(run(state_env, "metrics-server", *args), needle)
