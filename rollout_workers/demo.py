@@ -1,11 +1,15 @@
 """`rollouts demo`: the system end to end on the embedded defaults.
 
-It brings the local stack up in its own state dir and applies the example rollouts from
-deploy/examples/ (a canary with weighted steps and pauses, a blue-green with manual promotion).
-Then, through the `rollouts` CLI exactly as a user would type it, it changes both images, aborts
-and retries the canary at its pause, and promotes both, printing each rollout's state as it
-changes. It ends when both are Healthy on the new revision, with a summary of the reconciles:
-how many, how long (p50/p99), and how many per rollout update (a hot loop would show here).
+It brings the local stack up in its own state dir (with the metrics server as analysis' default
+Prometheus) and applies the examples from deploy/examples/: a canary with weighted steps and
+pauses, a blue-green with manual promotion, and two canaries with an analysis step. Then,
+through the `rollouts` CLI exactly as a user would type it, it changes every image (the second
+analysed canary gets a "flaky" one, which the metrics server scores at a 60% success rate),
+aborts and retries the first canary at its pause, and promotes it and the blue-green, printing
+each rollout's state as it changes. Meanwhile the analysis lets one canary through and aborts
+the other. It ends when those outcomes are reached and the others are Healthy on the new
+revision, with a summary of the reconciles: how many, how long (p50/p99), and how many per
+rollout update (a hot loop would show here).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import click
 from rollout_workers.kube import manifests
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
-from rollout_workers.kube.resources import REPLICASETS, ROLLOUTS
+from rollout_workers.kube.resources import ANALYSISRUNS, EVENTS, REPLICASETS, ROLLOUTS
 from rollout_workers.local import Stack
 from rollout_workers.redis_server import client as redis_client
 from rollout_workers.settings import Settings
@@ -34,7 +38,10 @@ from rollout_workers.workqueue import WorkQueue
 NAMESPACE = "rollouts-demo"
 EXAMPLES = Path(__file__).resolve().parents[1] / "deploy" / "examples"
 CANARY, BLUEGREEN = "canary-demo", "bluegreen-demo"
+PASSING, FAILING = "canary-pass", "canary-fail"  # the canaries with an analysis step
+ROLLOUT_NAMES = (CANARY, BLUEGREEN, PASSING, FAILING)
 NEW_IMAGE = "argoproj/rollouts-demo:green"
+FLAKY_IMAGE = "argoproj/rollouts-demo:flaky-yellow"
 
 Obj = dict[str, Any]
 
@@ -56,6 +63,16 @@ def healthy_on_new_revision(obj: Obj) -> bool:
         phase(obj) == "Healthy"
         and status.get("stableRS") == status.get("currentPodHash")
         and revision == "2"
+    )
+
+
+def aborted_by_analysis(obj: Obj) -> bool:
+    """Aborted by the controller (no user did), with the failed analysis as the reason."""
+    status = obj.get("status") or {}
+    return (
+        phase(obj) == "Degraded"
+        and status.get("abort") is True
+        and "assessed Failed" in str(status.get("message") or "")
     )
 
 
@@ -88,15 +105,31 @@ class Demo:
             manifests.apply(self.kube, doc, NAMESPACE)
         self.wait_for(CANARY, lambda o: phase(o) == "Healthy", "the canary's first deploy")
         self.wait_for(BLUEGREEN, lambda o: phase(o) == "Healthy", "the blue-green's first deploy")
+        for name in (PASSING, FAILING):
+            self.wait_for(name, lambda o: phase(o) == "Healthy", f"{name}'s first deploy")
 
         before = self.reconciles()
-        self.echo(f"== new image {NEW_IMAGE} for both rollouts")
+        self.echo(f"== new image {NEW_IMAGE} for {CANARY}, {BLUEGREEN} and {PASSING}")
+        self.echo(f"   and {FLAKY_IMAGE} for {FAILING}; {self.stack.metrics_url} measures both")
         self.cli("set", "image", CANARY, f"app={NEW_IMAGE}")
         self.cli("set", "image", BLUEGREEN, f"app={NEW_IMAGE}")
+        self.cli("set", "image", PASSING, f"app={NEW_IMAGE}")
+        self.cli("set", "image", FAILING, f"app={FLAKY_IMAGE}")
         self.wait_for(CANARY, self.at_indefinite_pause, "the canary pauses at setWeight 50")
         self.wait_for(
             BLUEGREEN, lambda o: phase(o) == "Paused", "the blue-green waits for promotion"
         )
+
+        self.echo("== meanwhile, analysis decided the other two canaries")
+        self.wait_for(PASSING, healthy_on_new_revision, f"{PASSING} passes its analysis and is "
+                      "Healthy on revision 2")  # fmt: skip
+        self.wait_for(FAILING, aborted_by_analysis, f"{FAILING} fails its analysis and is "
+                      "aborted")  # fmt: skip
+        self.wait_until(lambda: self.event(FAILING, "AnalysisRunFailed"),
+                        f"the AnalysisRunFailed event of {FAILING}")  # fmt: skip
+        for event in self.event(FAILING, "AnalysisRunFailed"):
+            self.echo(f"  event {FAILING} {event.get('reason')}: {event.get('message')}")
+        runs = self.analysis_runs()
 
         self.echo("== abort the canary, then retry it")
         self.cli("abort", CANARY)
@@ -113,9 +146,13 @@ class Demo:
 
         durations = sorted(self.queue.durations())
         summary: dict[str, object] = {
-            "rollouts": 2,
+            "rollouts": len(ROLLOUT_NAMES),
             "reconciles": self.reconciles(),
-            "reconciles per rollout update": round(updates / 2, 1),
+            "reconciles per rollout update": round(updates / len(ROLLOUT_NAMES), 1),
+            "analysis runs": " + ".join(
+                f"{sum(1 for p in runs.values() if p == want)} {want}"
+                for want in ("Successful", "Failed")
+            ),
             "retried (write races)": self.queue.stats().counters.get("error", 0),
             "p50_ms": round(1000 * statistics.median(durations), 1) if durations else None,
             "p99_ms": round(1000 * durations[int(0.99 * (len(durations) - 1))], 1)
@@ -155,12 +192,45 @@ class Demo:
 
     def wait_for(self, name: str, done: Callable[[Obj], bool], what: str) -> None:
         def check() -> bool:
-            obj = self.kube.get(ROLLOUTS, NAMESPACE, name)
-            self.show(name, obj)
-            return done(obj)
+            obj = self.poll().get(name)
+            return obj is not None and done(obj)
 
         self.wait_until(check, what)
         self.echo(f"  ok: {what}")
+
+    def poll(self) -> dict[str, Obj]:
+        """Every demo rollout by name, showing those whose state changed."""
+        rollouts, _ = self.kube.list(ROLLOUTS, namespace=NAMESPACE)
+        sets, _ = self.kube.list(REPLICASETS, namespace=NAMESPACE)
+        by_name = {o["metadata"]["name"]: o for o in rollouts}
+        for name in ROLLOUT_NAMES:
+            if name in by_name:
+                self.show(name, by_name[name], sets)
+        return by_name
+
+    def event(self, name: str, reason: str) -> list[Obj]:
+        """The events of rollout `name` with `reason`."""
+        events, _ = self.kube.list(EVENTS, namespace=NAMESPACE)
+        return [
+            e
+            for e in events
+            if (e.get("involvedObject") or {}).get("name") == name and e.get("reason") == reason
+        ]
+
+    def analysis_runs(self) -> dict[str, str]:
+        """Each AnalysisRun's phase, after showing it with its measured values."""
+        runs, _ = self.kube.list(ANALYSISRUNS, namespace=NAMESPACE)
+        phases: dict[str, str] = {}
+        for run in sorted(runs, key=lambda r: str(r["metadata"]["name"])):
+            status = run.get("status") or {}
+            phases[run["metadata"]["name"]] = str(status.get("phase", ""))
+            values = "; ".join(
+                f"{m.get('name')} "
+                + " ".join(str(x.get("value")) for x in m.get("measurements") or [])
+                for m in status.get("metricResults") or []
+            )
+            self.echo(f"  analysisrun {run['metadata']['name']}: {status.get('phase')} ({values})")
+        return phases
 
     def wait_until(self, predicate: Callable[[], object], what: str) -> None:
         deadline = time.monotonic() + self.timeout
@@ -171,13 +241,12 @@ class Demo:
                 raise DemoFailed(f"timed out after {self.timeout:.0f}s waiting until {what}")
             time.sleep(0.2)
 
-    def show(self, name: str, obj: Obj) -> None:
+    def show(self, name: str, obj: Obj, sets: list[Obj]) -> None:
         """One line per visible change of a rollout: phase, step, replicas per ReplicaSet."""
         status = obj.get("status") or {}
         steps = ((obj["spec"].get("strategy") or {}).get("canary") or {}).get("steps") or []
         step = f" step {status.get('currentStepIndex', 0)}/{len(steps)}" if steps else ""
         uid = obj["metadata"].get("uid")
-        sets, _ = self.kube.list(REPLICASETS, namespace=NAMESPACE)
         counts = sorted(
             (
                 rs["metadata"].get("annotations", {}).get("rollout.argoproj.io/revision", "?"),

@@ -162,14 +162,25 @@ def test_demo_runs_to_the_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     summary = out.strip().splitlines()[-1]
-    assert summary.startswith("summary: rollouts 2, reconciles ")
+    assert summary.startswith("summary: rollouts 4, reconciles ")
+    assert "analysis runs 1 Successful + 1 Failed" in summary
     for step in ("the canary pauses at setWeight 50", "the canary is aborted",
                  "the blue-green waits for promotion", "the canary is Healthy on revision 2",
-                 "the blue-green is Healthy on revision 2"):  # fmt: skip
+                 "the blue-green is Healthy on revision 2",
+                 "canary-pass passes its analysis and is Healthy on revision 2",
+                 "canary-fail fails its analysis and is aborted"):  # fmt: skip
         assert f"ok: {step}" in out
+    # Each analysis ran against the metrics server and judged the version it measured.
+    assert re.search(r"analysisrun canary-pass-\w+-2-1: Successful \(success-rate \[0\.99\] "
+                     r"\[0\.99\] \[0\.99\]\)", out), out  # fmt: skip
+    assert re.search(r"analysisrun canary-fail-\w+-2-1: Failed \(success-rate \[0\.6\]\)", out)
+    assert re.search(r"event canary-fail AnalysisRunFailed: Step Analysis Run 'canary-fail-\w+-2-1'"
+                     r" Status New: 'Failed'", out), out  # fmt: skip
+    assert re.search(r"canary-fail +Degraded .*RolloutAborted: Rollout aborted update to revision "
+                     r'2: Metric "success-rate" assessed Failed', out), out  # fmt: skip
     # Everything it started is gone again.
-    assert not (tmp_path / "state" / "demo" / "redis.json").exists()
-    assert not (tmp_path / "state" / "demo" / "devcluster.json").exists()
+    for record in ("redis.json", "devcluster.json", "metrics-server.json"):
+        assert not (tmp_path / "state" / "demo" / record).exists(), record
 
 
 def test_up_starts_and_stops_the_system(tmp_path: Path) -> None:
