@@ -223,18 +223,19 @@ def cancel(ctx: RolloutContext, runs: list[Obj]) -> None:
         )
 
 
-def delete_beyond_history(ctx: RolloutContext, others: list[Obj]) -> None:
+def history_limits(ctx: RolloutContext) -> tuple[int, int]:
+    """How many successful and unsuccessful finished runs (and experiments) to keep."""
     limits = ctx.rollout.spec.analysis
-    keep_ok = (
-        limits.successful_run_history_limit
-        if limits and limits.successful_run_history_limit is not None
-        else DEFAULT_HISTORY_LIMIT
+    ok = limits.successful_run_history_limit if limits else None
+    bad = limits.unsuccessful_run_history_limit if limits else None
+    return (
+        DEFAULT_HISTORY_LIMIT if ok is None else ok,
+        DEFAULT_HISTORY_LIMIT if bad is None else bad,
     )
-    keep_bad = (
-        limits.unsuccessful_run_history_limit
-        if limits and limits.unsuccessful_run_history_limit is not None
-        else DEFAULT_HISTORY_LIMIT
-    )
+
+
+def delete_beyond_history(ctx: RolloutContext, others: list[Obj]) -> None:
+    keep_ok, keep_bad = history_limits(ctx)
     finished = sorted(
         (x for x in others if run_phase(x) in COMPLETED),
         key=lambda x: str(x["metadata"].get("creationTimestamp", "")),

@@ -27,7 +27,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout.analysis import DEFAULT_HISTORY_LIMIT
+from rollout_workers.rollout.analysis import history_limits
 from rollout_workers.rollout.context import RolloutContext
 
 log = logging.getLogger(__name__)
@@ -229,17 +229,7 @@ def cancel(ctx: RolloutContext, experiments: list[Obj]) -> None:
 def delete_beyond_history(ctx: RolloutContext, others: list[Obj]) -> None:
     """Experiments whose ReplicaSet is gone (or going), and finished ones beyond the history
     limits, newest kept first (Argo's FilterExperimentsToDelete)."""
-    limits = ctx.rollout.spec.analysis
-    keep_ok = (
-        limits.successful_run_history_limit
-        if limits and limits.successful_run_history_limit is not None
-        else DEFAULT_HISTORY_LIMIT
-    )
-    keep_bad = (
-        limits.unsuccessful_run_history_limit
-        if limits and limits.unsuccessful_run_history_limit is not None
-        else DEFAULT_HISTORY_LIMIT
-    )
+    keep_ok, keep_bad = history_limits(ctx)
     rs_going = {
         rsutil.pod_hash(rs): bool((rs.get("metadata") or {}).get("deletionTimestamp"))
         for rs in ctx.all_rss

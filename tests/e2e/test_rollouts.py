@@ -9,7 +9,6 @@ state they assert must hold.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import random
 import signal
@@ -21,7 +20,6 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,37 +30,11 @@ from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from tests.e2e.conftest import start_system
+from tests.support.metrics import MetricsServer
 from tests.support.procs import REPO, Processes
 
 Obj = dict[str, Any]
 TIMEOUT = 90.0
-
-
-class Metrics:
-    """A web metrics endpoint: GET /<key> answers the value set for `key`, or the key itself
-    read as a number (so a template can be pointed at a fixed value)."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, float] = {}
-        values = self.values
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                key = self.path.strip("/")
-                value = values[key] if key in values else float(key)
-                data = json.dumps(value).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
 @dataclass
@@ -70,7 +42,7 @@ class World:
     kube: Kube
     kubeconfig: Path
     namespace: str
-    metrics: Metrics
+    metrics: MetricsServer
 
     def cli(self, *args: str) -> str:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
@@ -514,7 +486,7 @@ SCENARIOS = [
 
 def run_all(kube: Kube, kubeconfig: Path) -> None:
     failures: list[str] = []
-    metrics = Metrics()
+    metrics = MetricsServer().start()
 
     def one(index: int, scenario: Callable[[World], None]) -> None:
         ns = f"s{index + 1}"
@@ -530,7 +502,7 @@ def run_all(kube: Kube, kubeconfig: Path) -> None:
         with ThreadPoolExecutor(len(SCENARIOS)) as pool:
             list(pool.map(one, range(len(SCENARIOS)), SCENARIOS))
     finally:
-        metrics.server.shutdown()
+        metrics.stop()
     assert not failures, "\n".join(failures)
 
 

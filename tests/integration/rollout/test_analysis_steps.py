@@ -3,38 +3,22 @@ measured by the web provider against a local metrics server."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from rollout_workers.kube import resources as r
 from tests.integration.rollout.conftest import NS, Harness, canary_rollout, phase
+from tests.support.metrics import MetricsServer
 
 
 @pytest.fixture
 def metrics() -> Iterator[str]:
     """GET /<number> answers that number as JSON."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            data = json.dumps(float(self.path.strip("/"))).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    server = MetricsServer().start()
+    yield server.url
+    server.stop()
 
 
 def template(h: Harness, name: str, url: str, **metric: Any) -> None:

@@ -4,53 +4,24 @@ time by the experiment, rollout and AnalysisRun controllers over the real cache.
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from rollout_workers.kube import resources as r
 from tests.integration.rollout.conftest import NS, Harness, canary_rollout, phase
+from tests.support.metrics import MetricsServer
 
 Obj = dict[str, Any]
 
 
-class Metrics:
-    """GET /<number>?... answers that number as JSON and records the query it was asked."""
-
-    def __init__(self) -> None:
-        self.queries: list[dict[str, list[str]]] = []
-        metrics = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                parts = urlsplit(self.path)
-                metrics.queries.append(parse_qs(parts.query))
-                data = json.dumps(float(parts.path.strip("/"))).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
 @pytest.fixture
-def metrics() -> Iterator[Metrics]:
-    m = Metrics()
-    threading.Thread(target=m.server.serve_forever, daemon=True).start()
-    yield m
-    m.server.shutdown()
+def metrics() -> Iterator[MetricsServer]:
+    server = MetricsServer().start()
+    yield server
+    server.stop()
 
 
 def template(h: Harness, name: str, url: str, **metric: Any) -> None:
@@ -151,7 +122,9 @@ def owned(h: Harness, resource: r.Resource, uid: str) -> dict[str, Obj]:
     }
 
 
-def test_experiment_runs_its_duration_then_scales_down(harness: Harness, metrics: Metrics) -> None:
+def test_experiment_runs_its_duration_then_scales_down(
+    harness: Harness, metrics: MetricsServer
+) -> None:
     h = harness
     template(h, "rate", metrics.url)
     h.kube.create(
@@ -202,7 +175,7 @@ def test_experiment_runs_its_duration_then_scales_down(harness: Harness, metrics
     )
 
 
-def test_failed_analysis_fails_the_experiment(harness: Harness, metrics: Metrics) -> None:
+def test_failed_analysis_fails_the_experiment(harness: Harness, metrics: MetricsServer) -> None:
     h = harness
     template(h, "rate", metrics.url)
     h.kube.create(
@@ -232,7 +205,7 @@ def test_failed_analysis_fails_the_experiment(harness: Harness, metrics: Metrics
 
 
 def test_required_analysis_completes_an_experiment_without_duration(
-    harness: Harness, metrics: Metrics
+    harness: Harness, metrics: MetricsServer
 ) -> None:
     h = harness
     template(h, "rate", metrics.url, count=2, interval="1s")
@@ -310,7 +283,7 @@ def set_image(h: Harness, name: str, image: str) -> None:
 
 
 def test_experiment_step_passes_with_the_templates_hashes(
-    harness: Harness, metrics: Metrics
+    harness: Harness, metrics: MetricsServer
 ) -> None:
     h = harness
     template(h, "rate", metrics.url)
@@ -346,7 +319,9 @@ def test_experiment_step_passes_with_the_templates_hashes(
     assert asked[-1]["canary"] == [images["canary"][1]]
 
 
-def test_failed_experiment_step_aborts_the_rollout(harness: Harness, metrics: Metrics) -> None:
+def test_failed_experiment_step_aborts_the_rollout(
+    harness: Harness, metrics: MetricsServer
+) -> None:
     h = harness
     template(h, "rate", metrics.url)
     h.create(canary_rollout("exf", replicas=2, steps=[{"setWeight": 50}, experiment_step("0.1")]))
@@ -359,7 +334,7 @@ def test_failed_experiment_step_aborts_the_rollout(harness: Harness, metrics: Me
 
 
 def test_inconclusive_experiment_pauses_and_resume_runs_it_again(
-    harness: Harness, metrics: Metrics
+    harness: Harness, metrics: MetricsServer
 ) -> None:
     h = harness
     template(h, "rate", metrics.url, failureCondition="result < 0.1")  # 0.5: Inconclusive
