@@ -578,6 +578,11 @@ def ensure_service(
         svc = ctx.writer.create(r.SERVICES, ctx.namespace, body)
     except AlreadyExists:
         existing = ctx.services.get(name)
+        if existing is None and ts.service_name == name:
+            # Created by an earlier reconcile (the status names a Service only after its create
+            # succeeded) and not in the cache yet, which our own status write can outrun.
+            log.info("%s: Service %s is not in the cache yet", ctx.name, name)
+            return
         owner = controller_owner(existing or {}) or {}
         annotations = ann.annotations_of(existing or {})
         if (
@@ -676,9 +681,14 @@ def _reconcile_analysis(
             return
         try:
             run = create_run(ctx, analysis)
-        except (TemplateError, ValueError, creation.RunNameExhausted) as err:
+        except RETRYABLE:
+            raise
+        except (TemplateError, ValueError, creation.RunNameExhausted, KubeError) as err:
+            # As for the ReplicaSets: an API refusal (other than a lost race or an unavailable
+            # server) is the analysis' Error, as in Argo, not a retry that can never succeed.
+            reason = err.message if isinstance(err, KubeError) else str(err)
             new.phase = AnalysisPhase.ERROR
-            new.message = f"Failed to create AnalysisRun for analysis '{analysis.name}': {err}"
+            new.message = f"Failed to create AnalysisRun for analysis '{analysis.name}': {reason}"
             return
         new.phase = AnalysisPhase.PENDING
         new.analysis_run = str(run["metadata"]["name"])
