@@ -254,9 +254,9 @@ def test_invalid_spec_gets_a_condition_and_no_replicasets(harness: Harness) -> N
 
 
 def experiment_step(value: str) -> Obj:
+    """Stable and canary templates and a required analysis: the experiment ends with it."""
     return {
         "experiment": {
-            "duration": "1s",
             "templates": [
                 {"name": "baseline", "specRef": "stable"},
                 {"name": "canary", "specRef": "canary"},
@@ -265,6 +265,7 @@ def experiment_step(value: str) -> Obj:
                 {
                     "name": "compare",
                     "templateName": "rate",
+                    "requiredForCompletion": True,
                     "args": [
                         {"name": "value", "value": value},
                         {"name": "stable", "value": "{{templates.baseline.podTemplateHash}}"},
