@@ -47,3 +47,12 @@ class WrittenVersions:
             if value is not None and cached.isdigit() and int(value) > int(cached):
                 behind.append(key)
         return behind
+
+    def unseen(self, plural: str, keys: list[str], cached: set[str]) -> list[str]:
+        """The keys a worker wrote (created) lately that the cache does not hold yet: a
+        reconcile that looks them up there would wrongly find them gone."""
+        absent = [k for k in keys if k not in cached]
+        if not absent:
+            return []
+        written = self._redis.mget([self._key(plural, k) for k in absent])
+        return [k for k, value in zip(absent, written, strict=True) if value is not None]

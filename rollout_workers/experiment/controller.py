@@ -75,7 +75,8 @@ class ExperimentController:
             return Result.done()
         uid = str(meta.get("uid", ""))
         rss = self.replicasets.by_owner(uid)
-        if self._stale(request.key, obj, rss):
+        runs = self.analysis_runs.by_owner(uid)
+        if self._stale(request.key, obj, rss, runs):
             log.info("cache behind our last write for %s; requeueing", request.key)
             return Result.requeue_after(STALE_REQUEUE)
         now = self.clock()
@@ -92,7 +93,7 @@ class ExperimentController:
             if message:
                 self._write_invalid_spec(obj, message, now)
                 return Result.done()
-            ctx = self._context(obj, ex, rss, now)
+            ctx = self._context(obj, ex, rss, runs, now)
             status = rec.reconcile(ctx)
             for reason, text, warning in ctx.events:
                 self._event(obj, reason, text, warning, now)
@@ -105,13 +106,12 @@ class ExperimentController:
         return Result.done()
 
     def _context(
-        self, obj: Obj, ex: Experiment, rss: list[Obj], now: dt.datetime
+        self, obj: Obj, ex: Experiment, rss: list[Obj], runs: list[Obj], now: dt.datetime
     ) -> rec.ExperimentContext:
         uid = str(obj["metadata"].get("uid", ""))
         namespace = str(obj["metadata"].get("namespace", ""))
         names = {t.name for t in ex.spec.templates}
         services = self.services.by_owner(uid)
-        runs = self.analysis_runs.by_owner(uid)
         # ReplicaSets of the namespace by the names this experiment would create, so that a
         # create that finds the name taken can tell its own from someone else's.
         wanted = [f"{namespace}/{obj['metadata']['name']}-{name}" for name in names]
@@ -131,7 +131,7 @@ class ExperimentController:
     def _lookup(self, namespace: str) -> TemplateLookup:
         return spec_lookup(self.templates, self.cluster_templates, namespace)
 
-    def _stale(self, key: str, obj: Obj, rss: list[Obj]) -> bool:
+    def _stale(self, key: str, obj: Obj, rss: list[Obj], runs: list[Obj]) -> bool:
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         if self.written.stale(r.EXPERIMENTS.plural, {key: rv}):
             return True
@@ -141,7 +141,17 @@ class ExperimentController:
             )
             for rs in rss
         }
-        return bool(self.written.stale(r.REPLICASETS.plural, versions))
+        if self.written.stale(r.REPLICASETS.plural, versions):
+            return True
+        # An AnalysisRun this experiment started and still waits for, not in the cache yet.
+        namespace = str(obj["metadata"].get("namespace", ""))
+        pending = [
+            f"{namespace}/{run['analysisRun']}"
+            for run in (obj.get("status") or {}).get("analysisRuns") or []
+            if run.get("analysisRun") and run.get("phase") not in rec.COMPLETED
+        ]
+        cached = {f"{namespace}/{x['metadata']['name']}" for x in runs}
+        return bool(self.written.unseen(r.ANALYSISRUNS.plural, pending, cached))
 
     def _persist(self, obj: Obj, status: ExperimentStatus) -> None:
         patch = merge_patch(obj.get("status") or {}, _without_none(status.to_dict()))

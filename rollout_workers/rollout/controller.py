@@ -86,8 +86,11 @@ class RolloutController:
         meta = obj.get("metadata") or {}
         if meta.get("deletionTimestamp"):
             return Result.done()
-        rss = self.replicasets.by_owner(str(meta.get("uid", "")))
-        if self._stale(request.key, obj, rss):
+        uid = str(meta.get("uid", ""))
+        rss = self.replicasets.by_owner(uid)
+        runs = self.analysis_runs.by_owner(uid) if self.analysis_runs is not None else []
+        experiments = self.experiments.by_owner(uid) if self.experiments is not None else []
+        if self._stale(request.key, obj, rss) or self._unseen(obj, runs, experiments):
             log.info("cache behind our last write for %s; requeueing", request.key)
             return Result.requeue_after(STALE_REQUEUE)
         namespace = str(meta.get("namespace", ""))
@@ -115,9 +118,6 @@ class RolloutController:
                 now,
             )
             return Result.requeue_after(INVALID_SPEC_REQUEUE)
-        uid = str(meta.get("uid", ""))
-        runs = self.analysis_runs.by_owner(uid) if self.analysis_runs is not None else []
-        experiments = self.experiments.by_owner(uid) if self.experiments is not None else []
         ctx = RolloutContext.build(
             obj=obj,
             rss=rss,
@@ -174,6 +174,36 @@ class RolloutController:
             for rs in rss
         }
         return bool(self.written.stale(r.REPLICASETS.plural, rs_versions))
+
+    def _unseen(self, obj: Obj, runs: list[Obj], experiments: list[Obj]) -> bool:
+        """The status names an AnalysisRun or Experiment this controller created lately that the
+        cache does not hold yet: acting now would start it again under a new name."""
+        namespace = str(obj["metadata"].get("namespace", ""))
+        status = obj.get("status") or {}
+        canary, bluegreen = status.get("canary") or {}, status.get("blueGreen") or {}
+        named_runs = [
+            (section.get(field) or {}).get("name")
+            for section, field in (
+                (canary, "currentStepAnalysisRunStatus"),
+                (canary, "currentBackgroundAnalysisRunStatus"),
+                (bluegreen, "prePromotionAnalysisRunStatus"),
+                (bluegreen, "postPromotionAnalysisRunStatus"),
+            )
+        ]
+        checks = (
+            (r.ANALYSISRUNS, [n for n in named_runs if n], runs),
+            (
+                r.EXPERIMENTS,
+                [canary["currentExperiment"]] if canary.get("currentExperiment") else [],
+                experiments,
+            ),
+        )
+        for resource, names, cached in checks:
+            keys = [f"{namespace}/{name}" for name in names]
+            have = {f"{namespace}/{x['metadata']['name']}" for x in cached}
+            if self.written.unseen(resource.plural, keys, have):
+                return True
+        return False
 
 
 def reconcile(ctx: RolloutContext, error: validation.ValidationError | None = None) -> None:

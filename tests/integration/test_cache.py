@@ -7,6 +7,7 @@ from typing import Any
 import redis
 
 from rollout_workers.cache import CacheWriter, Lister
+from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
 
 
@@ -61,3 +62,16 @@ def test_replace_equals_the_list_and_reports_changes(rdb: redis.Redis) -> None:
     for key in rdb.scan_iter("t:cache:rollouts:i:*"):
         members |= {m.decode() for m in rdb.smembers(key)}
     assert members == {"prod/r0", "prod/r1", "prod/new"}
+
+
+def test_written_versions_tell_a_lagging_cache(rdb: redis.Redis) -> None:
+    written = WrittenVersions(rdb, prefix="t")
+    written.record("rollouts", "ns/a", "12")
+    written.record("rollouts", "ns/a", "11")  # an older write never lowers the record
+    assert written.stale("rollouts", {"ns/a": "11", "ns/b": "1"}) == ["ns/a"]
+    assert written.stale("rollouts", {"ns/a": "12"}) == []
+    # Created by a worker, not cached yet: unseen; cached, or never written by us: not.
+    written.record("analysisruns", "ns/run", "40")
+    keys = ["ns/run", "ns/other"]
+    assert written.unseen("analysisruns", keys, cached=set()) == ["ns/run"]
+    assert written.unseen("analysisruns", keys, cached={"ns/run"}) == []
