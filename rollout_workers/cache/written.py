@@ -9,6 +9,8 @@ resourceVersions are compared as integers (etcd revisions); a non-numeric one ne
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis
 
 _RECORD = """
@@ -47,6 +49,18 @@ class WrittenVersions:
             if value is not None and cached.isdigit() and int(value) > int(cached):
                 behind.append(key)
         return behind
+
+    def stale_objects(self, plural: str, objs: list[dict[str, Any]]) -> list[str]:
+        """`stale` for cached objects as read (namespace/name and resourceVersion from each)."""
+        return self.stale(
+            plural,
+            {
+                f"{o['metadata'].get('namespace')}/{o['metadata']['name']}": str(
+                    o["metadata"].get("resourceVersion", "")
+                )
+                for o in objs
+            },
+        )
 
     def unseen(self, plural: str, keys: list[str], cached: set[str]) -> list[str]:
         """The keys a worker wrote (created) lately that the cache does not hold yet: a

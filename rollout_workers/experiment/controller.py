@@ -135,13 +135,7 @@ class ExperimentController:
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         if self.written.stale(r.EXPERIMENTS.plural, {key: rv}):
             return True
-        versions = {
-            f"{rs['metadata'].get('namespace')}/{rs['metadata']['name']}": str(
-                rs["metadata"].get("resourceVersion", "")
-            )
-            for rs in rss
-        }
-        if self.written.stale(r.REPLICASETS.plural, versions):
+        if self.written.stale_objects(r.REPLICASETS.plural, rss):
             return True
         # An AnalysisRun this experiment started and still waits for, not in the cache yet.
         namespace = str(obj["metadata"].get("namespace", ""))

@@ -167,13 +167,7 @@ class RolloutController:
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         if self.written.stale(r.ROLLOUTS.plural, {key: rv}):
             return True
-        rs_versions = {
-            f"{rs['metadata'].get('namespace')}/{rs['metadata']['name']}": str(
-                rs["metadata"].get("resourceVersion", "")
-            )
-            for rs in rss
-        }
-        return bool(self.written.stale(r.REPLICASETS.plural, rs_versions))
+        return bool(self.written.stale_objects(r.REPLICASETS.plural, rss))
 
     def _unseen(self, obj: Obj, runs: list[Obj], experiments: list[Obj]) -> bool:
         """The status names an AnalysisRun or Experiment this controller created lately that the
