@@ -132,6 +132,11 @@ class KubeSettings(BaseModel):
     request_timeout: float = Field(
         default=30.0, gt=0, description="Seconds a non-watch API request may take."
     )
+    discovery_ttl: float = Field(
+        default=300.0,
+        gt=0,
+        description="Seconds the served subresources of a type (from discovery) are trusted.",
+    )
 
 
 class WatcherSettings(BaseModel):

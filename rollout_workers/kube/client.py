@@ -16,6 +16,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from rollout_workers.kube.discovery import Discovery
 from rollout_workers.kube.errors import KubeError, Unavailable, from_status
 from rollout_workers.kube.resources import Resource
 from rollout_workers.settings import KubeSettings
@@ -49,6 +50,7 @@ class Kube:
         self.settings = settings
         self.limiter = RateLimiter(settings.qps, settings.burst)
         self.requests = 0
+        self.discovery = Discovery(lambda path: self.json("GET", path), ttl=settings.discovery_ttl)
 
     def request(
         self,

@@ -66,10 +66,40 @@ class KubeWriter:
     def patch(
         self, resource: r.Resource, namespace: str, name: str, patch: Obj, *, status: bool = False
     ) -> Obj:
-        written = self.kube.patch(
-            resource, namespace, name, patch, subresource="status" if status else ""
-        )
+        if status:
+            written = self._patch_status(resource, namespace, name, patch)
+        else:
+            written = self.kube.patch(resource, namespace, name, patch)
         return self._written(resource, namespace, written)
+
+    def _patch_status(self, resource: r.Resource, namespace: str, name: str, patch: Obj) -> Obj:
+        """A status merge patch where the served API takes it: the `/status` subresource when
+        the type's CRD declares one, else the object itself (Argo's AnalysisRun and Experiment
+        CRDs declare none). The patch holds only `status` and the resourceVersion fence, so on
+        the main resource it changes nothing else.
+
+        Discovery is trusted until a write contradicts it: a 404 from `/status` may mean the CRD
+        lost its status subresource (or the object is gone: then the main resource says 404
+        too), and a main-resource write that the server took as a no-op means the CRD gained
+        one and dropped our status (our status patches are never empty)."""
+        unexpected = set(patch) - {"status", "metadata"}
+        if unexpected:
+            raise ValueError(f"a status patch holds only status, not {sorted(unexpected)}")
+        discovery = self.kube.discovery
+        if discovery.has_subresource(resource, "status"):
+            try:
+                return self.kube.patch(resource, namespace, name, patch, subresource="status")
+            except NotFound:
+                discovery.forget(resource)
+                if discovery.has_subresource(resource, "status"):
+                    raise
+        written = self.kube.patch(resource, namespace, name, patch)
+        fence = (patch.get("metadata") or {}).get("resourceVersion")
+        if fence and str((written.get("metadata") or {}).get("resourceVersion")) == str(fence):
+            discovery.forget(resource)
+            if discovery.has_subresource(resource, "status"):
+                return self.kube.patch(resource, namespace, name, patch, subresource="status")
+        return written
 
     def delete(
         self, resource: r.Resource, namespace: str, name: str, *, propagation: str | None = None
