@@ -195,18 +195,26 @@ def reconcile_new(ctx: RolloutContext) -> None:
     if new is None:
         return
     status = ctx.rollout.status or RolloutStatus()
-    if status.aborted_at and not ctx.pause.is_aborted() and has_deadline(new):
-        # A retry: the deadline was the abort window, not a rollback target. Without it the
-        # retried update is analysed and paused again instead of fast-tracked.
+    aborted = ctx.pause.is_aborted()
+    if not aborted and has_deadline(new) and (status.aborted_at or rsutil.spec_replicas(new) == 0):
+        # A retry, or a return to a template whose update was aborted: the deadline is what is
+        # left of an abort window, not a rollback target (a ReplicaSet inside its scale-down
+        # window is at full size). Without it the update is analysed and paused again instead
+        # of fast-tracked.
         remove_scale_down_delay(ctx, new)
         new = ctx.new_rs or new
     wanted = new_rs_replicas(ctx)
-    if ctx.pause.is_aborted() and status.stable_rs and status.stable_rs != rsutil.pod_hash(new):
+    delay_on_abort = False
+    if aborted and status.stable_rs and status.stable_rs != rsutil.pod_hash(new):
         delay = abort_scale_down_delay(ctx)
+        delay_on_abort = delay is not None
         deadline_text = ann.annotations_of(new).get(ann.SCALE_DOWN_DEADLINE)
         if delay is None:
             wanted = 0
         elif deadline_text:
+            # The deadline stays on the ReplicaSet once it has passed (scaled to 0 below): were
+            # it dropped, the next reconcile would find no deadline, start a new window and
+            # scale the ReplicaSet up again, a flap every abortScaleDownDelaySeconds.
             deadline = parse_time(deadline_text)
             if ctx.now >= deadline:
                 wanted = 0
@@ -215,7 +223,7 @@ def reconcile_new(ctx: RolloutContext) -> None:
         elif rsutil.status_count(ctx.stable_rs, "availableReplicas") == ctx.replicas:
             # Only start the countdown once the stable side serves everything again.
             add_scale_down_delay(ctx, new, delay)
-    sync.scale_rs(ctx, ctx.new_rs or new, wanted)
+    sync.scale_rs(ctx, ctx.new_rs or new, wanted, keep_deadline=delay_on_abort)
 
 
 def scale_down_old(ctx: RolloutContext) -> None:

@@ -192,14 +192,18 @@ def write_rs(ctx: RolloutContext, rs: Obj, patch: Obj) -> Obj:
     return written
 
 
-def scale_rs(ctx: RolloutContext, rs: Obj, new_scale: int) -> bool:
-    """Scale a ReplicaSet (and refresh its desired-replicas annotation); True if it scaled."""
+def scale_rs(ctx: RolloutContext, rs: Obj, new_scale: int, *, keep_deadline: bool = False) -> bool:
+    """Scale a ReplicaSet (and refresh its desired-replicas annotation); True if it scaled.
+
+    A full scale-down drops the scale-down deadline (its window is over) unless `keep_deadline`:
+    the aborted new ReplicaSet keeps it, as the record that its abort window has run out.
+    """
     old_scale = rsutil.spec_replicas(rs)
     size_changed = old_scale != new_scale
     if not size_changed and not ann.replicas_annotation_needs_update(rs, ctx.replicas):
         return False
     annotations: Obj = {ann.DESIRED_REPLICAS: str(ctx.replicas)}
-    if new_scale == 0 and ann.SCALE_DOWN_DEADLINE in ann.annotations_of(rs):
+    if new_scale == 0 and not keep_deadline and ann.SCALE_DOWN_DEADLINE in ann.annotations_of(rs):
         annotations[ann.SCALE_DOWN_DEADLINE] = None
     written = write_rs(
         ctx, rs, {"metadata": {"annotations": annotations}, "spec": {"replicas": new_scale}}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from rollout_workers.kube import resources as r
@@ -176,3 +178,62 @@ def test_scale_down_delay_revision_limit(harness: Harness) -> None:
         hashes.append(done["status"]["stableRS"])
     # Only one older revision may wait out its delay; the oldest goes at once.
     h.drive("lim", lambda o: h.rs_replicas("lim") == {hashes[0]: 0, hashes[1]: 1, hashes[2]: 1})
+
+
+def hold(h: Harness, name: str, check: Callable[[], bool], seconds: float) -> int:
+    """Keep syncing for `seconds` (as the workqueue would on every event), asserting `check`
+    after each sync; returns how many syncs ran."""
+    end = time.monotonic() + seconds
+    syncs = 0
+    while time.monotonic() < end:
+        h.sync(name)
+        syncs += 1
+        assert check(), f"after {syncs} syncs: {h.rs_replicas(name)}"
+        time.sleep(0.1)
+    return syncs
+
+
+def test_progress_deadline_abort_keeps_the_new_replicaset_down_until_a_retry(
+    harness: Harness,
+) -> None:
+    """The user's sequence: no preview Service, an update whose pods never become ready times
+    out (no abort), then progressDeadlineAbort is switched on. Once the abort delay ends the
+    new ReplicaSet stays at 0 (it used to be scaled up again by the next sync, every delay),
+    and comes back only on a retry."""
+    h = harness
+    spec = {"selector": {"app": "pda"}, "ports": [{"port": 80}]}
+    h.kube.create(r.SERVICES, NS, {"metadata": {"name": "pda-active"}, "spec": spec})
+    body = bluegreen_rollout("pda", replicas=1, abortScaleDownDelaySeconds=2)
+    del body["spec"]["strategy"]["blueGreen"]["previewService"]
+    body["spec"].update(progressDeadlineSeconds=1, progressDeadlineAbort=False)
+    h.create(body)
+    old = h.drive("pda", lambda o: phase(o) == "Healthy" and selector(h, "pda-active") != "")[
+        "status"
+    ]["stableRS"]
+
+    set_image(h, "pda", "app:bad")
+    degraded = h.drive(
+        "pda", lambda o: phase(o) == "Degraded" and o["status"]["currentPodHash"] != old
+    )
+    new = degraded["status"]["currentPodHash"]
+    assert not degraded["status"].get("abort")
+    assert h.rs_replicas("pda") == {old: 1, new: 1}
+
+    h.patch("pda", {"spec": {"progressDeadlineAbort": True}})
+    h.drive("pda", lambda o: o["status"].get("abort") is True)
+    h.drive("pda", lambda o: h.rs_replicas("pda")[new] == 0, timeout=15)
+    deadline = rs_annotations(h, new).get("scale-down-deadline")
+
+    # Several abort windows' worth of syncs: the new ReplicaSet stays down, its deadline kept.
+    hold(h, "pda", lambda: h.rs_replicas("pda") == {old: 1, new: 0}, seconds=6)
+    assert deadline is not None and rs_annotations(h, new)["scale-down-deadline"] == deadline
+    assert selector(h, "pda-active") == old
+    assert h.drive("pda", lambda o: o["status"]["replicas"] == 1)["status"]["abort"] is True
+
+    h.patch("pda", {"status": {"abort": False}}, status=True)  # retry
+    h.drive(
+        "pda",
+        lambda o: (
+            h.rs_replicas("pda")[new] == 1 and "scale-down-deadline" not in rs_annotations(h, new)
+        ),
+    )

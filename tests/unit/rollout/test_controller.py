@@ -292,3 +292,44 @@ def test_adopts_a_replicaset_with_server_defaults_without_a_new_revision() -> No
     assert not any(a.verb == "create" and a.resource == "replicasets" for a in sim.writer.actions)
     assert sim.rollout["status"]["stableRS"] == "argo-made"
     assert sim.rollout["metadata"]["annotations"]["rollout.argoproj.io/revision"] == "3"
+
+
+def test_progress_deadline_abort_keeps_the_canary_down() -> None:
+    """The blue-green abort flap's sequence on a basic canary: the progress deadline passes
+    without abort, then progressDeadlineAbort is switched on. The canary goes to 0 at once (a
+    basic canary has no abort delay, as in Argo, even with abortScaleDownDelaySeconds set) and
+    stays there, with no scale-down deadline, over later syncs."""
+    strategy = {"canary": {"abortScaleDownDelaySeconds": 2, "steps": [{"setWeight": 50}]}}
+    sim = Sim(rollout(replicas=2, strategy=strategy, progressDeadlineSeconds=1))
+    sim.settle()
+    stable = sim.rollout["status"]["stableRS"]
+    sim.rollout["spec"]["template"] = {
+        **TEMPLATE,
+        "spec": {"containers": [{"name": "app", "image": "web:bad"}]},
+    }
+    sim.rollout["metadata"]["generation"] = 2
+    sim.sync()
+    sim.sync()
+    sim.now = T0 + dt.timedelta(seconds=5)
+    for _ in range(3):
+        sim.sync()
+    assert sim.rollout["status"]["phase"] == "Degraded" and not sim.rollout["status"].get("abort")
+    canary = sim.rollout["status"]["currentPodHash"]
+
+    sim.rollout["spec"]["progressDeadlineAbort"] = True
+    sim.rollout["metadata"]["generation"] = 3
+    history = []
+    for seconds in (5, 5, 6, 7, 8, 10, 30):
+        sim.now = T0 + dt.timedelta(seconds=seconds)
+        sim.sync()
+        counts = {
+            rs["metadata"]["labels"]["rollouts-pod-template-hash"]: rs["spec"]["replicas"]
+            for rs in sim.replicasets()
+        }
+        history.append(counts[canary])
+        assert counts[stable] == 2
+        assert not any(
+            "scale-down-deadline" in rs["metadata"]["annotations"] for rs in sim.replicasets()
+        )
+    assert sim.rollout["status"]["abort"] is True
+    assert history == [1, 0, 0, 0, 0, 0, 0]  # the abort is recorded, then the canary goes
