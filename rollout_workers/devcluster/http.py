@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from rollout_workers.devcluster import errors
+from rollout_workers.devcluster import errors, protobuf
 from rollout_workers.devcluster.errors import ApiError, JSONDict
 from rollout_workers.devcluster.resources import Registry, ResourceType
 from rollout_workers.devcluster.selectors import (
@@ -295,6 +295,8 @@ class ApiHandler:
 
     async def _body(self, request: web.Request) -> Any:
         raw = await request.read()
+        if request.content_type == protobuf.CONTENT_TYPE:
+            return protobuf.decode_request_body(raw)
         try:
             return json.loads(raw) if raw else None
         except ValueError as exc:
