@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-fast lint fmt demo bench crds clean
+.PHONY: install test e2e lint fmt demo bench crds clean
 
 install: $(STAMP)
 
@@ -13,11 +13,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
+# Unit, integration, and an end-to-end smoke of every process kind (under 6 minutes on 2 cores).
 test: install
-	$(BIN)/pytest -q
-
-test-fast: install
 	$(BIN)/pytest -q -m 'not slow'
+
+# The long end-to-end tier: chaos (kill -9 of worker hosts), failover, the demo, timer precision.
+e2e: install
+	$(BIN)/pytest -q -m slow
 
 lint: install
 	$(BIN)/ruff check .

@@ -156,6 +156,7 @@ def test_flower_serves_the_pool(embedded: dict[str, str], tmp_path: Path) -> Non
         procs.stop_all()
 
 
+@pytest.mark.slow
 def test_demo_runs_to_the_end(tmp_path: Path) -> None:
     result = run({"ROLLOUTS_STATE_DIR": str(tmp_path / "state")}, "demo", "--exit-when-done",
                  timeout=240)  # fmt: skip

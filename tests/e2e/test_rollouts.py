@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 
 from rollout_workers.devcluster.server import DevClusterThread
@@ -508,6 +509,7 @@ def run_all(kube: Kube, kubeconfig: Path) -> None:
 
 # The scenarios run once, under chaos: every end state they assert must hold while worker hosts
 # are killed with SIGKILL. A calm run of the same scenarios added half a minute and no coverage.
+@pytest.mark.slow
 def test_scenarios_survive_kill_9_of_workers(
     procs: Processes, cluster: DevClusterThread, tmp_path: Path, rdb: redis.Redis
 ) -> None:

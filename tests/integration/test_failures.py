@@ -59,6 +59,7 @@ def test_killed_worker_key_is_reconciled_within_lease_ttl(
     assert int(rdb.hget("rw:wq:rollouts:stats", "lease_expired") or 0) >= 1
 
 
+@pytest.mark.slow
 def test_heartbeats_keep_a_long_reconcile_exclusive(
     procs: Processes, runtime: Runtime, rdb: redis.Redis
 ) -> None:
@@ -75,6 +76,7 @@ def test_heartbeats_keep_a_long_reconcile_exclusive(
     assert runtime.queue("rollouts").stats().active == 0
 
 
+@pytest.mark.slow
 def test_timers_fire_once_on_time_and_the_earliest_wins(
     procs: Processes, runtime: Runtime, rdb: redis.Redis
 ) -> None:
@@ -111,6 +113,7 @@ def test_timers_fire_once_on_time_and_the_earliest_wins(
     beat.stop()
 
 
+@pytest.mark.slow
 def test_standby_beat_takes_over_within_15s(procs: Processes, rdb: redis.Redis) -> None:
     procs.worker("host-a", concurrency=1, queues="system")
     active = procs.beat("beat-1")

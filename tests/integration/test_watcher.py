@@ -190,6 +190,7 @@ def _key(obj: dict[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
+@pytest.mark.slow
 def test_cache_equals_a_fresh_list_after_1000_random_ops(
     watchers: Processes, api: k8s.ApiClient, rdb: redis.Redis
 ) -> None:
@@ -300,6 +301,7 @@ def test_events_enqueue_exactly_the_owning_and_referencing_rollouts(
     assert queued(rdb) == {f"{ns}/web", f"{ns}/api"}
 
 
+@pytest.mark.slow
 def test_standby_watcher_takes_over_and_catches_up(
     watchers: Processes, api: k8s.ApiClient, rdb: redis.Redis
 ) -> None:
