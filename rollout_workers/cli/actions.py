@@ -5,10 +5,12 @@ the same controller, so each action writes exactly what the plugin writes, with 
 type and to the same (sub)resource:
 
 - promote: merge patches `{"spec":{"paused":false}}` (when spec.paused) and, on the status
-  subresource, `{"status":{"pauseConditions":null}}` (when paused by the controller) or, for a
-  canary with steps that is not paused, `{"status":{"pauseConditions":null,
-  "currentStepIndex":N+1}}`; `--full` sends `{"status":{"promoteFull":true}}` to the status
-  subresource unless the rollout is already fully promoted.
+  subresource, `{"status":{"pauseConditions":null}}` (when paused by the controller), or for a
+  canary paused on an Inconclusive step analysis `{"status":{"pauseConditions":null,
+  "controllerPause":false,"currentStepIndex":N+1}}`, or for a canary with steps that is not
+  paused `{"status":{"pauseConditions":null,"currentStepIndex":N+1}}`; `--full` sends
+  `{"status":{"promoteFull":true}}` unless the rollout is already fully promoted (the plugin
+  v1.8+; see `calculate_promote_patches`).
 - abort / retry: `{"status":{"abort":true|false}}` on the status subresource.
 - pause: `{"spec":{"paused":true}}`; restart: `{"spec":{"restartAt":"<RFC 3339>"}}`.
 - set image: a full update (PUT) of the rollout with the images replaced, retried on conflict.
@@ -88,24 +90,73 @@ class PromotePatches:
     unified: Obj | None
 
 
+BOTH_SKIP_FLAGS_ERROR = "Cannot use skip-current-step and skip-all-steps flags at the same time"
+SKIP_BLUE_GREEN_ERROR = "Cannot skip steps of a bluegreen rollout. Run without a flags"
+SKIP_WITHOUT_STEPS_ERROR = "Cannot skip steps of a rollout without steps"
+SKIP_CURRENT_HINT = "use without the flag instead ex: promote ROLLOUT_NAME"
+INCONCLUSIVE = "Inconclusive"
+
+
+def _strategy(ro: Obj, kind: str) -> Obj | None:
+    value = ((ro.get("spec") or {}).get("strategy") or {}).get(kind)
+    return value if isinstance(value, dict) else None
+
+
+def _promoted_step_index(ro: Obj) -> int | None:
+    """The step after the current one (the current one past the last step); None for a
+    rollout without canary steps (the plugin's GetCurrentCanaryStep, then `index++` while
+    below the step count)."""
+    steps = (_strategy(ro, "canary") or {}).get("steps") or []
+    _, index = view.current_canary_step(ro)
+    if index is None:
+        return None
+    return index + 1 if index < len(steps) else index
+
+
+def is_inconclusive(ro: Obj) -> bool:
+    """A canary whose current step analysis run is Inconclusive (the plugin's isInconclusive;
+    the background run does not count)."""
+    canary_status = (ro.get("status") or {}).get("canary") or {}
+    step_run = canary_status.get("currentStepAnalysisRunStatus") or {}
+    return _strategy(ro, "canary") is not None and step_run.get("status") == INCONCLUSIVE
+
+
 def calculate_promote_patches(
     ro: Obj, *, full: bool = False, skip_current_step: bool = False, skip_all_steps: bool = False
 ) -> PromotePatches:
+    """The plugin's (v1.8+) getPatches, case by case (the first that applies):
+
+    - `--skip-current-step` (deprecated): `{"status":{"currentStepIndex":N+1}}`, also unified.
+    - `--skip-all-steps` (deprecated): `{"status":{"currentStepIndex":<step count>}}`, also
+      unified.
+    - `--full`: `{"status":{"promoteFull":true}}` unless currentPodHash == stableRS (then
+      nothing); no unified patch, so without a status subresource nothing is sent.
+    - otherwise: `{"spec":{"paused":false}}` when spec.paused; the unified patch is
+      `{"spec":{"paused":false},"status":{"pauseConditions":null}}`; and on the status:
+      - a canary paused by the controller for an Inconclusive step analysis:
+        `{"status":{"pauseConditions":null,"controllerPause":false,"currentStepIndex":N+1}}`,
+        so the rollout moves past the step instead of analysing again;
+      - any other pause condition: `{"status":{"pauseConditions":null}}`;
+      - a canary with steps that is not paused (mid analysis or experiment step):
+        `{"status":{"pauseConditions":null,"currentStepIndex":N+1}}` (unified with the
+        same status and spec.paused false).
+    """
     spec = ro.get("spec") or {}
     status = ro.get("status") or {}
-    steps = ((spec.get("strategy") or {}).get("canary") or {}).get("steps") or []
+    canary = _strategy(ro, "canary")
+    steps = (canary or {}).get("steps") or []
+    if skip_current_step and skip_all_steps:
+        raise ActionError(BOTH_SKIP_FLAGS_ERROR)
     if skip_current_step or skip_all_steps:
-        if skip_current_step and skip_all_steps:
-            raise ActionError("cannot use skip-current-step and skip-all-steps at the same time")
-        if (spec.get("strategy") or {}).get("blueGreen") is not None:
-            raise ActionError("cannot skip steps of a blue-green rollout; promote without flags")
-        if not steps:
-            raise ActionError("cannot skip steps of a rollout without steps")
-    _, index = view.current_canary_step(ro)
+        if _strategy(ro, "blueGreen") is not None:
+            raise ActionError(SKIP_BLUE_GREEN_ERROR)
+        if canary is not None and not steps:
+            raise ActionError(SKIP_WITHOUT_STEPS_ERROR)
     if skip_current_step:
+        index = _promoted_step_index(ro)
         if index is None:
             return PromotePatches(None, None, None)
-        patch = {"status": {"currentStepIndex": min(index + 1, len(steps))}}
+        patch = {"status": {"currentStepIndex": index}}
         return PromotePatches(None, patch, patch)
     if skip_all_steps:
         patch = {"status": {"currentStepIndex": len(steps)}}
@@ -117,20 +168,33 @@ def calculate_promote_patches(
 
     spec_patch = UNPAUSE_PATCH if spec.get("paused") else None
     unified: Obj = {"spec": {"paused": False}, "status": {"pauseConditions": None}}
-    if status.get("pauseConditions"):
+    paused_by_conditions = bool(status.get("pauseConditions"))
+    if is_inconclusive(ro) and paused_by_conditions and status.get("controllerPause"):
+        # Clearing only the conditions would make the controller analyse the step again;
+        # the current plugin steps past it and resets controllerPause, so a pause step that
+        # follows is taken afresh. (Without steps the plugin sends no status patch at all.)
+        index = _promoted_step_index(ro)
+        if index is None:
+            return PromotePatches(spec_patch, None, unified)
+        step_patch = {
+            "status": {"pauseConditions": None, "controllerPause": False, "currentStepIndex": index}
+        }
+        return PromotePatches(spec_patch, step_patch, unified)
+    if paused_by_conditions:
         return PromotePatches(spec_patch, CLEAR_PAUSE_CONDITIONS_PATCH, unified)
-    if (spec.get("strategy") or {}).get("canary") is not None and index is not None:
+    if canary is not None:
         # Not paused by the controller but mid-update (an analysis or experiment step): move
         # to the next step. Clearing pause conditions and stepping are never combined.
-        step = min(index + 1, len(steps))
-        return PromotePatches(
-            spec_patch,
-            {"status": {"pauseConditions": None, "currentStepIndex": step}},
-            {
-                "spec": {"paused": False},
-                "status": {"pauseConditions": None, "currentStepIndex": step},
-            },
-        )
+        index = _promoted_step_index(ro)
+        if index is not None:
+            return PromotePatches(
+                spec_patch,
+                {"status": {"pauseConditions": None, "currentStepIndex": index}},
+                {
+                    "spec": {"paused": False},
+                    "status": {"pauseConditions": None, "currentStepIndex": index},
+                },
+            )
     return PromotePatches(spec_patch, None, unified)
 
 
@@ -434,6 +498,12 @@ def promote(
 ) -> None:
     """Promote a rollout paused at a canary step or before a blue-green switch (--full: all
     the way)."""
+    if skip_current_step and skip_all_steps:
+        raise Fail(BOTH_SKIP_FLAGS_ERROR)  # before any request, as the plugin
+    if skip_current_step:
+        click.echo(f"Flag --skip-current-step has been deprecated, {SKIP_CURRENT_HINT}", err=True)
+    if skip_all_steps:
+        click.echo("Flag --skip-all-steps has been deprecated, use --full instead", err=True)
     target = connect(state_dir=state_dir, kubeconfig=kubeconfig, namespace=namespace)
     kube, ns = target.kube, target.namespace
     with api_errors("rollout", name, ns):
