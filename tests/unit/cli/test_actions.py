@@ -863,7 +863,7 @@ def test_undo_skips_a_matching_template(fake: FakeKube) -> None:
     fake.objects[("rollouts", "app")] = ro
     fake.lists["replicasets"] = [rs("r1", "1", "web:1"), rs("r2", "2", "web:2")]
     result = invoke("undo", "app")
-    assert result.output == "skipped rollback (current template already matches revision 1)\n"
+    assert result.output == "skipped rollback (current template already matches revision 0)\n"
     assert fake.patches() == []
 
 
@@ -912,10 +912,19 @@ def test_register_joins_existing_groups() -> None:
     group.add_command(existing)
     actions.register(group)
     assert group.commands["get"] is existing
-    assert set(existing.commands) == {"other", "rollout"}
-    assert {"promote", "abort", "retry", "restart", "pause", "undo", "set", "list"} <= set(
-        group.commands
-    )
+    assert set(existing.commands) == {"other", "rollout", "experiment"}
+    assert {
+        "promote",
+        "abort",
+        "retry",
+        "restart",
+        "pause",
+        "undo",
+        "status",
+        "terminate",
+        "set",
+        "list",
+    } <= set(group.commands)
 
 
 def test_default_namespace_comes_from_the_context(tmp_path: Path) -> None:
