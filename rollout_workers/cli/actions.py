@@ -1103,8 +1103,8 @@ def watch_status(target: Target, name: str, *, timeout: float | None) -> tuple[s
     "-w",
     "--watch/--no-watch",
     default=True,
-    show_default=True,
-    help="Watch the status of the rollout until it's done (--watch=false: print it once).",
+    help="Watch the status of the rollout until it's done (the default; --watch=false or "
+    "--no-watch prints it once).",
 )
 @click.option(
     "-t",
@@ -1163,7 +1163,7 @@ def terminate_group() -> None:
 def terminate_analysis_run(
     *, state_dir: Path | None, kubeconfig: Path | None, namespace: str | None, names: tuple[str]
 ) -> None:
-    """Terminate AnalysisRuns (spec.terminate: true); they end Successful at once."""
+    """Terminate AnalysisRuns (spec.terminate: true)."""
     target = connect(state_dir=state_dir, kubeconfig=kubeconfig, namespace=namespace)
     for name in names:
         with api_errors("analysisrun", name, target.namespace):
