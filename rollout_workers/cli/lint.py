@@ -4,7 +4,8 @@ Every YAML (or JSON) document of the file whose apiVersion group is `argoproj.io
 `Rollout` is checked with the controller's own validation (`rollout.validation`), so a manifest
 that passes here is not marked InvalidSpec by this controller for its spec. As the plugin, each
 error's body (without the field path) goes to stdout, then the first error, with its field,
-is the one-line failure (exit 1); a clean file prints nothing (exit 0). References to objects in
+is the one-line failure (exit 1); a clean file prints nothing (exit 0). A field the models do
+not know (a typo) is an error too, as the plugin decodes strictly. References to objects in
 the cluster (services, analysis templates) are not checked: lint never connects.
 """
 
@@ -18,6 +19,7 @@ import click
 import pydantic
 import yaml
 
+from rollout_workers.api.base import KubeModel, ObjectMeta, OpenModel
 from rollout_workers.api.rollout import Rollout
 from rollout_workers.cli.common import Fail
 from rollout_workers.rollout import validation
@@ -56,6 +58,25 @@ def is_rollout(doc: Any) -> bool:
     return group == GROUP and doc.get("kind") == KIND
 
 
+UNKNOWN_FIELD_MESSAGE = "unknown field"
+
+
+def unknown_fields(value: Any, path: str = "") -> list[str]:
+    """The paths of the fields no model knows (the plugin decodes strictly, so a typo such as
+    `stratgy` fails the lint); open models (traffic routers, metric providers), object
+    metadata and free-form parts (the pod template) accept anything."""
+    found: list[str] = []
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found += unknown_fields(item, f"{path}[{i}]")
+    elif isinstance(value, KubeModel) and not isinstance(value, OpenModel | ObjectMeta):
+        prefix = f"{path}." if path else ""
+        found += [f"{prefix}{key}" for key in value.model_extra or {}]
+        for name, info in type(value).model_fields.items():
+            found += unknown_fields(getattr(value, name), f"{prefix}{info.alias or name}")
+    return found
+
+
 def calculate_lint_errors(documents: list[Any]) -> list[LintError]:
     """Every validation error of every Rollout among `documents`, in file order; a Rollout
     that does not fit the model reports its first offending field."""
@@ -71,8 +92,17 @@ def calculate_lint_errors(documents: list[Any]) -> list[LintError]:
             if first is not None:
                 errors.append(LintError(name, first))
             continue
+        unknown = [
+            ValidationError(
+                path,
+                UNKNOWN_FIELD_MESSAGE,
+                validation.ErrorType.INVALID,
+                validation.go_quote(path.rpartition(".")[2]),
+            )
+            for path in unknown_fields(rollout)
+        ]
         found = validation.spec_errors(rollout) + validation.unsupported_errors(rollout)
-        errors += [LintError(name, error) for error in found]
+        errors += [LintError(name, error) for error in unknown + found]
     return errors
 
 

@@ -414,6 +414,20 @@ def test_lint_reports_a_spec_the_model_rejects_on_its_field() -> None:
     assert error.error.field == "spec.replicas"
 
 
+def test_lint_reports_unknown_fields_before_the_checks() -> None:
+    text = ROLLOUT_YAML.format(name="t", steps="[{setWeight: 300, pauze: {}}]")
+    text = text.replace("  replicas: 2\n", "  replicas: 2\n  stratgy: {}\n")
+    text = text.replace("metadata:\n  name: t", "metadata:\n  name: t\n  managedFields: []")
+    text = text.replace('image: "web:1"', 'image: "web:1", whatever: 1')  # free-form template
+    errors = calculate_lint_errors(load_documents(text))
+    assert [str(e.error) for e in errors] == [
+        'spec.stratgy: Invalid value: "stratgy": unknown field',
+        'spec.strategy.canary.steps[0].pauze: Invalid value: "pauze": unknown field',
+        "spec.strategy.steps[0].setWeight: Invalid value: 300: "
+        "SetWeight needs to be between 0 and 100",
+    ]
+
+
 LINT_RUNS = {
     "clean file: silent, exit 0": (
         ROLLOUT_YAML.format(name="a", steps="[{setWeight: 5}]"),
