@@ -5,14 +5,19 @@ the same controller, so each action writes exactly what the plugin writes, with 
 type and to the same (sub)resource:
 
 - promote: merge patches `{"spec":{"paused":false}}` (when spec.paused) and, on the status
-  subresource, `{"status":{"pauseConditions":null}}` (when paused by the controller) or, for a
-  canary with steps that is not paused, `{"status":{"pauseConditions":null,
-  "currentStepIndex":N+1}}`; `--full` sends `{"status":{"promoteFull":true}}` to the status
-  subresource unless the rollout is already fully promoted.
+  subresource, `{"status":{"pauseConditions":null}}` (when paused by the controller), or for a
+  canary paused on an Inconclusive step analysis `{"status":{"pauseConditions":null,
+  "controllerPause":false,"currentStepIndex":N+1}}`, or for a canary with steps that is not
+  paused `{"status":{"pauseConditions":null,"currentStepIndex":N+1}}`; `--full` sends
+  `{"status":{"promoteFull":true}}` unless the rollout is already fully promoted (the plugin
+  v1.8+; see `calculate_promote_patches`).
 - abort / retry: `{"status":{"abort":true|false}}` on the status subresource.
 - pause: `{"spec":{"paused":true}}`; restart: `{"spec":{"restartAt":"<RFC 3339>"}}`.
 - set image: a full update (PUT) of the rollout with the images replaced, retried on conflict.
-- undo: a JSON patch replacing `/spec/template` with the template of an older ReplicaSet.
+- undo [--to-revision N]: a JSON patch replacing `/spec/template` with the template of the
+  owned ReplicaSet whose revision annotation is N (default: the second newest).
+- terminate analysisrun|experiment: `{"spec":{"terminate":true}}` on the object.
+- status (reads only): the phase and message the plugin prints, and its exit codes.
 
 Where the plugin falls back from the status subresource to the main resource on 404 (clusters
 whose CRD has no status subresource), so does this module. The patch bodies are computed by pure
@@ -64,6 +69,7 @@ PAUSE_PATCH: Obj = {"spec": {"paused": True}}
 UNPAUSE_PATCH: Obj = {"spec": {"paused": False}}
 CLEAR_PAUSE_CONDITIONS_PATCH: Obj = {"status": {"pauseConditions": None}}
 PROMOTE_FULL_PATCH: Obj = {"status": {"promoteFull": True}}
+TERMINATE_PATCH: Obj = {"spec": {"terminate": True}}
 
 #: Attempts of `set image` when the rollout changes between the read and the update.
 SET_IMAGE_ATTEMPTS = 5
@@ -88,24 +94,73 @@ class PromotePatches:
     unified: Obj | None
 
 
+BOTH_SKIP_FLAGS_ERROR = "Cannot use skip-current-step and skip-all-steps flags at the same time"
+SKIP_BLUE_GREEN_ERROR = "Cannot skip steps of a bluegreen rollout. Run without a flags"
+SKIP_WITHOUT_STEPS_ERROR = "Cannot skip steps of a rollout without steps"
+SKIP_CURRENT_HINT = "use without the flag instead ex: promote ROLLOUT_NAME"
+INCONCLUSIVE = "Inconclusive"
+
+
+def _strategy(ro: Obj, kind: str) -> Obj | None:
+    value = ((ro.get("spec") or {}).get("strategy") or {}).get(kind)
+    return value if isinstance(value, dict) else None
+
+
+def _promoted_step_index(ro: Obj) -> int | None:
+    """The step after the current one (the current one past the last step); None for a
+    rollout without canary steps (the plugin's GetCurrentCanaryStep, then `index++` while
+    below the step count)."""
+    steps = (_strategy(ro, "canary") or {}).get("steps") or []
+    _, index = view.current_canary_step(ro)
+    if index is None:
+        return None
+    return index + 1 if index < len(steps) else index
+
+
+def is_inconclusive(ro: Obj) -> bool:
+    """A canary whose current step analysis run is Inconclusive (the plugin's isInconclusive;
+    the background run does not count)."""
+    canary_status = (ro.get("status") or {}).get("canary") or {}
+    step_run = canary_status.get("currentStepAnalysisRunStatus") or {}
+    return _strategy(ro, "canary") is not None and step_run.get("status") == INCONCLUSIVE
+
+
 def calculate_promote_patches(
     ro: Obj, *, full: bool = False, skip_current_step: bool = False, skip_all_steps: bool = False
 ) -> PromotePatches:
+    """The plugin's (v1.8+) getPatches, case by case (the first that applies):
+
+    - `--skip-current-step` (deprecated): `{"status":{"currentStepIndex":N+1}}`, also unified.
+    - `--skip-all-steps` (deprecated): `{"status":{"currentStepIndex":<step count>}}`, also
+      unified.
+    - `--full`: `{"status":{"promoteFull":true}}` unless currentPodHash == stableRS (then
+      nothing); no unified patch, so without a status subresource nothing is sent.
+    - otherwise: `{"spec":{"paused":false}}` when spec.paused; the unified patch is
+      `{"spec":{"paused":false},"status":{"pauseConditions":null}}`; and on the status:
+      - a canary paused by the controller for an Inconclusive step analysis:
+        `{"status":{"pauseConditions":null,"controllerPause":false,"currentStepIndex":N+1}}`,
+        so the rollout moves past the step instead of analysing again;
+      - any other pause condition: `{"status":{"pauseConditions":null}}`;
+      - a canary with steps that is not paused (mid analysis or experiment step):
+        `{"status":{"pauseConditions":null,"currentStepIndex":N+1}}` (unified with the
+        same status and spec.paused false).
+    """
     spec = ro.get("spec") or {}
     status = ro.get("status") or {}
-    steps = ((spec.get("strategy") or {}).get("canary") or {}).get("steps") or []
+    canary = _strategy(ro, "canary")
+    steps = (canary or {}).get("steps") or []
+    if skip_current_step and skip_all_steps:
+        raise ActionError(BOTH_SKIP_FLAGS_ERROR)
     if skip_current_step or skip_all_steps:
-        if skip_current_step and skip_all_steps:
-            raise ActionError("cannot use skip-current-step and skip-all-steps at the same time")
-        if (spec.get("strategy") or {}).get("blueGreen") is not None:
-            raise ActionError("cannot skip steps of a blue-green rollout; promote without flags")
-        if not steps:
-            raise ActionError("cannot skip steps of a rollout without steps")
-    _, index = view.current_canary_step(ro)
+        if _strategy(ro, "blueGreen") is not None:
+            raise ActionError(SKIP_BLUE_GREEN_ERROR)
+        if canary is not None and not steps:
+            raise ActionError(SKIP_WITHOUT_STEPS_ERROR)
     if skip_current_step:
+        index = _promoted_step_index(ro)
         if index is None:
             return PromotePatches(None, None, None)
-        patch = {"status": {"currentStepIndex": min(index + 1, len(steps))}}
+        patch = {"status": {"currentStepIndex": index}}
         return PromotePatches(None, patch, patch)
     if skip_all_steps:
         patch = {"status": {"currentStepIndex": len(steps)}}
@@ -117,20 +172,33 @@ def calculate_promote_patches(
 
     spec_patch = UNPAUSE_PATCH if spec.get("paused") else None
     unified: Obj = {"spec": {"paused": False}, "status": {"pauseConditions": None}}
-    if status.get("pauseConditions"):
+    paused_by_conditions = bool(status.get("pauseConditions"))
+    if is_inconclusive(ro) and paused_by_conditions and status.get("controllerPause"):
+        # Clearing only the conditions would make the controller analyse the step again;
+        # the current plugin steps past it and resets controllerPause, so a pause step that
+        # follows is taken afresh. (Without steps the plugin sends no status patch at all.)
+        index = _promoted_step_index(ro)
+        if index is None:
+            return PromotePatches(spec_patch, None, unified)
+        step_patch = {
+            "status": {"pauseConditions": None, "controllerPause": False, "currentStepIndex": index}
+        }
+        return PromotePatches(spec_patch, step_patch, unified)
+    if paused_by_conditions:
         return PromotePatches(spec_patch, CLEAR_PAUSE_CONDITIONS_PATCH, unified)
-    if (spec.get("strategy") or {}).get("canary") is not None and index is not None:
+    if canary is not None:
         # Not paused by the controller but mid-update (an analysis or experiment step): move
         # to the next step. Clearing pause conditions and stepping are never combined.
-        step = min(index + 1, len(steps))
-        return PromotePatches(
-            spec_patch,
-            {"status": {"pauseConditions": None, "currentStepIndex": step}},
-            {
-                "spec": {"paused": False},
-                "status": {"pauseConditions": None, "currentStepIndex": step},
-            },
-        )
+        index = _promoted_step_index(ro)
+        if index is not None:
+            return PromotePatches(
+                spec_patch,
+                {"status": {"pauseConditions": None, "currentStepIndex": index}},
+                {
+                    "spec": {"paused": False},
+                    "status": {"pauseConditions": None, "currentStepIndex": index},
+                },
+            )
     return PromotePatches(spec_patch, None, unified)
 
 
@@ -434,6 +502,12 @@ def promote(
 ) -> None:
     """Promote a rollout paused at a canary step or before a blue-green switch (--full: all
     the way)."""
+    if skip_current_step and skip_all_steps:
+        raise Fail(BOTH_SKIP_FLAGS_ERROR)  # before any request, as the plugin
+    if skip_current_step:
+        click.echo(f"Flag --skip-current-step has been deprecated, {SKIP_CURRENT_HINT}", err=True)
+    if skip_all_steps:
+        click.echo("Flag --skip-all-steps has been deprecated, use --full instead", err=True)
     target = connect(state_dir=state_dir, kubeconfig=kubeconfig, namespace=namespace)
     kube, ns = target.kube, target.namespace
     with api_errors("rollout", name, ns):
@@ -620,17 +694,30 @@ def undo(
         rs = select_revision(name, owned, to_revision)
         current = (ro.get("spec") or {}).get("template") or {}
         if template_matches(current, (rs.get("spec") or {}).get("template") or {}):
+            # The plugin names the revision asked for (0 for the previous one), not the match.
             click.echo(
-                f"skipped rollback (current template already matches revision {_revision_of(rs)})"
+                f"skipped rollback (current template already matches revision {to_revision})"
             )
             return
-        kube.patch(ROLLOUTS, ns, name, undo_patch(rs), patch_type=JSON_PATCH)
+        try:
+            kube.patch(ROLLOUTS, ns, name, undo_patch(rs), patch_type=JSON_PATCH)
+        except KubeError as err:
+            raise Fail(f"failed restoring revision {to_revision}: {_one_line(str(err))}") from None
     click.echo(f"rollout '{name}' undo")
 
 
-@click.group("get", cls=AliasGroup, aliases={"ro": "rollout", "rollouts": "rollout"})
+@click.group(
+    "get",
+    cls=AliasGroup,
+    aliases={
+        "ro": "rollout",
+        "rollouts": "rollout",
+        "exp": "experiment",
+        "experiments": "experiment",
+    },
+)
 def get_group() -> None:
-    """Show a rollout and the objects it owns."""
+    """Show a rollout or an experiment and the objects it owns."""
 
 
 def _use_color(no_color: bool) -> bool:
@@ -657,11 +744,14 @@ CLEAR_SCREEN = "\x1b[H\x1b[2J\x1b[0;0H"
 
 
 class RolloutChanges:
-    """Signals when the named rollout changes, from a watch in a daemon thread; the screen is
-    also redrawn every second without it (ages move), so a broken watch only costs latency."""
+    """Signals when the named rollout (or object of `resource`) changes, from a watch in a
+    daemon thread; the screen is also redrawn every second without it (ages move), so a broken
+    watch only costs latency."""
 
-    def __init__(self, target: Target, name: str, resource_version: str) -> None:
-        self.target, self.name = target, name
+    def __init__(
+        self, target: Target, name: str, resource_version: str, resource: Resource = ROLLOUTS
+    ) -> None:
+        self.target, self.name, self.resource = target, name, resource
         self.resource_version = resource_version
         self.changed = threading.Event()
         self._stop = threading.Event()
@@ -678,7 +768,7 @@ class RolloutChanges:
         while not self._stop.is_set():
             try:
                 for event in self.target.kube.watch(
-                    ROLLOUTS,
+                    self.resource,
                     namespace=self.target.namespace,
                     resource_version=self.resource_version,
                     timeout_seconds=60,
@@ -777,9 +867,18 @@ def get_rollout(
         click.echo("")
 
 
-@click.group("list", cls=AliasGroup, aliases={"ro": "rollouts", "rollout": "rollouts"})
+@click.group(
+    "list",
+    cls=AliasGroup,
+    aliases={
+        "ro": "rollouts",
+        "rollout": "rollouts",
+        "exp": "experiments",
+        "experiment": "experiments",
+    },
+)
 def list_group() -> None:
-    """List rollouts."""
+    """List rollouts or experiments."""
 
 
 @list_group.command("rollouts")
@@ -811,8 +910,284 @@ def list_rollouts(
     click.echo(view.render_list(items, all_namespaces=all_namespaces), nl=False)
 
 
-COMMANDS: tuple[click.Command, ...] = (promote, abort, retry, restart, pause, undo)
-GROUPS: tuple[click.Group, ...] = (set_group, get_group, list_group)
+def fetch_experiment_info(target: Target, name: str) -> view.ExperimentInfo:
+    ns = target.namespace
+    with api_errors("experiment", name, ns):
+        exp = target.kube.get(EXPERIMENTS, ns, name)
+        replica_sets, _ = target.kube.list(REPLICASETS, namespace=ns)
+        pods, _ = target.kube.list(PODS, namespace=ns)
+        runs, _ = target.kube.list(ANALYSISRUNS, namespace=ns)
+    return view.experiment_info(exp, replica_sets=replica_sets, pods=pods, analysis_runs=runs)
+
+
+def watch_experiment(target: Target, name: str, *, color: bool) -> None:
+    """Redraw the experiment on each change and every second, until Ctrl-C."""
+    with api_errors("experiment", name, target.namespace):
+        first = target.kube.get(EXPERIMENTS, target.namespace, name)
+    version = str((first.get("metadata") or {}).get("resourceVersion") or "0")
+    changes = RolloutChanges(target, name, version, EXPERIMENTS).start()
+    clear, first_frame = sys.stdout.isatty(), True
+    try:
+        while True:
+            drawn_at = time.monotonic()
+            screen = view.render_experiment(
+                fetch_experiment_info(target, name), now=_now(), color=color
+            )
+            sys.stdout.write(CLEAR_SCREEN if clear else "" if first_frame else "\n")
+            click.echo(screen, nl=False)
+            sys.stdout.flush()
+            first_frame = False
+            changes.changed.wait(1.0)
+            changes.changed.clear()
+            pause_left = 0.2 - (time.monotonic() - drawn_at)
+            if pause_left > 0:
+                time.sleep(pause_left)
+    finally:
+        changes.stop()
+
+
+@get_group.command("experiment")
+@cluster_options
+@click.option("-w", "--watch", is_flag=True, help="Redraw live until Ctrl-C.")
+@click.option("--no-color", is_flag=True, help="Do not colorize output.")
+@click.argument("name")
+def get_experiment(
+    *,
+    state_dir: Path | None,
+    kubeconfig: Path | None,
+    namespace: str | None,
+    watch: bool,
+    no_color: bool,
+    name: str,
+) -> None:
+    """Show an experiment: status, images, and its ReplicaSets, pods and analysis runs."""
+    target = connect(state_dir=state_dir, kubeconfig=kubeconfig, namespace=namespace)
+    color = _use_color(no_color)
+    if not watch:
+        info = fetch_experiment_info(target, name)
+        click.echo(view.render_experiment(info, now=_now(), color=color), nl=False)
+        return
+    try:
+        watch_experiment(target, name, color=color)
+    except KeyboardInterrupt:
+        click.echo("")
+
+
+@list_group.command("experiments")
+@cluster_options
+@click.option("-A", "--all-namespaces", is_flag=True, help="Experiments of every namespace.")
+def list_experiments(
+    *,
+    state_dir: Path | None,
+    kubeconfig: Path | None,
+    namespace: str | None,
+    all_namespaces: bool,
+) -> None:
+    """List experiments with their status, duration, time remaining and age."""
+    target = connect(state_dir=state_dir, kubeconfig=kubeconfig, namespace=namespace)
+    ns = None if all_namespaces else target.namespace
+    try:
+        items, _ = target.kube.list(EXPERIMENTS, namespace=ns)
+    except KubeError as err:
+        raise Fail(f"API error: {_one_line(str(err))}") from None
+    if not items:
+        click.echo("No resources found.", err=True)
+        return
+    items.sort(key=lambda exp: ((exp.get("metadata") or {}).get("namespace", ""),
+                                (exp.get("metadata") or {}).get("name", "")))  # fmt: skip
+    click.echo(
+        view.render_experiment_list(items, now=_now(), all_namespaces=all_namespaces), nl=False
+    )
+
+
+# -- status ------------------------------------------------------------------------------------
+
+DEGRADED_ERROR = "The rollout is in a degraded state with message: {}"
+#: How often `status --watch` reads the rollout again when its watch reports nothing.
+STATUS_POLL_SECONDS = 1.0
+STATUS_TIMEOUT_ERROR = "Rollout status watch exceeded timeout"
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def status_line(phase: str, message: str) -> str:
+    """What `status --watch=false` prints: the phase alone when final, else `phase - message`."""
+    return phase if phase in view.FINAL_PHASES else f"{phase} - {message}"
+
+
+def watch_status_line(phase: str, message: str) -> str:
+    """A line of `status --watch`: `phase - message`, or the phase alone without a message."""
+    return f"{phase} - {message}" if message else phase
+
+
+def status_failure(phase: str, message: str, *, watched: bool) -> str | None:
+    """Why `status` exits 1, or None: Degraded always; with --watch, anything but Healthy
+    (the watch ended on its timeout or an interrupt)."""
+    if phase == "Degraded":
+        return DEGRADED_ERROR.format(message)
+    if watched and phase != "Healthy":
+        return STATUS_TIMEOUT_ERROR
+    return None
+
+
+GO_BOOL_FLAGS = {"-w": "watch", "--watch": "watch"}
+
+
+def rewrite_go_bool_flag(arg: str) -> str:
+    """cobra's `--watch=false` / `-w=true` as click's `--no-watch` / `--watch`; any other
+    argument unchanged."""
+    flag, eq, value = arg.partition("=")
+    name = GO_BOOL_FLAGS.get(flag)
+    if not eq or name is None:
+        return arg
+    if value in _GO_TRUE:
+        return f"--{name}"
+    if value in _GO_FALSE:
+        return f"--no-{name}"
+    raise click.BadParameter(f'invalid argument "{value}": expected true or false', param_hint=flag)
+
+
+class GoBoolFlagCommand(click.Command):
+    """Accepts cobra's `--watch=false` for boolean flags declared as `--watch/--no-watch`, so
+    the plugin's command lines work unchanged."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        end = args.index("--") if "--" in args else len(args)
+        rewritten = [rewrite_go_bool_flag(arg) for arg in args[:end]] + args[end:]
+        return super().parse_args(ctx, rewritten)
+
+
+def _rollout_phase(target: Target, name: str) -> tuple[Obj, str, str]:
+    with api_errors("rollout", name, target.namespace):
+        ro = target.kube.get(ROLLOUTS, target.namespace, name)
+    phase, message = view.calculate_rollout_phase(ro)
+    return ro, phase, message
+
+
+def watch_status(target: Target, name: str, *, timeout: float | None) -> tuple[str, str]:
+    """Print each new `phase - message` until Healthy or Degraded, the timeout, or Ctrl-C;
+    then the final phase and message (read again after a timeout, as the plugin does)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    ro, phase, message = _rollout_phase(target, name)
+    version = str((ro.get("metadata") or {}).get("resourceVersion") or "0")
+    changes = RolloutChanges(target, name, version).start()
+    previous = ""
+    try:
+        while True:
+            line = watch_status_line(phase, message)
+            if line != previous:
+                click.echo(line)
+                sys.stdout.flush()
+                previous = line
+            if phase in view.FINAL_PHASES:
+                return phase, message
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            wait = STATUS_POLL_SECONDS
+            if deadline is not None:
+                wait = min(wait, max(0.0, deadline - time.monotonic()))
+            changes.changed.wait(wait)
+            changes.changed.clear()
+            _, phase, message = _rollout_phase(target, name)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        changes.stop()
+    _, phase, message = _rollout_phase(target, name)
+    return phase, message
+
+
+@click.command(cls=GoBoolFlagCommand)
+@cluster_options
+@click.option(
+    "-w",
+    "--watch/--no-watch",
+    default=True,
+    help="Watch the status of the rollout until it's done (the default; --watch=false or "
+    "--no-watch prints it once).",
+)
+@click.option(
+    "-t",
+    "--timeout",
+    default="0",
+    show_default=True,
+    help="How long to watch before giving up (1s, 2m, 3h); 0 waits forever.",
+)
+@click.argument("name")
+def status(
+    *,
+    state_dir: Path | None,
+    kubeconfig: Path | None,
+    namespace: str | None,
+    watch: bool,
+    timeout: str,
+    name: str,
+) -> None:
+    """Watch a rollout until it is Healthy (exit 0) or Degraded (exit 1), or the timeout
+    passes (exit 1); with --watch=false print its status once (exit 1 only when Degraded)."""
+    try:
+        limit = parse_duration(timeout).total_seconds() or None
+    except ActionError as err:
+        raise click.BadParameter(str(err), param_hint="'--timeout'") from None
+    target = connect(state_dir=state_dir, kubeconfig=kubeconfig, namespace=namespace)
+    if watch:
+        phase, message = watch_status(target, name, timeout=limit)
+    else:
+        _, phase, message = _rollout_phase(target, name)
+        click.echo(status_line(phase, message))
+    failure = status_failure(phase, message, watched=watch)
+    if failure is not None:
+        raise Fail(failure)
+
+
+# -- terminate ---------------------------------------------------------------------------------
+
+
+@click.group(
+    "terminate",
+    cls=AliasGroup,
+    aliases={
+        "ar": "analysisrun",
+        "analysisruns": "analysisrun",
+        "exp": "experiment",
+        "experiments": "experiment",
+    },
+)
+def terminate_group() -> None:
+    """Terminate an AnalysisRun or Experiment that is in progress."""
+
+
+@terminate_group.command("analysisrun")
+@cluster_options
+@click.argument("names", nargs=-1, required=True)
+def terminate_analysis_run(
+    *, state_dir: Path | None, kubeconfig: Path | None, namespace: str | None, names: tuple[str]
+) -> None:
+    """Terminate AnalysisRuns (spec.terminate: true)."""
+    target = connect(state_dir=state_dir, kubeconfig=kubeconfig, namespace=namespace)
+    for name in names:
+        with api_errors("analysisrun", name, target.namespace):
+            target.kube.patch(ANALYSISRUNS, target.namespace, name, TERMINATE_PATCH)
+        click.echo(f"analysisRun '{name}' terminated")
+
+
+@terminate_group.command("experiment")
+@cluster_options
+@click.argument("names", nargs=-1, required=True)
+def terminate_experiment(
+    *, state_dir: Path | None, kubeconfig: Path | None, namespace: str | None, names: tuple[str]
+) -> None:
+    """Terminate experiments (spec.terminate: true)."""
+    target = connect(state_dir=state_dir, kubeconfig=kubeconfig, namespace=namespace)
+    for name in names:
+        with api_errors("experiment", name, target.namespace):
+            target.kube.patch(EXPERIMENTS, target.namespace, name, TERMINATE_PATCH)
+        # The plugin prints "retried" here (a copy-paste slip); the patch is the same.
+        click.echo(f"experiment '{name}' terminated")
+
+
+COMMANDS: tuple[click.Command, ...] = (promote, abort, retry, restart, pause, undo, status)
+GROUPS: tuple[click.Group, ...] = (set_group, get_group, list_group, terminate_group)
 
 
 def register(cli: click.Group) -> None:

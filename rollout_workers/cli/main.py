@@ -410,11 +410,15 @@ def tick_age(runtime: Any) -> str:
 
 def _attach_commands() -> None:
     """Commands defined in their own modules."""
+    from rollout_workers.cli.lint import lint
     from rollout_workers.cli.metrics import metrics_server
+    from rollout_workers.cli.version import version
     from rollout_workers.devcluster.cli import devcluster
 
     cli.add_command(devcluster)
     cli.add_command(metrics_server)
+    cli.add_command(lint)
+    cli.add_command(version)
     actions.register(cli)
 
 

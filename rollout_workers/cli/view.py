@@ -19,6 +19,7 @@ from typing import Any
 from rollout_workers.kube.resources import POD_TEMPLATE_HASH_LABEL
 from rollout_workers.rollout.annotations import REVISION
 from rollout_workers.rollout.conditions import ROLLOUT_ABORTED_REASON, TIMED_OUT_REASON
+from rollout_workers.timefmt import duration_seconds
 
 Obj = dict[str, Any]
 
@@ -386,6 +387,7 @@ class ExperimentInfo:
     created: datetime | None
     replica_sets: list[ReplicaSetInfo]
     analysis_runs: list[AnalysisRunInfo]
+    namespace: str = ""
 
 
 @dataclass
@@ -626,6 +628,25 @@ def analysis_run_infos(owner_uid: str, runs: Sequence[Obj]) -> list[AnalysisRunI
     return infos
 
 
+def experiment_info(
+    exp: Obj, *, replica_sets: Sequence[Obj], pods: Sequence[Obj], analysis_runs: Sequence[Obj]
+) -> ExperimentInfo:
+    """An experiment with the ReplicaSets (and their pods) and AnalysisRuns it owns."""
+    uid = str(_get(exp, "metadata", "uid") or "")
+    phase = str(_get(exp, "status", "phase") or "")
+    return ExperimentInfo(
+        name=str(_get(exp, "metadata", "name") or ""),
+        namespace=str(_get(exp, "metadata", "namespace") or ""),
+        revision=_revision(exp),
+        status=phase,
+        icon=analysis_icon(phase),
+        message=str(_get(exp, "status", "message") or ""),
+        created=_created(exp),
+        replica_sets=replica_set_infos(uid, None, replica_sets, pods),
+        analysis_runs=analysis_run_infos(uid, analysis_runs),
+    )
+
+
 def experiment_infos(
     owner_uid: str,
     experiments: Sequence[Obj],
@@ -634,24 +655,11 @@ def experiment_infos(
     pods: Sequence[Obj],
     analysis_runs: Sequence[Obj],
 ) -> list[ExperimentInfo]:
-    infos: list[ExperimentInfo] = []
-    for exp in experiments:
-        if _owned_by(exp, [owner_uid]) is None:
-            continue
-        uid = str(_get(exp, "metadata", "uid") or "")
-        phase = str(_get(exp, "status", "phase") or "")
-        infos.append(
-            ExperimentInfo(
-                name=str(_get(exp, "metadata", "name") or ""),
-                revision=_revision(exp),
-                status=phase,
-                icon=analysis_icon(phase),
-                message=str(_get(exp, "status", "message") or ""),
-                created=_created(exp),
-                replica_sets=replica_set_infos(uid, None, replica_sets, pods),
-                analysis_runs=analysis_run_infos(uid, analysis_runs),
-            )
-        )
+    infos = [
+        experiment_info(exp, replica_sets=replica_sets, pods=pods, analysis_runs=analysis_runs)
+        for exp in experiments
+        if _owned_by(exp, [owner_uid]) is not None
+    ]
     far_past = datetime.min.replace(tzinfo=UTC)
     infos.sort(key=lambda i: (-i.revision, i.created or far_past))
     return infos
@@ -729,16 +737,23 @@ def calculate_rollout_info(
     return info
 
 
+def _merge_image(found: dict[str, list[str]], image: str, tags: list[str]) -> None:
+    if image in found:
+        found[image] = sorted(set(found[image]) | set(tags))
+    else:
+        found[image] = tags
+
+
+def _experiment_images(found: dict[str, list[str]], exp: ExperimentInfo) -> None:
+    for rs in exp.replica_sets:
+        if rs.replicas > 0:
+            for image in rs.images:
+                _merge_image(found, image, [f"Σ:{rs.template}"] if rs.template else [])
+
+
 def images(info: RolloutInfo) -> list[tuple[str, list[str]]]:
     """The images of the ReplicaSets that have pods, with the stacks they run in, by name."""
     found: dict[str, list[str]] = {}
-
-    def merge(image: str, tags: list[str]) -> None:
-        if image in found:
-            found[image] = sorted(set(found[image]) | set(tags))
-        else:
-            found[image] = tags
-
     for rs in info.replica_sets:
         if rs.replicas <= 0:
             continue
@@ -751,12 +766,16 @@ def images(info: RolloutInfo) -> list[tuple[str, list[str]]]:
             (rs.pong, TAG_PONG),
         )
         for image in rs.images:
-            merge(image, [tag for on, tag in flags if on])
+            _merge_image(found, image, [tag for on, tag in flags if on])
     for exp in info.experiments:
-        for rs in exp.replica_sets:
-            if rs.replicas > 0:
-                for image in rs.images:
-                    merge(image, [f"Σ:{rs.template}"] if rs.template else [])
+        _experiment_images(found, exp)
+    return sorted(found.items())
+
+
+def experiment_images(info: ExperimentInfo) -> list[tuple[str, list[str]]]:
+    """The images of an experiment's ReplicaSets that have pods, tagged `Σ:<template>`."""
+    found: dict[str, list[str]] = {}
+    _experiment_images(found, info)
     return sorted(found.items())
 
 
@@ -992,6 +1011,24 @@ def render_rollout(info: RolloutInfo, *, now: datetime, color: bool = False) -> 
     return "\n".join(lines) + "\n"
 
 
+def render_experiment(info: ExperimentInfo, *, now: datetime, color: bool = False) -> str:
+    """The whole `get experiment` screen: the summary, a blank line, the tree."""
+    p = Painter(color)
+    lines = [
+        _field("Name:", info.name),
+        _field("Namespace:", info.namespace),
+        _field("Status:", f"{p.paint(info.icon)} {info.status}"),
+    ]
+    if info.message:
+        lines.append(_field("Message:", info.message))
+    for n, (image, tags) in enumerate(experiment_images(info)):
+        text = f"{image} ({', '.join(p.paint(t) for t in tags)})" if tags else image
+        lines.append(_field("Images:" if n == 0 else "", text))
+    rows = [["NAME", "KIND", "STATUS", "AGE", "INFO"], *_experiment_rows(info, "", "", now, p)]
+    lines += ["", *align(rows)]
+    return "\n".join(lines) + "\n"
+
+
 # -- list rollouts -----------------------------------------------------------------------------
 
 LIST_HEADER = (
@@ -1038,4 +1075,48 @@ def list_row(ro: Obj, *, with_namespace: bool = False) -> list[str]:
 def render_list(rollouts: Sequence[Obj], *, all_namespaces: bool = False) -> str:
     header = ["NAMESPACE", *LIST_HEADER] if all_namespaces else list(LIST_HEADER)
     rows = [header] + [list_row(ro, with_namespace=all_namespaces) for ro in rollouts]
+    return "\n".join(align(rows)) + "\n"
+
+
+# -- list experiments --------------------------------------------------------------------------
+
+EXPERIMENT_LIST_HEADER = ("NAME", "STATUS", "DURATION", "REMAINING", "AGE")
+COMPLETED_EXPERIMENT_PHASES = frozenset({"Successful", "Failed", "Error", "Inconclusive"})
+
+
+def experiment_list_row(exp: Obj, *, now: datetime, with_namespace: bool = False) -> list[str]:
+    """One `list experiments` row: the duration of a timed experiment, and while it runs
+    after becoming available, the time it has left."""
+    phase = str(_get(exp, "status", "phase") or "")
+    duration, remaining = "-", "-"
+    spec_duration = _get(exp, "spec", "duration")
+    seconds = duration_seconds(str(spec_duration)) if spec_duration else None
+    if seconds is not None:
+        duration = human_duration(seconds)
+        available_at = parse_time(_get(exp, "status", "availableAt"))
+        if phase not in COMPLETED_EXPERIMENT_PHASES and available_at is not None:
+            left = (available_at - now).total_seconds() + seconds
+            if left > 0:
+                remaining = human_duration(left)
+    row = [
+        f"{_get(exp, 'metadata', 'name') or '':<10}",
+        f"{phase:<6}",
+        f"{duration:<8}",
+        f"{remaining:<9}",
+        f"{age(_created(exp), now):<3}",
+    ]
+    if with_namespace:
+        row.insert(0, f"{_get(exp, 'metadata', 'namespace') or '':<9}")
+    return row
+
+
+def render_experiment_list(
+    experiments: Sequence[Obj], *, now: datetime, all_namespaces: bool = False
+) -> str:
+    header = list(EXPERIMENT_LIST_HEADER)
+    if all_namespaces:
+        header.insert(0, "NAMESPACE")
+    rows = [header] + [
+        experiment_list_row(exp, now=now, with_namespace=all_namespaces) for exp in experiments
+    ]
     return "\n".join(align(rows)) + "\n"

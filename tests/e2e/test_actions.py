@@ -316,3 +316,93 @@ def test_missing_rollout_is_one_line(env: dict[str, str], args: list[str]) -> No
 def test_missing_kubeconfig_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
     bad = {**env, "ROLLOUTS_KUBECONFIG": str(tmp_path / "nope")}
     one_line_error(run(bad, "pause", "x"), "does not exist")
+
+
+def test_status_exit_codes(env: dict[str, str], rollouts: Rollouts) -> None:
+    name = rollouts.create()
+    rollouts.set_status(name, {"phase": "Healthy", "message": ""})
+    assert ok(run(env, "status", name)) == "Healthy\n"
+    assert ok(run(env, "status", name, "--watch=false")) == "Healthy\n"
+
+    rollouts.set_status(name, {"phase": "Paused", "message": "CanaryPauseStep"})
+    assert ok(run(env, "status", name, "--watch=false")) == "Paused - CanaryPauseStep\n"
+    paused = run(env, "status", name, "--timeout", "1s")
+    one_line_error(paused, "Rollout status watch exceeded timeout")
+    assert paused.stdout == "Paused - CanaryPauseStep\n"
+
+    rollouts.set_status(name, {"phase": "Degraded", "message": "RolloutAborted: failed"})
+    degraded = run(env, "status", name, "-t", "5s")
+    one_line_error(
+        degraded, "The rollout is in a degraded state with message: RolloutAborted: failed"
+    )
+    assert degraded.stdout == "Degraded - RolloutAborted: failed\n"
+    one_line_error(run(env, "status", "ghost"), 'rollout "ghost" not found')
+
+
+def create_custom(api: client.ApiClient, plural: str, kind: str, spec: Obj) -> str:
+    name = f"{kind.lower()}-{uuid.uuid4().hex[:6]}"
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        GROUP, VERSION, "default", plural, body
+    )
+    return name
+
+
+def get_custom(api: client.ApiClient, plural: str, name: str) -> Obj:
+    obj: Obj = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        GROUP, VERSION, "default", plural, name
+    )
+    return obj
+
+
+def test_terminate(env: dict[str, str], api: client.ApiClient) -> None:
+    metric = {"name": "ok", "provider": {"web": {"url": "http://127.0.0.1:1/"}}}
+    run_name = create_custom(api, "analysisruns", "AnalysisRun", {"metrics": [metric]})
+    exp_name = create_custom(api, "experiments", "Experiment", {"duration": "1h", "templates": []})
+    assert ok(run(env, "terminate", "analysisrun", run_name)) == (
+        f"analysisRun '{run_name}' terminated\n"
+    )
+    assert get_custom(api, "analysisruns", run_name)["spec"]["terminate"] is True
+    assert ok(run(env, "terminate", "exp", exp_name)) == f"experiment '{exp_name}' terminated\n"
+    assert get_custom(api, "experiments", exp_name)["spec"]["terminate"] is True
+    one_line_error(
+        run(env, "terminate", "ar", "ghost"),
+        'analysisrun "ghost" not found in namespace "default"',
+    )
+
+
+def test_undo_to_revision(env: dict[str, str], rollouts: Rollouts) -> None:
+    name = rollouts.create()
+    for revision in (1, 2, 3):
+        rollouts.replica_set(name, revision=revision, image=f"web:{revision}")
+
+    assert ok(run(env, "undo", name, "--to-revision", "1")) == f"rollout '{name}' undo\n"
+    assert rollouts.get(name)["spec"]["template"]["spec"]["containers"][0]["image"] == "web:1"
+    assert ok(run(env, "undo", name, "--to-revision=1")) == (
+        "skipped rollback (current template already matches revision 1)\n"
+    )
+    ok(run(env, "undo", name, "--to-revision", "3"))
+    assert rollouts.get(name)["spec"]["template"]["spec"]["containers"][0]["image"] == "web:3"
+    one_line_error(
+        run(env, "undo", name, "--to-revision", "9"),
+        "unable to find specified revision 9 in history",
+    )
+
+
+def test_get_and_list_experiments(env: dict[str, str], api: client.ApiClient) -> None:
+    name = create_custom(api, "experiments", "Experiment", {"duration": "1h", "templates": []})
+    lines = ok(run(env, "list", "experiments")).splitlines()
+    assert lines[0].split() == ["NAME", "STATUS", "DURATION", "REMAINING", "AGE"]
+    assert any(line.split()[:2] == [name, "60m"] for line in lines[1:])
+    assert ok(run(env, "list", "exp", "-A")).splitlines()[0].split()[:2] == ["NAMESPACE", "NAME"]
+
+    screen = ok(run(env, "get", "exp", name)).splitlines()
+    assert screen[0].split() == ["Name:", name]
+    assert screen[screen.index("") + 1].split() == ["NAME", "KIND", "STATUS", "AGE", "INFO"]
+    assert screen[screen.index("") + 2].startswith(f"Σ {name}")
+    one_line_error(run(env, "get", "experiment", "ghost"), 'experiment "ghost" not found')

@@ -247,3 +247,71 @@ def blue_green_objects() -> dict[str, Any]:
         pod("checkout-bbbb-44444", preview, ago=timedelta(seconds=40), ready=False),
     ]
     return {"rollout": rollout, "replica_sets": [old, active, preview], "pods": pods}
+
+
+def experiment_objects() -> dict[str, Any]:
+    """A running 10m experiment of two templates (baseline, canary), one pod each, available
+    for 4 minutes, with an AnalysisRun; and a finished one."""
+    exp = {
+        "metadata": {
+            "name": "shop-web-6b7f-2-exp",
+            "namespace": "shop",
+            "uid": "exp-uid",
+            "creationTimestamp": ts(timedelta(minutes=5)),
+            "annotations": {REVISION: "2"},
+        },
+        "spec": {"duration": "10m"},
+        "status": {"phase": "Running", "availableAt": ts(timedelta(minutes=4))},
+    }
+    sets = []
+    pods = []
+    for template, image, pod_hash in (
+        ("baseline", "shop/web:1.0", "1111"),
+        ("canary", "shop/web:1.1", "2222"),
+    ):
+        rs = replica_set(
+            f"shop-web-6b7f-2-exp-{template}",
+            pod_hash,
+            owner="exp-uid",
+            revision=1,
+            image=image,
+            replicas=1,
+            available=1,
+            ago=timedelta(minutes=5),
+            annotations={"experiment.argoproj.io/template-name": template},
+        )
+        sets.append(rs)
+        pods.append(pod(f"{rs['metadata']['name']}-abcde", rs, ago=timedelta(minutes=4)))
+    run = {
+        "metadata": {
+            "name": "shop-web-6b7f-2-exp-smoke",
+            "namespace": "shop",
+            "creationTimestamp": ts(timedelta(minutes=4)),
+            "ownerReferences": [{"kind": "Experiment", "uid": "exp-uid", "controller": True}],
+        },
+        "status": {
+            "phase": "Running",
+            "metricResults": [{"name": "smoke", "successful": 2, "measurements": []}],
+        },
+    }
+    done = {
+        "metadata": {
+            "name": "old-exp",
+            "namespace": "shop",
+            "uid": "old-uid",
+            "creationTimestamp": ts(timedelta(days=2)),
+        },
+        "spec": {"duration": "1h"},
+        "status": {
+            "phase": "Successful",
+            "message": "all good",
+            "availableAt": ts(timedelta(days=2)),
+        },
+    }
+    return {
+        "experiment": exp,
+        "finished": done,
+        "replica_sets": sets,
+        "pods": pods,
+        "analysis_runs": [run],
+    }

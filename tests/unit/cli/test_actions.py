@@ -50,32 +50,128 @@ def blue_green(*, paused: bool = False, **status: Any) -> Obj:
 
 
 PAUSED = [{"reason": "CanaryPauseStep", "startTime": "2024-01-01T00:00:00Z"}]
+INCONCLUSIVE_PAUSE = [{"reason": "InconclusiveAnalysisRun", "startTime": "2024-01-01T00:00:00Z"}]
 
-# name: (rollout, flags, spec patch, status patch, unified patch) — the plugin's literal bodies.
+
+def inconclusive_step(run_phase: str = "Inconclusive") -> Obj:
+    return {"currentStepAnalysisRunStatus": {"name": "app-6b7f-2-1", "status": run_phase}}
+
+
+UNPAUSE = '{"spec":{"paused":false}}'
+CLEAR = '{"status":{"pauseConditions":null}}'
+UNIFIED = '{"spec":{"paused":false},"status":{"pauseConditions":null}}'
+
+# name: (rollout, flags, spec patch, status patch, unified patch): the bodies promote.go's
+# getPatches (v1.8+) builds for that rollout, written out from its constants.
 PROMOTE_CASES: dict[str, tuple[Obj, dict[str, bool], str | None, str | None, str | None]] = {
     "canary paused by a pause step": (
-        canary(index=1, pauseConditions=PAUSED),
+        canary(index=1, pauseConditions=PAUSED, controllerPause=True),
         {},
         None,
-        '{"status":{"pauseConditions":null}}',
-        '{"spec":{"paused":false},"status":{"pauseConditions":null}}',
+        CLEAR,
+        UNIFIED,
     ),
     "paused by the user and by a step": (
-        canary(index=1, paused=True, pauseConditions=PAUSED),
+        canary(index=1, paused=True, pauseConditions=PAUSED, controllerPause=True),
         {},
-        '{"spec":{"paused":false}}',
-        '{"status":{"pauseConditions":null}}',
-        '{"spec":{"paused":false},"status":{"pauseConditions":null}}',
+        UNPAUSE,
+        CLEAR,
+        UNIFIED,
+    ),
+    "paused by the user only": (
+        canary(index=1, paused=True),
+        {},
+        UNPAUSE,
+        '{"status":{"pauseConditions":null,"currentStepIndex":2}}',
+        '{"spec":{"paused":false},"status":{"pauseConditions":null,"currentStepIndex":2}}',
+    ),
+    "inconclusive step analysis paused by the controller: next step": (
+        canary(
+            index=2,
+            pauseConditions=INCONCLUSIVE_PAUSE,
+            controllerPause=True,
+            canary=inconclusive_step(),
+        ),
+        {},
+        None,
+        '{"status":{"pauseConditions":null,"controllerPause":false,"currentStepIndex":3}}',
+        UNIFIED,  # the plugin's fallback for this case only clears the conditions
+    ),
+    "inconclusive step analysis, also paused by the user": (
+        canary(
+            index=0,
+            paused=True,
+            pauseConditions=INCONCLUSIVE_PAUSE,
+            controllerPause=True,
+            canary=inconclusive_step(),
+        ),
+        {},
+        UNPAUSE,
+        '{"status":{"pauseConditions":null,"controllerPause":false,"currentStepIndex":1}}',
+        UNIFIED,
+    ),
+    "inconclusive past the last step keeps the index": (
+        canary(
+            index=4,
+            pauseConditions=INCONCLUSIVE_PAUSE,
+            controllerPause=True,
+            canary=inconclusive_step(),
+        ),
+        {},
+        None,
+        '{"status":{"pauseConditions":null,"controllerPause":false,"currentStepIndex":4}}',
+        UNIFIED,
+    ),
+    "inconclusive without controllerPause only clears": (
+        canary(index=2, pauseConditions=INCONCLUSIVE_PAUSE, canary=inconclusive_step()),
+        {},
+        None,
+        CLEAR,
+        UNIFIED,
+    ),
+    "inconclusive background analysis only clears": (
+        canary(
+            index=2,
+            pauseConditions=INCONCLUSIVE_PAUSE,
+            controllerPause=True,
+            canary={
+                "currentStepAnalysisRunStatus": {"name": "s", "status": "Successful"},
+                "currentBackgroundAnalysisRunStatus": {"name": "b", "status": "Inconclusive"},
+            },
+        ),
+        {},
+        None,
+        CLEAR,
+        UNIFIED,
+    ),
+    "inconclusive on a canary without steps: no status patch": (
+        canary(
+            steps=0,
+            pauseConditions=INCONCLUSIVE_PAUSE,
+            controllerPause=True,
+            canary=inconclusive_step(),
+        ),
+        {},
+        None,
+        None,
+        UNIFIED,
     ),
     "canary mid analysis step: next step": (
-        canary(index=2),
+        canary(index=2, canary=inconclusive_step("Running")),
         {},
         None,
         '{"status":{"pauseConditions":null,"currentStepIndex":3}}',
         '{"spec":{"paused":false},"status":{"pauseConditions":null,"currentStepIndex":3}}',
     ),
-    "canary past the last step stays there": (
-        canary(index=4),
+    "canary without an index starts from step 0": (
+        canary(),
+        {},
+        None,
+        '{"status":{"pauseConditions":null,"currentStepIndex":1}}',
+        '{"spec":{"paused":false},"status":{"pauseConditions":null,"currentStepIndex":1}}',
+    ),
+    "canary past the last step stays there (already fully promoted)": (
+        canary(index=4, currentPodHash="same", stableRS="same"),
         {},
         None,
         '{"status":{"pauseConditions":null,"currentStepIndex":4}}',
@@ -86,24 +182,35 @@ PROMOTE_CASES: dict[str, tuple[Obj, dict[str, bool], str | None, str | None, str
         {},
         None,
         None,
-        '{"spec":{"paused":false},"status":{"pauseConditions":null}}',
+        UNIFIED,
     ),
-    "blue-green paused by the user": (
-        blue_green(paused=True),
-        {},
-        '{"spec":{"paused":false}}',
-        None,
-        '{"spec":{"paused":false},"status":{"pauseConditions":null}}',
-    ),
+    "blue-green paused by the user": (blue_green(paused=True), {}, UNPAUSE, None, UNIFIED),
     "blue-green paused before promotion": (
-        blue_green(pauseConditions=[{"reason": "BlueGreenPause"}]),
+        blue_green(pauseConditions=[{"reason": "BlueGreenPause"}], controllerPause=True),
         {},
         None,
-        '{"status":{"pauseConditions":null}}',
-        '{"spec":{"paused":false},"status":{"pauseConditions":null}}',
+        CLEAR,
+        UNIFIED,
     ),
+    "blue-green not paused: nothing to send": (blue_green(), {}, None, None, UNIFIED),
     "full mid update": (
         canary(index=1, currentPodHash="new", stableRS="old"),
+        {"full": True},
+        None,
+        '{"status":{"promoteFull":true}}',
+        None,
+    ),
+    "full while paused by the user leaves spec.paused": (
+        canary(index=1, paused=True, currentPodHash="new", stableRS="old"),
+        {"full": True},
+        None,
+        '{"status":{"promoteFull":true}}',
+        None,
+    ),
+    "full of a blue-green": (
+        blue_green(
+            pauseConditions=[{"reason": "BlueGreenPause"}], currentPodHash="b", stableRS="a"
+        ),
         {"full": True},
         None,
         '{"status":{"promoteFull":true}}',
@@ -122,6 +229,13 @@ PROMOTE_CASES: dict[str, tuple[Obj, dict[str, bool], str | None, str | None, str
         None,
         '{"status":{"currentStepIndex":2}}',
         '{"status":{"currentStepIndex":2}}',
+    ),
+    "deprecated skip current step past the last": (
+        canary(index=4),
+        {"skip_current_step": True},
+        None,
+        '{"status":{"currentStepIndex":4}}',
+        '{"status":{"currentStepIndex":4}}',
     ),
     "deprecated skip all steps": (
         canary(index=1),
@@ -154,9 +268,21 @@ def test_promote_patches(
 @pytest.mark.parametrize(
     ("ro", "flags", "message"),
     [
-        (canary(index=0), {"skip_current_step": True, "skip_all_steps": True}, "same time"),
-        (blue_green(), {"skip_all_steps": True}, "blue-green"),
-        (canary(steps=0), {"skip_current_step": True}, "without steps"),
+        (
+            canary(index=0),
+            {"skip_current_step": True, "skip_all_steps": True},
+            "Cannot use skip-current-step and skip-all-steps flags at the same time",
+        ),
+        (
+            blue_green(),
+            {"skip_all_steps": True},
+            "Cannot skip steps of a bluegreen rollout. Run without a flags",
+        ),
+        (
+            canary(steps=0),
+            {"skip_current_step": True},
+            "Cannot skip steps of a rollout without steps",
+        ),
     ],
     ids=["both skip flags", "skip on blue-green", "skip without steps"],
 )
@@ -484,6 +610,174 @@ def test_promote_full(fake: FakeKube) -> None:
     assert fake.patches() == [("rollouts", "app", STATUS, MERGE, '{"status":{"promoteFull":true}}')]
 
 
+INCONCLUSIVE_ROLLOUT = canary(
+    index=2, pauseConditions=INCONCLUSIVE_PAUSE, controllerPause=True, canary=inconclusive_step()
+)
+INCONCLUSIVE_STEP = (
+    '{"status":{"pauseConditions":null,"controllerPause":false,"currentStepIndex":3}}'
+)
+
+# name: (rollout, extra args, status subresource served, requests in order, output): what
+# PromoteRollout sends: the status patch first; on 404 the unified patch replaces the spec one.
+PROMOTE_REQUESTS: dict[str, tuple[Obj, list[str], bool, Calls, str]] = {
+    "user pause": (
+        blue_green(paused=True),
+        [],
+        True,
+        [("rollouts", "app", "", MERGE, UNPAUSE)],
+        "rollout 'app' promoted\n",
+    ),
+    "controller pause at a pause step": (
+        canary(index=1, pauseConditions=PAUSED, controllerPause=True),
+        [],
+        True,
+        [("rollouts", "app", STATUS, MERGE, CLEAR)],
+        "rollout 'app' promoted\n",
+    ),
+    "user and controller pause: status, then spec": (
+        canary(index=1, paused=True, pauseConditions=PAUSED, controllerPause=True),
+        [],
+        True,
+        [("rollouts", "app", STATUS, MERGE, CLEAR), ("rollouts", "app", "", MERGE, UNPAUSE)],
+        "rollout 'app' promoted\n",
+    ),
+    "inconclusive step analysis": (
+        INCONCLUSIVE_ROLLOUT,
+        [],
+        True,
+        [("rollouts", "app", STATUS, MERGE, INCONCLUSIVE_STEP)],
+        "rollout 'app' promoted\n",
+    ),
+    "blue-green paused before promotion": (
+        blue_green(pauseConditions=[{"reason": "BlueGreenPause"}], controllerPause=True),
+        [],
+        True,
+        [("rollouts", "app", STATUS, MERGE, CLEAR)],
+        "rollout 'app' promoted\n",
+    ),
+    "not paused blue-green: nothing sent, no error": (
+        blue_green(),
+        [],
+        True,
+        [],
+        "rollout 'app' promoted\n",
+    ),
+    "full": (
+        canary(index=1, currentPodHash="b", stableRS="a"),
+        ["--full"],
+        True,
+        [("rollouts", "app", STATUS, MERGE, '{"status":{"promoteFull":true}}')],
+        "rollout 'app' fully promoted\n",
+    ),
+    "full when already fully promoted: nothing sent, no error": (
+        canary(index=4, currentPodHash="a", stableRS="a"),
+        ["--full"],
+        True,
+        [],
+        "rollout 'app' fully promoted\n",
+    ),
+    "no status subresource: the unified patch replaces the spec patch": (
+        canary(index=1, paused=True, pauseConditions=PAUSED, controllerPause=True),
+        [],
+        False,
+        [("rollouts", "app", STATUS, MERGE, CLEAR), ("rollouts", "app", "", MERGE, UNIFIED)],
+        "rollout 'app' promoted\n",
+    ),
+    "no status subresource, inconclusive: the unified patch only clears": (
+        INCONCLUSIVE_ROLLOUT,
+        [],
+        False,
+        [
+            ("rollouts", "app", STATUS, MERGE, INCONCLUSIVE_STEP),
+            ("rollouts", "app", "", MERGE, UNIFIED),
+        ],
+        "rollout 'app' promoted\n",
+    ),
+    "no status subresource, mid step": (
+        canary(index=2),
+        [],
+        False,
+        [
+            (
+                "rollouts",
+                "app",
+                STATUS,
+                MERGE,
+                '{"status":{"pauseConditions":null,"currentStepIndex":3}}',
+            ),
+            (
+                "rollouts",
+                "app",
+                "",
+                MERGE,
+                '{"spec":{"paused":false},"status":{"pauseConditions":null,"currentStepIndex":3}}',
+            ),
+        ],
+        "rollout 'app' promoted\n",
+    ),
+    "no status subresource, full: nothing after the 404": (
+        canary(index=1, currentPodHash="b", stableRS="a"),
+        ["--full"],
+        False,
+        [("rollouts", "app", STATUS, MERGE, '{"status":{"promoteFull":true}}')],
+        "rollout 'app' fully promoted\n",
+    ),
+    "deprecated skip-current-step": (
+        canary(index=1),
+        ["--skip-current-step"],
+        True,
+        [("rollouts", "app", STATUS, MERGE, '{"status":{"currentStepIndex":2}}')],
+        "rollout 'app' promoted\n",
+    ),
+    "deprecated skip-all-steps without status subresource": (
+        canary(index=1),
+        ["-a"],
+        False,
+        [
+            ("rollouts", "app", STATUS, MERGE, '{"status":{"currentStepIndex":4}}'),
+            ("rollouts", "app", "", MERGE, '{"status":{"currentStepIndex":4}}'),
+        ],
+        "rollout 'app' promoted\n",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("ro", "args", "subresource", "requests", "output"),
+    PROMOTE_REQUESTS.values(),
+    ids=PROMOTE_REQUESTS.keys(),
+)
+def test_promote_requests(  # noqa: PLR0917 (the table's columns)
+    fake: FakeKube, ro: Obj, args: list[str], subresource: bool, requests: Calls, output: str
+) -> None:
+    fake.status_subresource = subresource
+    fake.objects[("rollouts", "app")] = ro
+    result = CliRunner().invoke(_group(), ["promote", "app", *args])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == output
+    assert fake.patches() == requests
+
+
+def test_promote_with_both_skip_flags_fails_before_any_request(fake: FakeKube) -> None:
+    result = CliRunner().invoke(_group(), ["promote", "app", "-c", "-a"])
+    assert result.exit_code == 1
+    assert result.output == (
+        "rollouts: Cannot use skip-current-step and skip-all-steps flags at the same time\n"
+    )
+    assert fake.calls == []
+
+
+def test_promote_skip_on_blue_green_is_one_line(fake: FakeKube) -> None:
+    fake.objects[("rollouts", "app")] = blue_green()
+    result = CliRunner().invoke(_group(), ["promote", "app", "--skip-all-steps"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "Flag --skip-all-steps has been deprecated, use --full instead",
+        "rollouts: Cannot skip steps of a bluegreen rollout. Run without a flags",
+    ]
+    assert fake.patches() == []
+
+
 @pytest.mark.parametrize(
     ("args", "output", "patch"),
     [
@@ -569,7 +863,7 @@ def test_undo_skips_a_matching_template(fake: FakeKube) -> None:
     fake.objects[("rollouts", "app")] = ro
     fake.lists["replicasets"] = [rs("r1", "1", "web:1"), rs("r2", "2", "web:2")]
     result = invoke("undo", "app")
-    assert result.output == "skipped rollback (current template already matches revision 1)\n"
+    assert result.output == "skipped rollback (current template already matches revision 0)\n"
     assert fake.patches() == []
 
 
@@ -618,10 +912,19 @@ def test_register_joins_existing_groups() -> None:
     group.add_command(existing)
     actions.register(group)
     assert group.commands["get"] is existing
-    assert set(existing.commands) == {"other", "rollout"}
-    assert {"promote", "abort", "retry", "restart", "pause", "undo", "set", "list"} <= set(
-        group.commands
-    )
+    assert set(existing.commands) == {"other", "rollout", "experiment"}
+    assert {
+        "promote",
+        "abort",
+        "retry",
+        "restart",
+        "pause",
+        "undo",
+        "status",
+        "terminate",
+        "set",
+        "list",
+    } <= set(group.commands)
 
 
 def test_default_namespace_comes_from_the_context(tmp_path: Path) -> None:

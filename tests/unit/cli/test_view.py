@@ -3,6 +3,7 @@ them (phase, pod status, ReplicaSet health, weights, ages), as tables of named c
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -331,4 +332,70 @@ def test_objects_of_other_owners_are_left_out() -> None:
         (False, False, True),
         (True, True, False),
         (False, False, False),
+    ]
+
+
+EXPERIMENT_SCREEN = """\
+Name:            shop-web-6b7f-2-exp
+Namespace:       shop
+Status:          ◌ Running
+Images:          shop/web:1.0 (Σ:baseline)
+                 shop/web:1.1 (Σ:canary)
+
+NAME                                        KIND         STATUS     AGE  INFO
+Σ shop-web-6b7f-2-exp                       Experiment   ◌ Running  5m
+├──⧉ shop-web-6b7f-2-exp-baseline           ReplicaSet   ✔ Healthy  5m
+│  └──□ shop-web-6b7f-2-exp-baseline-abcde  Pod          ✔ Running  4m   ready:1/1
+├──⧉ shop-web-6b7f-2-exp-canary             ReplicaSet   ✔ Healthy  5m
+│  └──□ shop-web-6b7f-2-exp-canary-abcde    Pod          ✔ Running  4m   ready:1/1
+└──\u03b1 shop-web-6b7f-2-exp-smoke              AnalysisRun  ◌ Running  4m   ✔ 2
+"""
+
+FINISHED_EXPERIMENT_SCREEN = """\
+Name:            old-exp
+Namespace:       shop
+Status:          ✔ Successful
+Message:         all good
+
+NAME       KIND        STATUS        AGE  INFO
+Σ old-exp  Experiment  ✔ Successful  2d
+"""
+
+
+def experiment_screen(which: str) -> str:
+    objects = f.experiment_objects()
+    info = view.experiment_info(
+        objects[which],
+        replica_sets=objects["replica_sets"],
+        pods=objects["pods"],
+        analysis_runs=objects["analysis_runs"],
+    )
+    return view.render_experiment(info, now=f.NOW)
+
+
+def test_get_experiment_screen() -> None:
+    assert experiment_screen("experiment") == EXPERIMENT_SCREEN
+    assert experiment_screen("finished") == FINISHED_EXPERIMENT_SCREEN
+
+
+def test_list_experiments_table() -> None:
+    objects = f.experiment_objects()
+    pending = {
+        "metadata": {
+            "name": "pending",
+            "namespace": "x",
+            "creationTimestamp": f.ts(timedelta(seconds=3)),
+        }
+    }
+    experiments = [objects["experiment"], objects["finished"], pending]
+    assert view.render_experiment_list(experiments, now=f.NOW).splitlines() == [
+        "NAME                 STATUS      DURATION  REMAINING  AGE",
+        "shop-web-6b7f-2-exp  Running     10m       6m         5m",  # available 4m of 10m
+        "old-exp              Successful  60m       -          2d",  # finished: nothing left
+        "pending                          -         -          3s",  # no duration
+    ]
+    with_ns = view.render_experiment_list(experiments[:1], now=f.NOW, all_namespaces=True)
+    assert with_ns.splitlines() == [
+        "NAMESPACE  NAME                 STATUS   DURATION  REMAINING  AGE",
+        "shop       shop-web-6b7f-2-exp  Running  10m       6m         5m",
     ]
