@@ -9,7 +9,7 @@ within that many seconds of the active beat's death.
 from __future__ import annotations
 
 from beat.schedule import build_schedule
-from rollout_workers.app import create_app
+from rollout_workers.pool.app import create_app
 from rollout_workers.settings import Settings
 
 

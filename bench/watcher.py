@@ -64,14 +64,14 @@ from harness import (
     write_json,
 )
 
-from rollout_workers.app import create_app
 from rollout_workers.cache import CacheWriter, Lister
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
-from rollout_workers.redis_server import EmbeddedRedis
+from rollout_workers.local.redis_server import EmbeddedRedis
+from rollout_workers.pool.app import create_app
+from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
-from rollout_workers.tasks import build_runtime
 from rollout_workers.watcher.routing import route
 
 BENCH_DIR = Path(__file__).resolve().parent

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from rollout_workers.redis_server import EmbeddedRedis
+from rollout_workers.local.redis_server import EmbeddedRedis
 from tests.support.procs import Processes
 
 TEST_HANDLERS = {

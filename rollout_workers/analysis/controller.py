@@ -31,7 +31,6 @@ from rollout_workers.api.analysis import (
 )
 from rollout_workers.cache import Lister
 from rollout_workers.cache.written import WrittenVersions
-from rollout_workers.handlers import Handler, Result, SyncRequest
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
@@ -39,7 +38,8 @@ from rollout_workers.kube.errors import Conflict, NotFound
 from rollout_workers.kube.events import event_body
 from rollout_workers.kube.patch import merge_patch, prune_empty
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
-from rollout_workers.runtime import Runtime
+from rollout_workers.pool.handlers import Handler, Result, SyncRequest
+from rollout_workers.pool.runtime import Runtime
 from rollout_workers.timefmt import format_time, parse_time
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ import click
 import pydantic
 import redis
 
-from rollout_workers import redis_server
 from rollout_workers.keys import InvalidKey
+from rollout_workers.local import redis_server
 from rollout_workers.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])

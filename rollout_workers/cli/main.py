@@ -16,7 +16,7 @@ from typing import Any
 import click
 import yaml
 
-from rollout_workers import logs, redis_server
+from rollout_workers import logs
 from rollout_workers.cli import actions
 from rollout_workers.cli.common import (
     F,
@@ -27,6 +27,7 @@ from rollout_workers.cli.common import (
     state_dir_option,
     wait_for_signal,
 )
+from rollout_workers.local import redis_server
 from rollout_workers.settings import KINDS, Settings
 
 
@@ -112,7 +113,7 @@ def worker(
     )
     url = redis_url(settings)
     logs.configure(settings.log)
-    from rollout_workers.app import create_app
+    from rollout_workers.pool.app import create_app
 
     app = create_app(settings, url)
     argv = [
@@ -167,7 +168,7 @@ def flower(
         os.environ["FLOWER_UNAUTHENTICATED_API"] = "true"
     else:
         raise Fail(f"Flower on {fl.address} needs --basic-auth (or ROLLOUTS_FLOWER_BASIC_AUTH)")
-    from rollout_workers.app import create_app
+    from rollout_workers.pool.app import create_app
 
     sys.exit(create_app(settings, url).start(argv=argv) or 0)
 
@@ -275,7 +276,7 @@ def demo(
         }
     )
     logs.configure(settings.log)
-    from rollout_workers.demo import Demo, DemoFailed
+    from rollout_workers.local.demo import Demo, DemoFailed
 
     stack = start_stack(
         settings, workers=workers, flower=flower, flower_port=flower_port, ready_delay=1.0
@@ -298,7 +299,7 @@ def demo(
 
 def start_stack(settings: Settings, **options: Any) -> Any:
     from rollout_workers.kube.config import ClusterNotFound
-    from rollout_workers.local import Stack, StartupFailed
+    from rollout_workers.local.stack import Stack, StartupFailed
 
     if settings.kubeconfig is not None and not settings.kubeconfig.is_file():
         raise Fail(str(ClusterNotFound(f"kubeconfig {settings.kubeconfig} does not exist")))
@@ -353,8 +354,8 @@ def enqueue(
 
 
 def build_runtime(settings: Settings) -> Any:
-    from rollout_workers.app import create_app
-    from rollout_workers.tasks import build_runtime as build
+    from rollout_workers.pool.app import create_app
+    from rollout_workers.pool.tasks import build_runtime as build
 
     url = redis_url(settings)
     return build(create_app(settings, url), settings, url)
@@ -398,7 +399,7 @@ def stats(state_dir: Path | None, kind: str | None, top: int, as_json: bool) -> 
 
 
 def tick_age(runtime: Any) -> str:
-    from rollout_workers.tasks import ticks_key
+    from rollout_workers.pool.tasks import ticks_key
 
     info = runtime.redis.hgetall(ticks_key(runtime.settings))
     if not info:

@@ -14,7 +14,7 @@ from pathlib import Path
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from rollout_workers.pids import pid_alive
+from rollout_workers.local.pids import pid_alive
 from rollout_workers.settings import Settings
 
 DEVCLUSTER_RECORD = "devcluster.json"

@@ -34,6 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.errors import KubeError
 from rollout_workers.kube.resources import REPLICASETS
+from rollout_workers.local.pids import pid_alive
 from rollout_workers.metricsserver.query import (
     Number,
     QueryError,
@@ -49,7 +50,6 @@ from rollout_workers.metricsserver.series import (
     merge,
     replicaset_series,
 )
-from rollout_workers.pids import pid_alive
 
 log = logging.getLogger(__name__)
 

@@ -28,12 +28,13 @@ from rollout_workers.cache.indexers import (
     rollout_references,
 )
 from rollout_workers.cache.written import WrittenVersions
-from rollout_workers.handlers import Handler, Result, SyncRequest
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
+from rollout_workers.pool.handlers import Handler, Result, SyncRequest
+from rollout_workers.pool.runtime import Runtime
 from rollout_workers.rollout import bluegreen, canary, sync, validation
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
@@ -41,7 +42,6 @@ from rollout_workers.rollout.analysis import AnalysisTemplateError
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.experiment import ExperimentStepError
 from rollout_workers.rollout.service import ServiceNotFound
-from rollout_workers.runtime import Runtime
 from rollout_workers.timefmt import format_time
 
 log = logging.getLogger(__name__)

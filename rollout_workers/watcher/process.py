@@ -15,15 +15,15 @@ import threading
 import time
 from collections import defaultdict
 
-from rollout_workers.app import create_app
 from rollout_workers.cache import CacheWriter, Change, Lister
 from rollout_workers.keys import InvalidKey, parse_key
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.resources import WATCHED, Resource, watch_selector
-from rollout_workers.runtime import Runtime
+from rollout_workers.pool.app import create_app
+from rollout_workers.pool.runtime import Runtime
+from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
-from rollout_workers.tasks import build_runtime
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.reflector import Reflector
 from rollout_workers.watcher.routing import route

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout_workers.redis_server import free_port
+from rollout_workers.local.redis_server import free_port
 from tests.support.procs import REPO, Processes, wait_for
 
 

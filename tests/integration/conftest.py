@@ -8,11 +8,11 @@ from collections.abc import Iterator, Sequence
 import pytest
 import redis
 
-from rollout_workers.app import create_app
 from rollout_workers.keys import ObjectKey
-from rollout_workers.runtime import Runtime
+from rollout_workers.pool.app import create_app
+from rollout_workers.pool.runtime import Runtime
+from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
-from rollout_workers.tasks import build_runtime
 from rollout_workers.workqueue import WorkQueue
 from tests.conftest import TEST_HANDLERS
 

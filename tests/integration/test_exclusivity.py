@@ -15,10 +15,10 @@ from collections import defaultdict
 
 import redis
 
-from rollout_workers.app import create_app
-from rollout_workers.runtime import Runtime
+from rollout_workers.pool.app import create_app
+from rollout_workers.pool.runtime import Runtime
+from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
-from rollout_workers.tasks import build_runtime
 from tests.integration.conftest import trace
 from tests.support.procs import Processes, wait_for
 

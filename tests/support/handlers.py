@@ -18,8 +18,8 @@ import os
 import random
 import time
 
-from rollout_workers.handlers import Handler, Result, SyncRequest
-from rollout_workers.runtime import Runtime
+from rollout_workers.pool.handlers import Handler, Result, SyncRequest
+from rollout_workers.pool.runtime import Runtime
 
 
 def recording(runtime: Runtime) -> Handler:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from beat.schedule import build_schedule
-from rollout_workers.app import celery_config
+from rollout_workers.pool.app import celery_config
 from rollout_workers.settings import Settings
 
 

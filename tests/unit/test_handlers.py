@@ -6,13 +6,13 @@ from unittest import mock
 
 import pytest
 
-from rollout_workers.handlers import HandlerNotFound, Result, load_handler
+from rollout_workers.pool.handlers import HandlerNotFound, Result, load_handler
 from rollout_workers.workqueue import Outcome
 
 
 @pytest.mark.parametrize(
     "spec",
-    ["nocolon", "module:", ":attr", "no.such.module:f", "rollout_workers.handlers:missing"],
+    ["nocolon", "module:", ":attr", "no.such.module:f", "rollout_workers.pool.handlers:missing"],
 )
 def test_bad_handler_specs(spec: str) -> None:
     with pytest.raises(HandlerNotFound):
@@ -20,7 +20,7 @@ def test_bad_handler_specs(spec: str) -> None:
 
 
 def test_noop_handler_loads() -> None:
-    handler = load_handler("rollout_workers.handlers:noop", mock.Mock())
+    handler = load_handler("rollout_workers.pool.handlers:noop", mock.Mock())
     assert handler(mock.Mock()) == Result.done()
 
 

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rollout_workers import redis_server
 from rollout_workers.kube.config import DEVCLUSTER_RECORD, embedded_kubeconfig
+from rollout_workers.local import redis_server
 from rollout_workers.metricsserver import server as metrics
 from rollout_workers.settings import Settings, mask_url
 

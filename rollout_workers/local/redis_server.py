@@ -21,7 +21,7 @@ from pathlib import Path
 
 import redis
 
-from rollout_workers.pids import pid_alive
+from rollout_workers.local.pids import pid_alive
 from rollout_workers.settings import Settings
 
 RECORD = "redis.json"

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import redis
 
-from rollout_workers.handlers import Handler, LeaseLost, Result, SyncRequest
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
+from rollout_workers.pool.handlers import Handler, LeaseLost, Result, SyncRequest
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue
 
 log = logging.getLogger(__name__)

@@ -15,11 +15,11 @@ from typing import Any
 
 from celery import Celery
 
-from rollout_workers import redis_server
-from rollout_workers.handlers import Handler, load_handler
 from rollout_workers.keys import ObjectKey
-from rollout_workers.runner import LeaseKeeper, SyncReport, run_sync
-from rollout_workers.runtime import Runtime
+from rollout_workers.local import redis_server
+from rollout_workers.pool.handlers import Handler, load_handler
+from rollout_workers.pool.runner import LeaseKeeper, SyncReport, run_sync
+from rollout_workers.pool.runtime import Runtime
 from rollout_workers.settings import KINDS, Settings
 from rollout_workers.workqueue import Sender, WorkQueue
 
@@ -81,7 +81,9 @@ class ProcessState:
         runtime = self.runtime
         with self._lock:
             if kind not in self._handlers:
-                spec = self._settings.reconcile.handlers.get(kind, "rollout_workers.handlers:noop")
+                spec = self._settings.reconcile.handlers.get(
+                    kind, "rollout_workers.pool.handlers:noop"
+                )
                 self._handlers[kind] = load_handler(spec, runtime)
             return self._handlers[kind]
 

@@ -30,8 +30,8 @@ from rollout_workers.kube import manifests
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.resources import ANALYSISRUNS, EVENTS, REPLICASETS, ROLLOUTS
-from rollout_workers.local import Stack
-from rollout_workers.redis_server import client as redis_client
+from rollout_workers.local.redis_server import client as redis_client
+from rollout_workers.local.stack import Stack
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue import WorkQueue
 

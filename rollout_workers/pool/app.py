@@ -11,8 +11,8 @@ from typing import Any
 
 from celery import Celery
 
+from rollout_workers.pool.tasks import ProcessState, register_tasks, sync_task_name
 from rollout_workers.settings import KINDS, Settings
-from rollout_workers.tasks import ProcessState, register_tasks, sync_task_name
 
 
 def celery_config(settings: Settings, redis_url: str) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def celery_config(settings: Settings, redis_url: str) -> dict[str, Any]:
     routes["resync.all"] = {"queue": q.system}
     return {
         "broker_url": redis_url,
-        "broker_transport": "rollout_workers.transport:Transport",
+        "broker_transport": "rollout_workers.pool.transport:Transport",
         "broker_connection_retry_on_startup": True,
         "broker_connection_max_retries": None,
         # Unacked messages of a dead worker come back after this; the workqueue's stale-message

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rollout_workers.keys import ObjectKey
-from rollout_workers.runtime import Runtime
+from rollout_workers.pool.runtime import Runtime
 from rollout_workers.workqueue import Outcome
 
 

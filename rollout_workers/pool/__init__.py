@@ -1,0 +1,3 @@
+"""The worker pool's plumbing: the Celery app and its hardened Redis transport, the thin tasks,
+the sync runner that claims a key and maps a reconcile's outcome onto the workqueue, the
+handler registry, and the per-process runtime handed to reconcile handlers."""
