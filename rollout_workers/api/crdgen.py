@@ -71,8 +71,12 @@ class CrdSpec:
         return f"{self.plural}.{GROUP}"
 
 
-#: The resources, in the order kustomize applies them. Names, short names, scopes, printer
-#: columns and the scale subresource follow Argo Rollouts' CRDs so that either can be installed.
+#: The resources, in the order kustomize applies them. Names, short names, categories (none),
+#: scopes, printer columns and subresources follow Argo Rollouts' CRDs so that either can be
+#: installed and the controller behaves the same against both. Only Rollout has the status and
+#: scale subresources: Argo's AnalysisRun and Experiment CRDs declare `subresources: {}`, so their
+#: status is written through the object itself, never through `/status` (which does not exist
+#: there). tests/unit/api/test_crd_parity.py pins these facts against Argo's manifests/crds.
 CRDS: tuple[CrdSpec, ...] = (
     CrdSpec(
         model=Rollout,
@@ -139,7 +143,6 @@ CRDS: tuple[CrdSpec, ...] = (
         plural="analysisruns",
         short_names=("ar",),
         filename="analysis-run-crd.yaml",
-        status_subresource=True,
         printer_columns=(
             {
                 "name": "Status",
@@ -156,7 +159,6 @@ CRDS: tuple[CrdSpec, ...] = (
         plural="experiments",
         short_names=("exp",),
         filename="experiment-crd.yaml",
-        status_subresource=True,
         printer_columns=(
             {
                 "name": "Status",
@@ -281,13 +283,13 @@ def calculate_crd(spec: CrdSpec) -> dict[str, Any]:
         "additionalPrinterColumns": [dict(c) for c in spec.printer_columns],
         "schema": {"openAPIV3Schema": schema},
     }
+    # Always present, `{}` when there are none, as in Argo's CRDs.
     subresources: dict[str, Any] = {}
     if spec.status_subresource:
         subresources["status"] = {}
     if spec.scale_subresource is not None:
         subresources["scale"] = dict(spec.scale_subresource)
-    if subresources:
-        version["subresources"] = subresources
+    version["subresources"] = subresources
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

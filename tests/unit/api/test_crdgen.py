@@ -54,8 +54,8 @@ NAMES = {
     "rollouts.argoproj.io": ("Rollout", "Namespaced", ["ro"], {"status", "scale"}),
     "analysistemplates.argoproj.io": ("AnalysisTemplate", "Namespaced", ["at"], set()),
     "clusteranalysistemplates.argoproj.io": ("ClusterAnalysisTemplate", "Cluster", ["cat"], set()),
-    "analysisruns.argoproj.io": ("AnalysisRun", "Namespaced", ["ar"], {"status"}),
-    "experiments.argoproj.io": ("Experiment", "Namespaced", ["exp"], {"status"}),
+    "analysisruns.argoproj.io": ("AnalysisRun", "Namespaced", ["ar"], set()),
+    "experiments.argoproj.io": ("Experiment", "Namespaced", ["exp"], set()),
 }
 
 
@@ -71,7 +71,7 @@ def test_names_scope_and_subresources(name: str, expected: tuple[Any, ...]) -> N
     assert crd["spec"]["scope"] == scope
     (version,) = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
-    assert set(version.get("subresources", {})) == subresources
+    assert set(version["subresources"]) == subresources
     assert sorted(c["metadata"]["name"] for c in GENERATED) == sorted(NAMES)
 
 
