@@ -1,0 +1,122 @@
+"""Every status field our models can write survives Argo Rollouts' own CRDs.
+
+On a cluster that runs Argo's CRDs, the API server prunes from a stored object every field that
+the CRD schema does not list (unless below `x-kubernetes-preserve-unknown-fields`). A status
+field the controller writes but Argo's schema lacks is therefore silently dropped: written on
+every reconcile, never read back. The reference is testdata/argo_status_fields.json, extracted
+from Argo's CRDs by argo_fields.py (which says how to regenerate it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rollout_workers.api.crdgen import calculate_crds
+from tests.unit.api.argo_fields import calculate_status_structures
+
+ARGO: dict[str, Any] = {
+    kind: structure
+    for kind, structure in json.loads(
+        (Path(__file__).parent / "testdata" / "argo_status_fields.json").read_text()
+    ).items()
+    if not kind.startswith("_")
+}
+OURS: dict[str, Any] = calculate_status_structures(calculate_crds())
+
+#: Status fields of ours that Argo's schema (the reference data) lacks, with the reason they are
+#: kept. Each is pruned on a cluster with the reference CRDs.
+EXCEPTIONS: dict[str, str] = {
+    # Argo Rollouts 1.8 added consecutiveSuccessLimit (argoproj/argo-rollouts#3970) and this
+    # counter; the reference data is of the 1.7 line, whose CRD also prunes the spec field, so
+    # the counter is only lost where the feature cannot be configured. Remove this entry when
+    # the data is regenerated from a 1.8+ CRD (the stale-entry test below will say so).
+    "AnalysisRun status.metricResults[].consecutiveSuccess": "Argo 1.8 field, reference is 1.7",
+}
+
+#: Properties Argo's schema requires but ours does not: a status object the controller writes
+#: without them is rejected (422) by a server with Argo's CRD. Each entry says what makes the
+#: writer always set them, or that it is a known gap.
+REQUIRED_ONLY_BY_ARGO: dict[str, list[str]] = {
+    # Not written by this controller (no ALB status yet).
+    "Rollout status.alb.canaryTargetGroup": ["arn", "name"],
+    "Rollout status.alb.loadBalancer": ["arn", "name"],
+    "Rollout status.alb.stableTargetGroup": ["arn", "name"],
+    "Rollout status.albs[].canaryTargetGroup": ["arn", "name"],
+    "Rollout status.albs[].loadBalancer": ["arn", "name"],
+    "Rollout status.albs[].stableTargetGroup": ["arn", "name"],
+    # rollout.conditions.new_condition and experiment.reconcile.new_condition set all six.
+    "Rollout status.conditions[]": ["lastTransitionTime", "lastUpdateTime", "message", "reason"],
+    "Experiment status.conditions[]": [
+        "lastTransitionTime",
+        "lastUpdateTime",
+        "message",
+        "reason",
+    ],
+    # Known gap: an analysis that errors before its run exists (template missing, create
+    # refused) is recorded without analysisRun; Argo writes "" there.
+    "Experiment status.analysisRuns[]": ["analysisRun", "phase"],
+    # experiment.reconcile.reconcile_template sets the four counts on every reconcile.
+    "Experiment status.templateStatuses[]": [
+        "availableReplicas",
+        "readyReplicas",
+        "replicas",
+        "updatedReplicas",
+    ],
+    # The analysis reconcile sets a phase on its first pass.
+    "AnalysisRun status": ["phase"],
+}
+
+
+def test_the_reference_covers_every_kind_with_a_status() -> None:
+    assert sorted(ARGO) == sorted(OURS) == ["AnalysisRun", "Experiment", "Rollout"]
+
+
+def below_preserved(path: str, preserved: list[str]) -> bool:
+    return any(path.startswith((f"{p}.", f"{p}[]")) for p in preserved)
+
+
+@pytest.mark.parametrize("kind", sorted(OURS))
+def test_every_status_field_of_ours_is_in_argos_schema(kind: str) -> None:
+    argo, ours = ARGO[kind], OURS[kind]
+    missing = [
+        path
+        for path in ours["fields"]
+        if path not in argo["fields"]
+        and not below_preserved(path, argo["preserveUnknownFields"])
+        and f"{kind} {path}" not in EXCEPTIONS
+    ]
+    assert missing == []
+
+
+@pytest.mark.parametrize("kind", sorted(OURS))
+def test_shared_status_fields_have_argos_types(kind: str) -> None:
+    argo, ours = ARGO[kind]["fields"], OURS[kind]["fields"]
+    assert {p: ours[p] for p in ours.keys() & argo.keys() if ours[p] != argo[p]} == {}
+
+
+@pytest.mark.parametrize("kind", sorted(OURS))
+def test_argos_status_fields_are_all_modelled(kind: str) -> None:
+    """The other direction: a field Argo's controller writes that we cannot read back."""
+    assert sorted(ARGO[kind]["fields"].keys() - OURS[kind]["fields"].keys()) == []
+
+
+@pytest.mark.parametrize("entry", sorted(EXCEPTIONS))
+def test_exceptions_are_still_needed(entry: str) -> None:
+    kind, path = entry.split(" ", 1)
+    assert path in OURS[kind]["fields"], "the model no longer has it: drop the exception"
+    assert path not in ARGO[kind]["fields"], "Argo's schema has it now: drop the exception"
+
+
+def test_argos_required_status_properties_are_required_by_ours_or_listed() -> None:
+    gaps = {}
+    for kind, argo in ARGO.items():
+        ours = OURS[kind]["required"]
+        for path, required in argo["required"].items():
+            missing = sorted(set(required) - set(ours.get(path, [])))
+            if missing:
+                gaps[f"{kind} {path}"] = missing
+    assert gaps == REQUIRED_ONLY_BY_ARGO
