@@ -301,6 +301,8 @@ class NginxTrafficRouting(KubeModel):
     stable_ingress: str | None = None
     stable_ingresses: list[str] | None = None
     additional_ingress_annotations: dict[str, str] | None = None
+    canary_ingress_annotations: dict[str, str] | None = None
+    """Argo 1.8; modelled so that the CRD keeps it, not yet applied to the canary Ingress."""
 
 
 class StickinessConfig(KubeModel):
