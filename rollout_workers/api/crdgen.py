@@ -12,7 +12,10 @@ pydantic's JSON schema is turned into a Kubernetes *structural* schema:
 - `dict[str, Any]` fields become objects with `x-kubernetes-preserve-unknown-fields: true`;
 - models are closed objects, so the API server prunes fields it does not know (as Argo's CRDs
   do) — except `OpenModel`s, which keep unknown fields;
-- titles and Python-side defaults are dropped (a CRD default would be applied by the server).
+- titles and Python-side defaults are dropped (a CRD default would be applied by the server);
+- enums are dropped, as Argo's CRDs have none: the server accepts any string there, as with
+  Argo's, and the controller reports a value it does not know as InvalidSpec, as Argo does
+  (and Go's empty string, which Argo writes for "no phase yet", is a valid status value).
 
 Usage: `python -m rollout_workers.api.crdgen [--out deploy/crds] [--check]`.
 """
@@ -173,7 +176,7 @@ CRDS: tuple[CrdSpec, ...] = (
 
 # -- schema conversion -----------------------------------------------------------------------
 
-_DROPPED_KEYS = frozenset({"title", "default", "examples", "$defs"})
+_DROPPED_KEYS = frozenset({"title", "default", "examples", "$defs", "enum"})
 
 
 class SchemaError(ValueError):

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from rollout_workers.api.crdgen import calculate_crds
+from rollout_workers.api.experiment import ExperimentAnalysisRunStatus, TemplateStatus
 from tests.unit.api.argo_fields import calculate_status_structures
 
 ARGO: dict[str, Any] = {
@@ -39,7 +40,7 @@ EXCEPTIONS: dict[str, str] = {
 
 #: Properties Argo's schema requires but ours does not: a status object the controller writes
 #: without them is rejected (422) by a server with Argo's CRD. Each entry says what makes the
-#: writer always set them, or that it is a known gap.
+#: writer always set them (test_go_zero_values_fill_argos_required_fields checks the models).
 REQUIRED_ONLY_BY_ARGO: dict[str, list[str]] = {
     # Not written by this controller (no ALB status yet).
     "Rollout status.alb.canaryTargetGroup": ["arn", "name"],
@@ -56,10 +57,8 @@ REQUIRED_ONLY_BY_ARGO: dict[str, list[str]] = {
         "message",
         "reason",
     ],
-    # Known gap: an analysis that errors before its run exists (template missing, create
-    # refused) is recorded without analysisRun; Argo writes "" there.
+    # The models write Go's zero values for these ("" and 0) when unset, as Argo does.
     "Experiment status.analysisRuns[]": ["analysisRun", "phase"],
-    # experiment.reconcile.reconcile_template sets the four counts on every reconcile.
     "Experiment status.templateStatuses[]": [
         "availableReplicas",
         "readyReplicas",
@@ -120,3 +119,21 @@ def test_argos_required_status_properties_are_required_by_ours_or_listed() -> No
             if missing:
                 gaps[f"{kind} {path}"] = missing
     assert gaps == REQUIRED_ONLY_BY_ARGO
+
+
+def test_go_zero_values_fill_argos_required_fields() -> None:
+    assert ExperimentAnalysisRunStatus(name="a").to_dict() == {
+        "name": "a",
+        "analysisRun": "",
+        "phase": "",
+    }
+    assert TemplateStatus(name="t").to_dict() == {
+        "name": "t",
+        "replicas": 0,
+        "updatedReplicas": 0,
+        "readyReplicas": 0,
+        "availableReplicas": 0,
+    }
+    # What Argo wrote reads back: "" is no phase yet.
+    read = ExperimentAnalysisRunStatus.from_dict({"name": "a", "analysisRun": "", "phase": ""})
+    assert read.phase is None and read.to_dict()["phase"] == ""
