@@ -29,14 +29,8 @@ ARGO: dict[str, Any] = {
 OURS: dict[str, Any] = calculate_status_structures(calculate_crds())
 
 #: Status fields of ours that Argo's schema (the reference data) lacks, with the reason they are
-#: kept. Each is pruned on a cluster with the reference CRDs.
-EXCEPTIONS: dict[str, str] = {
-    # Argo Rollouts 1.8 added consecutiveSuccessLimit (argoproj/argo-rollouts#3970) and this
-    # counter; the reference data is of the 1.7 line, whose CRD also prunes the spec field, so
-    # the counter is only lost where the feature cannot be configured. Remove this entry when
-    # the data is regenerated from a 1.8+ CRD (the stale-entry test below will say so).
-    "AnalysisRun status.metricResults[].consecutiveSuccess": "Argo 1.8 field, reference is 1.7",
-}
+#: kept: each is pruned on a cluster with Argo's CRDs. Keep it empty: fix the model or the writer.
+EXCEPTIONS: dict[str, str] = {}
 
 #: Properties Argo's schema requires but ours does not: a status object the controller writes
 #: without them is rejected (422) by a server with Argo's CRD. Each entry says what makes the
@@ -103,11 +97,11 @@ def test_argos_status_fields_are_all_modelled(kind: str) -> None:
     assert sorted(ARGO[kind]["fields"].keys() - OURS[kind]["fields"].keys()) == []
 
 
-@pytest.mark.parametrize("entry", sorted(EXCEPTIONS))
-def test_exceptions_are_still_needed(entry: str) -> None:
-    kind, path = entry.split(" ", 1)
-    assert path in OURS[kind]["fields"], "the model no longer has it: drop the exception"
-    assert path not in ARGO[kind]["fields"], "Argo's schema has it now: drop the exception"
+def test_exceptions_are_still_needed() -> None:
+    for entry in EXCEPTIONS:
+        kind, path = entry.split(" ", 1)
+        assert path in OURS[kind]["fields"], f"{entry}: no longer in the model, drop it"
+        assert path not in ARGO[kind]["fields"], f"{entry}: Argo's schema has it, drop it"
 
 
 def test_argos_required_status_properties_are_required_by_ours_or_listed() -> None:

@@ -97,7 +97,7 @@ def pruned(schema: dict[str, Any], value: Any, path: str = "") -> list[str]:
 
 
 PRUNED = {
-    "rollout-canary.yaml": ("rollouts", [".status.canary.stepPluginStatuses"]),
+    "rollout-canary.yaml": ("rollouts", [".status.canary.futureSteps"]),
     "rollout-bluegreen.yaml": ("rollouts", [".spec.strategy.blueGreen.previewIngress"]),
     "analysis-template.yaml": ("analysistemplates", []),
     "analysis-run.yaml": ("analysisruns", []),
