@@ -7,8 +7,8 @@ cannot be interrupted from Python). This module compiles patterns with google-re
 of the C++ RE2 library Go's package was ported from, so conditions get the same syntax and
 semantics as under Argo Rollouts:
 
-- Perl classes `\\d \\w \\s` and `\\b` are ASCII; POSIX classes (`[[:alpha:]]`), Unicode classes
-  (`\\pL`, `\\p{Greek}`, `\\PN`) and case folding are Unicode;
+- Perl classes `\\d \\w \\s`, `\\b` and POSIX classes (`[[:alpha:]]`) are ASCII; Unicode classes
+  (`\\pL`, `\\p{Greek}`, `\\PN`) and `(?i)` case folding are Unicode;
 - flags `(?i)`, `(?m)`, `(?s)`, `(?U)`, also in the middle of a pattern or scoped (`(?i:...)`);
 - `^`/`$` are the text's ends unless `(?m)`; `\\A` and `\\z` always are (there is no `\\Z`);
 - `.` does not match a newline unless `(?s)`; repetition counts are at most 1000;

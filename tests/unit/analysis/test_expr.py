@@ -137,6 +137,8 @@ CASES: list[tuple[str, str, object, object]] = [
     ("matches_re2_digit_is_ascii", "result matches '^\\\\d$'", "\u0663", False),
     ("matches_re2_posix_class", "result matches '^[[:alpha:]]+$'", "Rollout", True),
     ("matches_re2_posix_class_negated", "result matches '[[:^digit:]]'", "123", False),
+    ("matches_re2_posix_class_is_ascii", "result matches '^[[:alpha:]]$'", "é", False),
+    ("matches_re2_case_folding_is_unicode", "result matches '(?i)^k$'", "\u212a", True),
     ("matches_re2_unicode_letter", "result matches '^\\\\pL+$'", "héllo", True),
     ("matches_re2_unicode_script", "result matches '\\\\p{Greek}'", "λ", True),
     ("matches_re2_unicode_not_number", "result matches '^\\\\PN+$'", "abc1", False),
