@@ -127,7 +127,8 @@ class AnalysisRunController:
             return
         meta = obj["metadata"]
         body = fenced({"status": patch}, meta.get("resourceVersion"))
-        self.writer.patch(r.ANALYSISRUNS, meta["namespace"], meta["name"], body, status=True)
+        # Through the object, not /status: Argo's AnalysisRun CRD has no status subresource.
+        self.writer.patch(r.ANALYSISRUNS, meta["namespace"], meta["name"], body)
 
     def _event(self, obj: Obj, reason: str, message: str, warning: bool, now: dt.datetime) -> None:
         body = event_body(

@@ -18,7 +18,7 @@ expr-lang that metric conditions use:
   node visit and every element a builtin touches costs a step, so time is bounded
   deterministically rather than by a wall clock), the size of every produced string and
   collection, and a total allocation budget per evaluation;
-* `matches` runs on the linear-time NFA matcher in `expr_regex`, never on backtracking `re`.
+* `matches` runs on RE2 (`expr_regex`), as in Go, linear in the subject; never on backtracking `re`.
 
 Argo (utils/evaluate/evaluate.go) binds `result` and the helpers `asInt`, `asFloat`, `isNaN`,
 `isInf`, `isNil` and `default`, and treats a non-bool outcome as an error

@@ -89,8 +89,9 @@ class Limits:
     """Nesting of the values bound to variables."""
     max_regex_length: int = 512
     """Characters in a `matches` pattern."""
-    max_regex_states: int = 2_000
-    """NFA states a `matches` pattern may compile to (counted repeats expand)."""
+    max_regex_states: int = 10_000
+    """RE2 program instructions a `matches` pattern may compile to (counted repeats expand:
+    `[a-z]{1,1000}` is about 2000)."""
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:

@@ -139,6 +139,14 @@ class WebMetric(KubeModel):
     authentication: FreeForm | None = None
 
 
+class PrometheusRangeQueryArgs(KubeModel):
+    """A range query's window, as expressions such as `now() - duration("1h")` (Argo 1.8)."""
+
+    start: str | None = None
+    end: str | None = None
+    step: DurationString | None = None
+
+
 class PrometheusMetric(KubeModel):
     """A PromQL query whose result vector is the measured value."""
 
@@ -148,6 +156,8 @@ class PrometheusMetric(KubeModel):
     timeout: Int64 | None = None
     insecure: bool | None = None
     headers: list[WebMetricHeader] | None = None
+    range_query: PrometheusRangeQueryArgs | None = None
+    """Modelled so that the CRD keeps it; the provider does not run range queries yet."""
 
 
 class JobMetric(KubeModel):

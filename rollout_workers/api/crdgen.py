@@ -12,7 +12,10 @@ pydantic's JSON schema is turned into a Kubernetes *structural* schema:
 - `dict[str, Any]` fields become objects with `x-kubernetes-preserve-unknown-fields: true`;
 - models are closed objects, so the API server prunes fields it does not know (as Argo's CRDs
   do) — except `OpenModel`s, which keep unknown fields;
-- titles and Python-side defaults are dropped (a CRD default would be applied by the server).
+- titles and Python-side defaults are dropped (a CRD default would be applied by the server);
+- enums are dropped, as Argo's CRDs have none: the server accepts any string there, as with
+  Argo's, and the controller reports a value it does not know as InvalidSpec, as Argo does
+  (and Go's empty string, which Argo writes for "no phase yet", is a valid status value).
 
 Usage: `python -m rollout_workers.api.crdgen [--out deploy/crds] [--check]`.
 """
@@ -71,8 +74,12 @@ class CrdSpec:
         return f"{self.plural}.{GROUP}"
 
 
-#: The resources, in the order kustomize applies them. Names, short names, scopes, printer
-#: columns and the scale subresource follow Argo Rollouts' CRDs so that either can be installed.
+#: The resources, in the order kustomize applies them. Names, short names, categories (none),
+#: scopes, printer columns and subresources follow Argo Rollouts' CRDs so that either can be
+#: installed and the controller behaves the same against both. Only Rollout has the status and
+#: scale subresources: Argo's AnalysisRun and Experiment CRDs declare `subresources: {}`, so their
+#: status is written through the object itself, never through `/status` (which does not exist
+#: there). tests/unit/api/test_crd_parity.py pins these facts against Argo's manifests/crds.
 CRDS: tuple[CrdSpec, ...] = (
     CrdSpec(
         model=Rollout,
@@ -139,7 +146,6 @@ CRDS: tuple[CrdSpec, ...] = (
         plural="analysisruns",
         short_names=("ar",),
         filename="analysis-run-crd.yaml",
-        status_subresource=True,
         printer_columns=(
             {
                 "name": "Status",
@@ -156,7 +162,6 @@ CRDS: tuple[CrdSpec, ...] = (
         plural="experiments",
         short_names=("exp",),
         filename="experiment-crd.yaml",
-        status_subresource=True,
         printer_columns=(
             {
                 "name": "Status",
@@ -171,7 +176,7 @@ CRDS: tuple[CrdSpec, ...] = (
 
 # -- schema conversion -----------------------------------------------------------------------
 
-_DROPPED_KEYS = frozenset({"title", "default", "examples", "$defs"})
+_DROPPED_KEYS = frozenset({"title", "default", "examples", "$defs", "enum"})
 
 
 class SchemaError(ValueError):
@@ -281,13 +286,13 @@ def calculate_crd(spec: CrdSpec) -> dict[str, Any]:
         "additionalPrinterColumns": [dict(c) for c in spec.printer_columns],
         "schema": {"openAPIV3Schema": schema},
     }
+    # Always present, `{}` when there are none, as in Argo's CRDs.
     subresources: dict[str, Any] = {}
     if spec.status_subresource:
         subresources["status"] = {}
     if spec.scale_subresource is not None:
         subresources["scale"] = dict(spec.scale_subresource)
-    if subresources:
-        version["subresources"] = subresources
+    version["subresources"] = subresources
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -7,6 +7,14 @@ them; canary steps create them, and people create them directly to compare two v
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import (
+    BeforeValidator,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from rollout_workers.api.analysis import (
     AnalysisPhase,
@@ -92,6 +100,29 @@ class ExperimentSpec(KubeModel):
     analysis_run_metadata: AnalysisRunMetadata | None = None
 
 
+def _empty_is_none(value: object) -> object:
+    return None if value == "" else value
+
+
+#: A phase that Go writes as "" while there is none (the field has no omitempty): read as None.
+PhaseOrEmpty = Annotated[AnalysisPhase | None, BeforeValidator(_empty_is_none)]
+
+
+def _with_go_zero_values(
+    data: dict[str, Any], info: SerializationInfo, zeros: dict[str, tuple[str, object]]
+) -> dict[str, Any]:
+    """`data` with the fields Go never omits filled with Go's zero value when unset or None.
+
+    Argo's CRD lists them as required, so an object written without them is rejected (422) on a
+    cluster with Argo's CRDs. `zeros` maps the JSON name to (Python name, zero value).
+    """
+    for alias, (name, zero) in zeros.items():
+        key = alias if info.by_alias is not False else name
+        if data.get(key) is None:
+            data[key] = zero
+    return data
+
+
 class TemplateStatus(KubeModel):
     """The observed state of one template's ReplicaSet."""
 
@@ -107,6 +138,18 @@ class TemplateStatus(KubeModel):
     service_name: str | None = None
     pod_template_hash: str | None = None
 
+    @model_serializer(mode="wrap")
+    def _serialize(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        zeros: dict[str, tuple[str, object]] = {
+            "replicas": ("replicas", 0),
+            "updatedReplicas": ("updated_replicas", 0),
+            "readyReplicas": ("ready_replicas", 0),
+            "availableReplicas": ("available_replicas", 0),
+        }
+        return _with_go_zero_values(handler(self), info, zeros)
+
 
 class ExperimentCondition(KubeModel):
     """One condition of an Experiment."""
@@ -120,12 +163,25 @@ class ExperimentCondition(KubeModel):
 
 
 class ExperimentAnalysisRunStatus(KubeModel):
-    """The state of one AnalysisRun the experiment started."""
+    """The state of one AnalysisRun the experiment started (or is about to start).
+
+    Before the run exists Argo writes `analysisRun: ""` and `phase: ""`; so does this model.
+    """
 
     name: str
     analysis_run: str | None = None
-    phase: AnalysisPhase | None = None
+    phase: PhaseOrEmpty = None
     message: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        zeros: dict[str, tuple[str, object]] = {
+            "analysisRun": ("analysis_run", ""),
+            "phase": ("phase", ""),
+        }
+        return _with_go_zero_values(handler(self), info, zeros)
 
 
 class ExperimentStatus(KubeModel):

@@ -301,6 +301,8 @@ class NginxTrafficRouting(KubeModel):
     stable_ingress: str | None = None
     stable_ingresses: list[str] | None = None
     additional_ingress_annotations: dict[str, str] | None = None
+    canary_ingress_annotations: dict[str, str] | None = None
+    """Argo 1.8; modelled so that the CRD keeps it, not yet applied to the canary Ingress."""
 
 
 class StickinessConfig(KubeModel):
@@ -502,6 +504,28 @@ class TrafficWeights(KubeModel):
     verified: bool | None = None
 
 
+class StepPluginStatus(KubeModel):
+    """What a step plugin reported for one operation of one step (Argo 1.8).
+
+    Modelled so that the CRD keeps what Argo's controller wrote; this controller does not run
+    step plugins, so it never writes one.
+    """
+
+    index: Int32
+    name: str
+    operation: str
+    phase: str | None = None
+    message: str | None = None
+    started_at: Time | None = None
+    updated_at: Time | None = None
+    finished_at: Time | None = None
+    backoff: DurationString | None = None
+    executions: Int32 | None = None
+    disabled: bool | None = None
+    status: FreeForm | None = None
+    """The plugin's own state, kept as it is."""
+
+
 class CanaryStatus(KubeModel):
     """Status that only a canary rollout has."""
 
@@ -510,6 +534,7 @@ class CanaryStatus(KubeModel):
     current_experiment: str | None = None
     weights: TrafficWeights | None = None
     stable_ping_pong: PingPongType | None = None
+    step_plugin_statuses: list[StepPluginStatus] | None = None
 
 
 class BlueGreenStatus(KubeModel):

@@ -294,7 +294,7 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
         plural="analysisruns",
         singular="analysisrun",
         kind="AnalysisRun",
-        status_subresource=True,
+        # Argo's CRD declares no status subresource: status is written with the object.
         has_generation=True,
         custom=True,
         delete_returns_object=True,
@@ -306,7 +306,7 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
         singular="experiment",
         kind="Experiment",
         short_names=("exp",),
-        status_subresource=True,
+        # Argo's CRD declares no status subresource: status is written with the object.
         has_generation=True,
         custom=True,
         delete_returns_object=True,

@@ -153,7 +153,8 @@ class ExperimentController:
             return
         meta = obj["metadata"]
         body = fenced({"status": patch}, meta.get("resourceVersion"))
-        self.writer.patch(r.EXPERIMENTS, meta["namespace"], meta["name"], body, status=True)
+        # Through the object, not /status: Argo's Experiment CRD has no status subresource.
+        self.writer.patch(r.EXPERIMENTS, meta["namespace"], meta["name"], body)
 
     def _write_invalid_spec(self, obj: Obj, message: str, now: dt.datetime) -> None:
         """InvalidSpec on the raw status (the spec may not even parse); the phase is kept."""
@@ -171,7 +172,7 @@ class ExperimentController:
         log.warning("experiment %s has an invalid spec: %s", obj["metadata"].get("name"), message)
         meta = obj["metadata"]
         body = fenced({"status": {"conditions": conditions}}, meta.get("resourceVersion"))
-        self.writer.patch(r.EXPERIMENTS, meta["namespace"], meta["name"], body, status=True)
+        self.writer.patch(r.EXPERIMENTS, meta["namespace"], meta["name"], body)
 
     def _event(self, obj: Obj, reason: str, message: str, warning: bool, now: dt.datetime) -> None:
         body = event_body(

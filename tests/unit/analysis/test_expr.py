@@ -130,6 +130,26 @@ CASES: list[tuple[str, str, object, object]] = [
     ("matches_class_and_repeat", "result matches '^[a-f0-9]{4}-\\\\d+$'", "beef-12", True),
     ("matches_case_flag", "result matches '(?i)^OK$'", "ok", True),
     ("matches_dollar_is_end_of_text", "result matches 'a$'", "a\n", False),
+    # --- Go's RE2 (regexp/syntax), not Python's re ---
+    ("matches_re2_case_flag_mid_pattern", "result matches 'x(?i)OK'", "xok", True),
+    ("matches_re2_scoped_flag", "result matches '(?i:a)B'", "aB", True),
+    ("matches_re2_scoped_flag_ends", "result matches '(?i:a)B'", "ab", False),
+    ("matches_re2_digit_is_ascii", "result matches '^\\\\d$'", "\u0663", False),
+    ("matches_re2_posix_class", "result matches '^[[:alpha:]]+$'", "Rollout", True),
+    ("matches_re2_posix_class_negated", "result matches '[[:^digit:]]'", "123", False),
+    ("matches_re2_posix_class_is_ascii", "result matches '^[[:alpha:]]$'", "é", False),
+    ("matches_re2_case_folding_is_unicode", "result matches '(?i)^k$'", "\u212a", True),
+    ("matches_re2_unicode_letter", "result matches '^\\\\pL+$'", "héllo", True),
+    ("matches_re2_unicode_script", "result matches '\\\\p{Greek}'", "λ", True),
+    ("matches_re2_unicode_not_number", "result matches '^\\\\PN+$'", "abc1", False),
+    ("matches_re2_caret_is_start_of_text", "result matches '^b'", "a\nb", False),
+    ("matches_re2_multiline_flag", "result matches '(?m)^b$'", "a\nb\nc", True),
+    ("matches_re2_dot_not_newline", "result matches 'a.b'", "a\nb", False),
+    ("matches_re2_dot_all_flag", "result matches '(?s)a.b'", "a\nb", True),
+    ("matches_re2_end_of_text_z", "result matches 'a\\\\z'", "a", True),
+    ("matches_re2_named_group", "result matches '(?P<major>\\\\d+)\\\\.'", "v1.2", True),
+    ("matches_re2_quoted_literal", "result matches '\\\\Qa.b\\\\E'", "axb", False),
+    ("matches_re2_lone_surrogate_as_fffd", "result matches '^.$'", "\ud800", True),
     ("not_matches", "result not matches 'x'", "abc", True),
     # --- builtins and closures ---
     ("len_string_map", "len('héllo') + len({a: 1})", None, 6),
@@ -208,9 +228,18 @@ CASES: list[tuple[str, str, object, object]] = [
         "err_regex_backreference",
         "result matches '(a)\\\\1'",
         "aa",
-        Err("invalid regular expression"),
+        Err("invalid regular expression: invalid escape sequence: \\1 (RE2 has no backreferences)"),
     ),
-    ("err_regex_lookahead", "result matches '(?=a)'", "a", Err("unsupported group syntax")),
+    ("err_regex_lookahead", "result matches '(?=a)'", "a", Err("RE2 has no lookaround")),
+    ("err_regex_lookbehind", "result matches '(?<!a)b'", "b", Err("RE2 has no lookaround")),
+    ("err_regex_python_end_z", "result matches 'a\\\\Z'", "a", Err("invalid escape sequence")),
+    ("err_regex_any_byte", "result matches '\\\\C'", "a", Err("invalid escape sequence: \\C")),
+    (
+        "err_regex_repeat_over_1000",
+        "result matches 'a{1001}'",
+        "a",
+        Err("invalid repetition size: {1001}"),
+    ),
     # --- parse errors name the position like expr-lang's file.Error ---
     ("parse_unexpected_eof", "result >", 1, Err("unexpected token EOF (1:9)")),
     ("parse_unexpected_operator", "1 +* 2", None, Err('unexpected token Operator("*") (1:4)')),
@@ -414,8 +443,12 @@ def test_limit_total_allocation() -> None:
 
 
 def test_limit_regex_pattern_size_and_states() -> None:
-    with pytest.raises(ExpressionError, match="too many states"):
-        evaluate_condition("result matches '(a{1000}){1000}'", "a")
+    with pytest.raises(ExpressionError, match="invalid repetition size"):
+        evaluate_condition("result matches '(a{1000}){1000}'", "a")  # RE2 caps nesting too
+    with pytest.raises(ExpressionError, match=r"too many states \(6004 > 5000\)"):
+        evaluate_condition(
+            "result matches '\\\\w{1000}\\\\w{1000}'", "a", limits=Limits(max_regex_states=5000)
+        )
     with pytest.raises(ExpressionError, match="longer than 512"):
         evaluate_condition("result matches ('a' + '" + "b" * 600 + "')", "a")
 

@@ -62,12 +62,15 @@ def test_unknown_fields_survive_at_every_depth() -> None:
     assert canary and canary.traffic_routing
     assert canary.traffic_routing.model_extra == {"ambassador": {"mappings": ["checkout"]}}
     assert rollout.status and rollout.status.canary and rollout.status.canary.model_extra
-    assert rollout.status.canary.model_extra["stepPluginStatuses"][0]["name"] == "acme/notify"
+    assert rollout.status.canary.model_extra == {"futureSteps": {"lastRun": 8}}
+    (step,) = rollout.status.canary.step_plugin_statuses or []
+    assert (step.name, step.status) == ("acme/notify", {"sent": 3})
 
     rollout.status.phase = RolloutPhase.HEALTHY  # a typed edit keeps the untyped neighbours
     out = rollout.to_dict()
     assert out["status"]["phase"] == "Healthy"
     assert out["status"]["canary"]["stepPluginStatuses"][0]["index"] == 8
+    assert out["status"]["canary"]["futureSteps"] == {"lastRun": 8}
     assert out["spec"]["strategy"]["canary"]["trafficRouting"]["ambassador"] == {
         "mappings": ["checkout"]
     }

@@ -1086,7 +1086,8 @@ def test_analyses_do_not_start_before_the_templates_are_available() -> None:
         templates={"success-rate": analysis_template()},
     )
     assert out.actions == []
-    assert out.analysis("success-rate") == {"name": "success-rate"}
+    # As Go writes it (no omitempty; Argo's CRD requires both).
+    assert out.analysis("success-rate") == {"name": "success-rate", "analysisRun": "", "phase": ""}
     assert out.out["phase"] == "Pending"
 
 
@@ -1120,6 +1121,7 @@ def test_a_missing_template_errors_the_analysis_before_availability(
     )
     assert out.analysis("success-rate") == {
         "name": "success-rate",
+        "analysisRun": "",
         "phase": "Error",
         "message": expected,
     }
@@ -1224,6 +1226,7 @@ def test_an_unresolvable_argument_errors_the_analysis() -> None:
     assert out.actions == []
     assert out.analysis("success-rate") == {
         "name": "success-rate",
+        "analysisRun": "",
         "phase": "Error",
         "message": "Failed to create AnalysisRun for analysis 'success-rate': "
         "failed to resolve {{not a real substitution}}",
@@ -1252,7 +1255,9 @@ def test_a_template_that_vanished_errors_the_analysis_at_creation() -> None:
         "message": message,
         "availableAt": NOW_TEXT,
         "templateStatuses": [tstatus("bar", 0, 0, Code.PROGRESSING)],
-        "analysisRuns": [{"name": "exp-bar", "phase": "Error", "message": message}],
+        "analysisRuns": [
+            {"name": "exp-bar", "analysisRun": "", "phase": "Error", "message": message}
+        ],
         "conditions": [condition("ExperimentCompleted", state="False", message=COMPLETED_MSG)],
     }
 
@@ -1271,6 +1276,7 @@ def test_a_failed_run_create_errors_the_analysis() -> None:
     )
     assert out.analysis("success-rate") == {
         "name": "success-rate",
+        "analysisRun": "",
         "phase": "Error",
         "message": "Failed to create AnalysisRun for analysis 'success-rate': intentional error",
     }
@@ -1327,7 +1333,7 @@ def test_analyses_are_not_started_while_terminating() -> None:
         obj, rss=[replicaset(bar, available=1)], templates={"success-rate": analysis_template()}
     )
     assert "create analysisruns foo-success-rate" not in out.actions
-    assert out.analysis("success-rate") == {"name": "success-rate"}
+    assert out.analysis("success-rate") == {"name": "success-rate", "analysisRun": "", "phase": ""}
 
 
 def test_the_run_phase_and_message_are_mirrored() -> None:
