@@ -127,8 +127,7 @@ class AnalysisRunController:
             return
         meta = obj["metadata"]
         body = fenced({"status": patch}, meta.get("resourceVersion"))
-        # Through the object, not /status: Argo's AnalysisRun CRD has no status subresource.
-        self.writer.patch(r.ANALYSISRUNS, meta["namespace"], meta["name"], body)
+        self.writer.patch(r.ANALYSISRUNS, meta["namespace"], meta["name"], body, status=True)
 
     def _event(self, obj: Obj, reason: str, message: str, warning: bool, now: dt.datetime) -> None:
         body = event_body(

@@ -153,8 +153,7 @@ class ExperimentController:
             return
         meta = obj["metadata"]
         body = fenced({"status": patch}, meta.get("resourceVersion"))
-        # Through the object, not /status: Argo's Experiment CRD has no status subresource.
-        self.writer.patch(r.EXPERIMENTS, meta["namespace"], meta["name"], body)
+        self.writer.patch(r.EXPERIMENTS, meta["namespace"], meta["name"], body, status=True)
 
     def _write_invalid_spec(self, obj: Obj, message: str, now: dt.datetime) -> None:
         """InvalidSpec on the raw status (the spec may not even parse); the phase is kept."""
@@ -172,7 +171,7 @@ class ExperimentController:
         log.warning("experiment %s has an invalid spec: %s", obj["metadata"].get("name"), message)
         meta = obj["metadata"]
         body = fenced({"status": {"conditions": conditions}}, meta.get("resourceVersion"))
-        self.writer.patch(r.EXPERIMENTS, meta["namespace"], meta["name"], body)
+        self.writer.patch(r.EXPERIMENTS, meta["namespace"], meta["name"], body, status=True)
 
     def _event(self, obj: Obj, reason: str, message: str, warning: bool, now: dt.datetime) -> None:
         body = event_body(
