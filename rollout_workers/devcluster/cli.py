@@ -53,9 +53,16 @@ INFO_NAME = "devcluster.json"
 @click.option(
     "--history-size",
     type=click.IntRange(min=1),
-    default=10_000,
+    default=1_000,
     show_default=True,
     help="Watch events kept per resource type; older resourceVersions get 410 Gone.",
+)
+@click.option(
+    "--no-crds",
+    is_flag=True,
+    default=False,
+    help="Start without the argoproj.io CRDs (install them yourself, e.g. kubectl apply -k "
+    "deploy/crds).",
 )
 @click.option(
     "--bookmark-interval",
@@ -89,6 +96,7 @@ def devcluster(
     bookmark_interval: float,
     state_file: Path | None,
     state_dir: Path | None,
+    no_crds: bool,
 ) -> None:
     """Run the embedded Kubernetes API server until interrupted."""
     from rollout_workers.devcluster.server import serve  # aiohttp only when serving
@@ -135,6 +143,7 @@ def devcluster(
             history_size=history_size,
             bookmark_interval=bookmark_interval,
             state_file=state_file,
+            install_crds=not no_crds,
         )
     except OSError as exc:
         raise click.ClickException(f"cannot run the devcluster on {host}:{port}: {exc}") from None

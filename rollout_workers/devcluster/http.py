@@ -284,8 +284,10 @@ class ApiHandler:
     def _admin(self, request: web.Request, parts: list[str]) -> web.Response:
         if parts == ["compact"] and request.method == "POST":
             return json_response({"resourceVersion": str(self.on_compact())})
+        if parts == ["pruned"] and request.method == "GET":
+            return json_response(self.store.pruned_fields())
         if parts == ["stats"] and request.method == "GET":
-            counts = {rt.key: self.store.count(rt) for rt in self.registry.types}
+            counts = {rt.key: self.store.count(rt) for rt in self.registry.storage_types}
             return json_response(
                 {"resourceVersion": str(self.store.resource_version), "objects": counts}
             )

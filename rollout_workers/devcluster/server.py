@@ -25,14 +25,20 @@ import yaml
 from aiohttp import web
 
 from rollout_workers.devcluster.controllers import Controllers
+from rollout_workers.devcluster.errors import JSONDict
 from rollout_workers.devcluster.http import ApiHandler
-from rollout_workers.devcluster.resources import Registry
+from rollout_workers.devcluster.resources import CRD_KEY, Registry
 from rollout_workers.devcluster.store import Store
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 CONTEXT_NAME = "devcluster"
+# Watch events kept per type. A real kube-apiserver's watch cache holds a few hundred to a few
+# thousand events per type (its default capacity is 100, grown with load up to ~3,000), so a
+# watch from a resourceVersion some thousand writes old gets 410 Gone there. Keeping 10,000
+# here hid relist bugs that a real cluster shows; 1,000 keeps the controller honest.
+DEFAULT_HISTORY_SIZE = 1_000
 
 
 def kubeconfig_for(url: str, *, namespace: str = "default") -> dict[str, Any]:
@@ -71,14 +77,16 @@ class DevCluster:
         port: int = 0,
         ready_delay: float = 2.0,
         bad_image_pattern: str = "*:bad*",
-        history_size: int = 10_000,
+        history_size: int = DEFAULT_HISTORY_SIZE,
         bookmark_interval: float = 60.0,
         state_file: Path | None = None,
         job_duration: float | None = None,
+        install_crds: bool = True,
     ) -> None:
         self.host = host
         self.requested_port = port
         self.state_file = state_file
+        self.install_crds = install_crds
         self.registry = Registry()
         self.store = Store(self.registry, history_size=history_size)
         self.controllers: Controllers | None = None
@@ -106,6 +114,8 @@ class DevCluster:
         if self.state_file is not None and self.state_file.exists():
             self.store.restore(json.loads(self.state_file.read_text()))
         self.store.ensure_namespaces()
+        if self.install_crds:
+            self.install_project_crds()
         self.controllers = Controllers(
             self.store,
             self.registry,
@@ -133,6 +143,37 @@ class DevCluster:
             await self.controllers.stop()
         if self.state_file is not None:
             self.save_state(self.state_file)
+
+    def install_project_crds(self) -> None:
+        """Install (or bring up to date) the argoproj.io CRDs generated from the models."""
+        from rollout_workers.api.crdgen import calculate_crds
+
+        for crd in calculate_crds():
+            self.apply_crd(crd)
+
+    def apply_crd(self, crd: JSONDict) -> JSONDict:
+        """Create a CRD, or replace the spec (and labels/annotations) of the one of that
+        name, as ``kubectl apply`` would; served at once. Returns the stored CRD."""
+        rt = self.registry.by_key(CRD_KEY)
+        name = str(crd["metadata"]["name"])
+        current = self.store.find(rt, namespace=None, name=name)
+        if current is None:
+            return self.store.create(rt, namespace=None, body=crd).obj
+        meta = {**current.metadata}
+        for key in ("labels", "annotations"):
+            if key in crd["metadata"]:
+                meta[key] = crd["metadata"][key]
+        body = {**current.obj, "metadata": meta, "spec": crd["spec"]}
+        return self.store.update(rt, namespace=None, name=name, body=body).obj
+
+    def pruned_fields(self) -> dict[str, list[str]]:
+        """Per custom resource type (``<plural>.<group>``), the field paths the API has
+        pruned from writes because the CRD's schema lacks them (list indices as ``[]``, map
+        keys as ``*``). Also served at ``GET /_devcluster/pruned``."""
+        return self.store.pruned_fields()
+
+    def clear_pruned_fields(self) -> None:
+        self.store.pruned.clear()
 
     def save_state(self, path: Path) -> None:
         _write_atomically(path, json.dumps(self.store.snapshot()))
@@ -203,6 +244,15 @@ class DevClusterThread:
 
     def force_gone(self) -> int:
         return self.call(lambda c: c.force_gone())
+
+    def pruned_fields(self) -> dict[str, list[str]]:
+        return self.call(lambda c: c.pruned_fields())
+
+    def clear_pruned_fields(self) -> None:
+        self.call(lambda c: c.clear_pruned_fields())
+
+    def apply_crd(self, crd: JSONDict) -> JSONDict:
+        return self.call(lambda c: c.apply_crd(crd))
 
     def write_kubeconfig(self, path: Path, *, namespace: str = "default") -> Path:
         return self.call(lambda c: c.write_kubeconfig(path, namespace=namespace))

@@ -1,0 +1,320 @@
+"""CustomResourceDefinitions: validation, defaults, status and the types a CRD serves.
+
+What apiextensions-apiserver does with an ``apiextensions.k8s.io/v1`` CRD, reduced to what a
+client can observe: the essential validation (422 Invalid with the real field paths and
+messages), the defaults (``singular``, ``listKind``, the ``None`` conversion strategy), the status
+its controllers set (``NamesAccepted`` and ``Established`` True, ``acceptedNames``,
+``storedVersions``), and one ``ResourceType`` per served version, with the version's schema
+(pruning), subresources (status, scale) and names (discovery). The store calls these; serving
+starts and stops with the CRD's writes (store.py). Pure functions, no I/O.
+
+Not done (a real server does it): value validation against the schema (types, required, enums,
+CEL), defaulting from the schema, webhook conversion, NamesAccepted False on name conflicts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rollout_workers.devcluster import errors
+from rollout_workers.devcluster.errors import ApiError, JSONDict
+from rollout_workers.devcluster.resources import CRD_GROUP, ResourceType, ScaleSpec
+
+CRD_KIND = "CustomResourceDefinition"
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1035_DETAIL = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character"
+)
+Cause = tuple[str, str, str]  # field, reason, detail
+
+
+def calculate_defaults(obj: JSONDict) -> JSONDict:
+    """The CRD with the server's defaults applied (a new dict)."""
+    spec = dict(obj.get("spec") or {})
+    names = dict(spec.get("names") or {})
+    kind = names.get("kind")
+    if isinstance(kind, str) and kind:
+        names.setdefault("singular", kind.lower())
+        names.setdefault("listKind", f"{kind}List")
+    spec["names"] = names
+    spec.setdefault("conversion", {"strategy": "None"})
+    versions = spec.get("versions")
+    if isinstance(versions, list):
+        spec["versions"] = [
+            {"served": False, "storage": False, **v} if isinstance(v, dict) else v for v in versions
+        ]
+    return {**obj, "spec": spec}
+
+
+def _value(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def calculate_validation_causes(obj: JSONDict, old: JSONDict | None) -> list[Cause]:
+    """The validation errors of a (defaulted) CRD, empty when valid; ``old`` on update."""
+    causes: list[Cause] = []
+
+    def invalid(field: str, value: Any, detail: str) -> None:
+        causes.append((field, "FieldValueInvalid", f"Invalid value: {_value(value)}: {detail}"))
+
+    def required(field: str, detail: str = "") -> None:
+        causes.append(
+            (field, "FieldValueRequired", "Required value" + (f": {detail}" if detail else ""))
+        )
+
+    name = obj["metadata"].get("name", "")
+    spec = obj.get("spec") or {}
+    group = spec.get("group")
+    names = spec.get("names") or {}
+    plural = names.get("plural")
+    if not group:
+        required("spec.group")
+    elif not isinstance(group, str) or not _DNS_SUBDOMAIN.match(group):
+        invalid(
+            "spec.group",
+            group,
+            "a lowercase RFC 1123 subdomain must consist of lower case "
+            "alphanumeric characters, '-' or '.'",
+        )
+    elif "." not in group:
+        invalid("spec.group", group, "should be a domain with at least one dot")
+    if not plural:
+        required("spec.names.plural")
+    elif not isinstance(plural, str) or not _DNS1035.match(plural):
+        invalid("spec.names.plural", plural, _DNS1035_DETAIL)
+    if name != f"{plural}.{group}":
+        invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group')
+    singular = names.get("singular")
+    if singular is not None and (not isinstance(singular, str) or not _DNS1035.match(singular)):
+        invalid("spec.names.singular", singular, _DNS1035_DETAIL)
+    kind = names.get("kind")
+    if not kind:
+        required("spec.names.kind")
+    elif kind == names.get("listKind"):
+        invalid("spec.names.listKind", names.get("listKind"), "kind and listKind must be different")
+    for i, short in enumerate(names.get("shortNames") or []):
+        if not isinstance(short, str) or not _DNS1035.match(short):
+            invalid(f"spec.names.shortNames[{i}]", short, _DNS1035_DETAIL)
+    scope = spec.get("scope")
+    if not scope:
+        required("spec.scope")
+    elif scope not in ("Cluster", "Namespaced"):
+        causes.append(
+            (
+                "spec.scope",
+                "FieldValueNotSupported",
+                f'Unsupported value: {_value(scope)}: supported values: "Cluster", "Namespaced"',
+            )
+        )
+    causes.extend(_version_causes(spec.get("versions")))
+    strategy = (spec.get("conversion") or {}).get("strategy")
+    if strategy not in ("None", "Webhook"):
+        causes.append(
+            (
+                "spec.conversion.strategy",
+                "FieldValueNotSupported",
+                f'Unsupported value: {_value(strategy)}: supported values: "None", "Webhook"',
+            )
+        )
+    if old is not None:
+        old_spec = old.get("spec") or {}
+        for key in ("group", "scope"):
+            if spec.get(key) != old_spec.get(key):
+                invalid(f"spec.{key}", spec.get(key), "field is immutable")
+        declared = {v.get("name") for v in spec.get("versions") or [] if isinstance(v, dict)}
+        stored = (obj.get("status") or {}).get("storedVersions") or []
+        for i, version in enumerate(stored):
+            if version not in declared:
+                invalid(f"status.storedVersions[{i}]", version, "must appear in spec.versions")
+    return causes
+
+
+def _version_causes(versions: Any) -> list[Cause]:
+    causes: list[Cause] = []
+    if not isinstance(versions, list) or not versions:
+        return [("spec.versions", "FieldValueRequired", "Required value")]
+    seen: set[str] = set()
+    storage = 0
+    for i, version in enumerate(versions):
+        at = f"spec.versions[{i}]"
+        if not isinstance(version, dict):
+            causes.append((at, "FieldValueInvalid", "Invalid value: must be an object"))
+            continue
+        vname = version.get("name")
+        if not vname:
+            causes.append((f"{at}.name", "FieldValueRequired", "Required value"))
+        elif not isinstance(vname, str) or not _DNS1035.match(vname):
+            causes.append(
+                (
+                    f"{at}.name",
+                    "FieldValueInvalid",
+                    f"Invalid value: {_value(vname)}: " + _DNS1035_DETAIL,
+                )
+            )
+        elif vname in seen:
+            causes.append((f"{at}.name", "FieldValueDuplicate", f'Duplicate value: "{vname}"'))
+        else:
+            seen.add(vname)
+        if version.get("storage") is True:
+            storage += 1
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        schema_at = f"{at}.schema.openAPIV3Schema"
+        if not isinstance(schema, dict):
+            causes.append((schema_at, "FieldValueRequired", "Required value: schemas are required"))
+        elif schema.get("type") != "object":
+            causes.append(
+                (
+                    f"{schema_at}.type",
+                    "FieldValueRequired" if not schema.get("type") else "FieldValueInvalid",
+                    "Required value: must be object at the root"
+                    if not schema.get("type")
+                    else f"Invalid value: {_value(schema.get('type'))}: must be object at the root",
+                )
+            )
+        scale = (version.get("subresources") or {}).get("scale")
+        if scale is not None:
+            causes.extend(_scale_causes(f"{at}.subresources.scale", scale))
+    if storage != 1:
+        causes.append(
+            (
+                "spec.versions",
+                "FieldValueInvalid",
+                "Invalid value: must have exactly one version marked as storage version",
+            )
+        )
+    return causes
+
+
+def _scale_causes(at: str, scale: Any) -> list[Cause]:
+    if not isinstance(scale, dict):
+        return [(at, "FieldValueInvalid", "Invalid value: must be an object")]
+    causes: list[Cause] = []
+    for key, roots, required in (
+        ("specReplicasPath", (".spec.",), True),
+        ("statusReplicasPath", (".status.",), True),
+        ("labelSelectorPath", (".spec.", ".status."), False),
+    ):
+        path = scale.get(key)
+        if path is None:
+            if required:
+                causes.append((f"{at}.{key}", "FieldValueRequired", "Required value"))
+            continue
+        if not isinstance(path, str) or not path.startswith(roots) or _json_path(path) is None:
+            under = " or ".join(r.rstrip(".") for r in roots)
+            causes.append(
+                (
+                    f"{at}.{key}",
+                    "FieldValueInvalid",
+                    f"Invalid value: {_value(path)}: should be a json path under {under}",
+                )
+            )
+    return causes
+
+
+def _json_path(path: str) -> tuple[str, ...] | None:
+    """``.spec.replicas`` -> ("spec", "replicas"); None when not a simple field path."""
+    parts = tuple(path.split(".")[1:])
+    if len(parts) < 2 or any(not p or "[" in p for p in parts):
+        return None
+    return parts
+
+
+def validation_error(name: str, causes: list[Cause]) -> ApiError:
+    return errors.invalid_causes(kind=CRD_KIND, group=CRD_GROUP, name=name, causes=causes)
+
+
+def calculate_status(obj: JSONDict, previous: JSONDict | None, *, now: str) -> JSONDict:
+    """The status the CRD controllers converge to: names accepted, established, the storage
+    version recorded in ``storedVersions`` (never removed here: only a client removes one)."""
+    spec = obj.get("spec") or {}
+    previous = previous or {}
+    names = spec.get("names") or {}
+    old_conditions = {c.get("type"): c for c in previous.get("conditions") or []}
+
+    def condition(ctype: str, status: str, reason: str, message: str) -> JSONDict:
+        old = old_conditions.get(ctype)
+        since = old.get("lastTransitionTime") if old and old.get("status") == status else None
+        return {
+            "type": ctype,
+            "status": status,
+            "lastTransitionTime": since or now,
+            "reason": reason,
+            "message": message,
+        }
+
+    conditions = [
+        condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
+        condition(
+            "Established", "True", "InitialNamesAccepted", "the initial names have been accepted"
+        ),
+    ]
+    terminating = old_conditions.get("Terminating")
+    if obj["metadata"].get("deletionTimestamp"):
+        conditions.append(
+            condition(
+                "Terminating",
+                "True",
+                "InstanceDeletionInProgress",
+                "CustomResource deletion is in progress",
+            )
+        )
+    elif terminating is not None:
+        conditions.append(terminating)
+    stored = list(
+        (obj.get("status") or {}).get("storedVersions") or previous.get("storedVersions") or []
+    )
+    for version in spec.get("versions") or []:
+        if isinstance(version, dict) and version.get("storage") and version["name"] not in stored:
+            stored.append(version["name"])
+    return {"conditions": conditions, "acceptedNames": dict(names), "storedVersions": stored}
+
+
+def calculate_resource_types(crd: JSONDict) -> list[ResourceType]:
+    """One type per served version; the storage version is the one holding the objects (it
+    is registered even when not served, so the objects keep a home)."""
+    spec = crd["spec"]
+    names = spec["names"]
+    group = spec["group"]
+    out: list[ResourceType] = []
+    for version in spec["versions"]:
+        storage = bool(version.get("storage"))
+        if not version.get("served") and not storage:
+            continue
+        subresources = version.get("subresources") or {}
+        scale = subresources.get("scale")
+        scale_spec = None
+        if isinstance(scale, dict):
+            spec_path = _json_path(scale.get("specReplicasPath", ""))
+            status_path = _json_path(scale.get("statusReplicasPath", ""))
+            selector = scale.get("labelSelectorPath")
+            if spec_path is not None and status_path is not None:
+                scale_spec = ScaleSpec(
+                    spec_replicas=spec_path,
+                    status_replicas=status_path,
+                    label_selector=_json_path(selector) if selector else None,
+                )
+        out.append(
+            ResourceType(
+                group=group,
+                version=version["name"],
+                plural=names["plural"],
+                singular=names.get("singular") or names["kind"].lower(),
+                kind=names["kind"],
+                namespaced=spec["scope"] == "Namespaced",
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                status_subresource=isinstance(subresources.get("status"), dict),
+                scale=scale_spec,
+                has_generation=True,
+                custom=True,
+                delete_returns_object=True,
+                storage=storage,
+                served=bool(version.get("served")),
+                schema=(version.get("schema") or {}).get("openAPIV3Schema"),
+            )
+        )
+    return out
