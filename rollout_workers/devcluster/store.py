@@ -877,7 +877,11 @@ class Store:
 
     def _spec_changed(self, rt: ResourceType, old: JSONDict, new: JSONDict) -> bool:
         if rt.custom:
-            skip = {"metadata", "status", "kind", "apiVersion"}
+            # Without a status subresource a status change is a spec change too (as on a real
+            # server: only metadata changes leave the generation alone).
+            skip = {"metadata", "kind", "apiVersion"}
+            if rt.status_subresource:
+                skip.add("status")
             keys = (set(old) | set(new)) - skip
             return any(old.get(k) != new.get(k) for k in keys)
         return old.get("spec") != new.get("spec")
