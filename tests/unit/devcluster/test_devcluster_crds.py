@@ -1,0 +1,227 @@
+"""CRDs in the store: validation, serving, persistence; and the events.k8s.io/v1 view."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Any
+
+import pytest
+
+from rollout_workers.api.crdgen import calculate_crds
+from rollout_workers.devcluster.crds import calculate_defaults, calculate_validation_causes
+from rollout_workers.devcluster.errors import ApiError
+from rollout_workers.devcluster.resources import CRD_KEY, Registry, ResourceType, version_priority
+from rollout_workers.devcluster.store import MERGE_PATCH, Store, WatchFilter
+
+
+def crd(**spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {}}},
+                }
+            ],
+        },
+    }
+    base["spec"].update(spec)
+    return base
+
+
+@pytest.fixture
+def store() -> Store:
+    s = Store(Registry(), clock=lambda: 1_700_000_000.0, rng=random.Random(3))
+    s.ensure_namespaces(["default"])
+    return s
+
+
+def served(store: Store, group: str, version: str, plural: str) -> ResourceType:
+    found = store.registry.lookup(group, version, plural)
+    assert found is not None
+    return found
+
+
+VALIDATION_CASES = [
+    ("valid", crd(), []),
+    ("no group", crd(group=""), ["spec.group", "metadata.name"]),
+    (
+        "kind equals listKind",
+        crd(names={"plural": "widgets", "kind": "W", "listKind": "W"}),
+        ["spec.names.listKind"],
+    ),
+    (
+        "two storage versions",
+        crd(
+            versions=[
+                {
+                    "name": n,
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+                for n in ("v1", "v2")
+            ]
+        ),
+        ["spec.versions"],
+    ),
+    (
+        "duplicate version",
+        crd(
+            versions=[
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": s,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+                for s in (True, False)
+            ]
+        ),
+        ["spec.versions[1].name"],
+    ),
+    (
+        "root schema not an object",
+        crd(
+            versions=[
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "string"}},
+                }
+            ]
+        ),
+        ["spec.versions[0].schema.openAPIV3Schema.type"],
+    ),
+    (
+        "scale path outside spec",
+        crd(
+            versions=[
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                    "subresources": {
+                        "scale": {
+                            "specReplicasPath": ".status.x",
+                            "statusReplicasPath": ".status.y",
+                        }
+                    },
+                }
+            ]
+        ),
+        ["spec.versions[0].subresources.scale.specReplicasPath"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"), [c[1:] for c in VALIDATION_CASES], ids=[c[0] for c in VALIDATION_CASES]
+)
+def test_crd_validation(body: dict[str, Any], fields: list[str]) -> None:
+    causes = calculate_validation_causes(calculate_defaults(body), None)
+    assert [c[0] for c in causes] == fields
+
+
+def test_the_project_crds_are_valid() -> None:
+    for body in calculate_crds():
+        assert calculate_validation_causes(calculate_defaults(body), None) == []
+
+
+def test_version_priority() -> None:
+    versions = ["v1alpha1", "foo", "v2", "v1beta1", "v1", "v1beta2", "v10"]
+    assert sorted(versions, key=version_priority) == [
+        "v10",
+        "v2",
+        "v1",
+        "v1beta2",
+        "v1beta1",
+        "v1alpha1",
+        "foo",
+    ]
+
+
+def test_crd_serves_its_type_and_delete_removes_objects(store: Store) -> None:
+    crds = store.registry.by_key(CRD_KEY)
+    store.create(crds, namespace=None, body=crd())
+    widgets = served(store, "example.com", "v1", "widgets")
+    store.create(widgets, namespace="default", body={"metadata": {"name": "a"}, "x": 1})
+    assert store.pruned_fields() == {"widgets.example.com": ["x"]}
+    watch = store.watch(widgets, flt=WatchFilter(), resource_version=str(store.resource_version))
+    final, gone = store.delete(crds, namespace=None, name="widgets.example.com")
+    assert gone and final.metadata["deletionTimestamp"]
+    assert watch.closed and b'"DELETED"' in b"".join(watch.pending)
+    assert store.registry.lookup("example.com", "v1", "widgets") is None
+    assert store.find(crds, namespace=None, name="widgets.example.com") is None
+
+
+def test_snapshot_keeps_crds_and_their_objects(store: Store) -> None:
+    crds = store.registry.by_key(CRD_KEY)
+    store.create(crds, namespace=None, body=crd())
+    widgets = served(store, "example.com", "v1", "widgets")
+    store.create(widgets, namespace="default", body={"metadata": {"name": "a"}})
+    data = json.loads(json.dumps(store.snapshot()))
+    data["objects"].reverse()  # CRDs need not come first
+    other = Store(Registry())
+    other.restore(data)
+    again = served(other, "example.com", "v1", "widgets")
+    assert other.get(again, namespace="default", name="a").obj == (
+        store.get(widgets, namespace="default", name="a").obj
+    )
+
+
+def test_events_v1_is_a_view_of_core_events(store: Store) -> None:
+    core = served(store, "", "v1", "events")
+    v1 = served(store, "events.k8s.io", "v1", "events")
+    created = store.create(
+        v1,
+        namespace="default",
+        body={
+            "metadata": {"name": "e"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "regarding": {"kind": "Pod", "name": "p"},
+            "note": "hello",
+            "reason": "Started",
+            "type": "Normal",
+            "action": "Start",
+            "reportingController": "ctl",
+            "reportingInstance": "ctl-1",
+            "deprecatedCount": 2,
+        },
+    )
+    assert created.obj["apiVersion"] == "events.k8s.io/v1" and created.obj["note"] == "hello"
+    stored = store.get(core, namespace="default", name="e").obj
+    assert stored["apiVersion"] == "v1"
+    assert stored["involvedObject"] == {"kind": "Pod", "name": "p"}
+    assert (stored["message"], stored["reportingComponent"], stored["count"]) == ("hello", "ctl", 2)
+    assert stored["reportingInstance"] == "ctl-1" and "note" not in stored
+    patched = store.patch(
+        v1, namespace="default", name="e", patch_type=MERGE_PATCH, patch={"note": "bye"}
+    )
+    assert patched.obj["note"] == "bye"
+    assert store.get(core, namespace="default", name="e").obj["message"] == "bye"
+    body = copy.deepcopy(stored)
+    assert store.list(v1, namespace="default").items[0].obj["regarding"] == body["involvedObject"]
+
+
+def test_writes_through_a_crd_version_must_name_it(store: Store) -> None:
+    crds = store.registry.by_key(CRD_KEY)
+    store.create(crds, namespace=None, body=crd())
+    widgets = served(store, "example.com", "v1", "widgets")
+    with pytest.raises(ApiError) as info:
+        store.create(
+            widgets,
+            namespace="default",
+            body={"apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": "a"}},
+        )
+    assert info.value.code == 400
