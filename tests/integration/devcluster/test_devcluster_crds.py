@@ -7,6 +7,11 @@ cannot see each other's types) and deletes it at the end.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -642,3 +647,105 @@ def test_no_crds_option_and_state_keeps_crds(tmp_path: Path) -> None:
         create_widget(custom, "kept.example.com", "default", "w2")
     finally:
         second.stop()
+
+
+KUBECTL_CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.{group}
+spec:
+  group: {group}
+  scope: Namespaced
+  names: {{plural: gadgets, kind: Gadget, shortNames: [gdg]}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {{type: object, properties: {{size: {{type: integer}}}}}}
+"""
+KUBECTL_OBJECT = """\
+apiVersion: {group}/v1
+kind: Gadget
+metadata: {{name: g1}}
+spec: {{size: {size}, junk: 1}}
+"""
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
+def test_kubectl_apply_crd_then_object(
+    kubeconfig: Path, namespace: str, tmp_path: Path, ext: client.ApiextensionsV1Api
+) -> None:
+    group = f"k{uuid.uuid4().hex[:8]}.example.com"
+
+    def kubectl(*args: str, stdin: str | None = None, ok: bool = True) -> str:
+        result = subprocess.run(
+            [
+                "kubectl",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "-n",
+                namespace,
+                *args,
+            ],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert (result.returncode == 0) == ok, result.stderr
+        return result.stdout + result.stderr
+
+    try:
+        assert "created" in kubectl("apply", "-f", "-", stdin=KUBECTL_CRD.format(group=group))
+        obj = KUBECTL_OBJECT.format(group=group, size=3)
+        assert "created" in kubectl("apply", "-f", "-", stdin=obj)
+        assert kubectl("get", "gdg", "-o", "name").split() == [f"gadget.{group}/g1"]
+        assert kubectl("get", "gdg", "g1", "-o", "jsonpath={.spec}") == '{"size":3}'
+        resources = kubectl("api-resources", f"--api-group={group}")
+        assert "gadgets" in resources and "gdg" in resources and "Gadget" in resources
+        obj = KUBECTL_OBJECT.format(group=group, size=4)
+        assert "configured" in kubectl("apply", "-f", "-", stdin=obj)
+        assert kubectl("get", "gdg", "g1", "-o", "jsonpath={.spec.size}") == "4"
+        kubectl("delete", "crd", f"gadgets.{group}")
+        assert "NotFound" in kubectl("get", "gdg", ok=False) or "doesn't have" in kubectl(
+            "get", "gadgets", ok=False
+        )
+    finally:
+        try:
+            ext.delete_custom_resource_definition(f"gadgets.{group}")
+        except client.ApiException as exc:
+            assert exc.status == 404
+
+
+@pytest.mark.parametrize(("flags", "served"), [([], True), (["--no-crds"], False)])
+def test_cli_no_crds_flag(tmp_path: Path, flags: list[str], served: bool) -> None:
+    from kubernetes import config
+
+    state_dir = tmp_path / "state"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rollout_workers.devcluster.cli", "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "ROLLOUTS_STATE_DIR": str(state_dir)},
+    )
+    info = state_dir / "devcluster.json"
+    try:
+        wait_for(lambda: info.exists() and info.read_text(), what="devcluster.json")
+        api = config.new_client_from_config(config_file=json.loads(info.read_text())["kubeconfig"])
+        groups = [g["name"] for g in raw(api, "/apis")["groups"]]
+        assert ("argoproj.io" in groups) is served
+        crds = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+        assert ("rollouts.argoproj.io" in [c.metadata.name for c in crds]) is served
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
