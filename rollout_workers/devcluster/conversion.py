@@ -46,6 +46,14 @@ def _rename(obj: JSONDict, mapping: dict[str, str]) -> JSONDict:
     return out
 
 
+def storage_field_path(view: ResourceType, path: tuple[str, ...]) -> tuple[str, ...]:
+    """A field selector path of ``view`` (``regarding.name``) as a path in the stored object
+    (``involvedObject.name``); selectors are matched against stored objects."""
+    if view.conversion != "events" or not path:
+        return path
+    return (EVENTS_V1_TO_CORE.get(path[0], path[0]), *path[1:])
+
+
 def convert_from_storage(view: ResourceType, obj: JSONDict) -> JSONDict:
     """The stored object ``obj`` as ``view`` serves it."""
     if view.conversion == "events":

@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from rollout_workers.devcluster import errors, protobuf
+from rollout_workers.devcluster.conversion import storage_field_path
 from rollout_workers.devcluster.errors import ApiError, JSONDict
 from rollout_workers.devcluster.resources import Registry, ResourceType
 from rollout_workers.devcluster.selectors import (
@@ -317,7 +318,22 @@ class ApiHandler:
         except ValueError as exc:
             raise errors.bad_request(str(exc)) from None
         return WatchFilter(
-            namespace=namespace if rt.namespaced else None, labels=labels, fields=fields
+            namespace=namespace if rt.namespaced else None,
+            labels=labels,
+            fields=self._stored_fields(rt, fields),
+        )
+
+    @staticmethod
+    def _stored_fields(rt: ResourceType, fields: FieldSelector) -> FieldSelector:
+        """Field selectors of a served form that is not the stored one (events.k8s.io/v1's
+        ``regarding.name``), rewritten for the stored objects they are matched against."""
+        if rt.storage or fields.empty:
+            return fields
+        return FieldSelector(
+            tuple(
+                FieldRequirement(storage_field_path(rt, r.path), r.value, r.negate)
+                for r in fields.requirements
+            )
         )
 
     # --- collection verbs -----------------------------------------------------------------

@@ -297,6 +297,18 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
         storage=False,
         storage_of="events",
         conversion="events",
+        field_labels=(
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reason",
+            "reportingController",
+            "type",
+        ),
     ),
 )
 

@@ -107,6 +107,11 @@ def test_events_v1_list_and_watch(
     )
     listed = events.list_namespaced_event(namespace).items
     assert [(e.metadata.name, e.note) for e in listed] == [("e3", "m")]
+    selected = events.list_namespaced_event(
+        namespace, field_selector="regarding.kind=Pod,regarding.name=p,reportingController=c"
+    ).items
+    assert [e.metadata.name for e in selected] == ["e3"]
+    assert events.list_namespaced_event(namespace, field_selector="regarding.name=q").items == []
     stream = watch.Watch().stream(
         events.list_namespaced_event, namespace, resource_version=rv, timeout_seconds=1
     )
