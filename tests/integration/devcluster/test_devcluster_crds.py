@@ -749,3 +749,26 @@ def test_cli_no_crds_flag(tmp_path: Path, flags: list[str], served: bool) -> Non
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
+
+
+def test_a_test_can_install_a_modified_project_crd(tmp_path: Path) -> None:
+    """How a test changes a project CRD: ``apply_crd`` with the edited generated document
+    (or the official client's ApiextensionsV1Api). Here AnalysisRun loses its status
+    subresource, as in Argo Rollouts' own CRDs."""
+    from kubernetes import config
+
+    from rollout_workers.api.crdgen import calculate_crds
+
+    with run_in_thread() as cluster:
+        (run_crd,) = [c for c in calculate_crds() if c["spec"]["names"]["kind"] == "AnalysisRun"]
+        run_crd = json.loads(json.dumps(run_crd))
+        for version in run_crd["spec"]["versions"]:
+            version.get("subresources", {}).pop("status", None)
+        stored = cluster.apply_crd(run_crd)
+        assert stored["metadata"]["generation"] in (1, 2)
+        api = config.new_client_from_config(
+            config_file=str(cluster.write_kubeconfig(tmp_path / "c"))
+        )
+        names = {r["name"] for r in raw(api, "/apis/argoproj.io/v1alpha1")["resources"]}
+        assert "analysisruns" in names and "analysisruns/status" not in names
+        assert "rollouts/status" in names
