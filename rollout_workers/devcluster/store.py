@@ -98,18 +98,24 @@ class Stored:
     def __init__(self, obj: JSONDict) -> None:
         self.obj = obj
         self._raw: bytes | None = None
-        self._views: dict[str, Stored] | None = None
+        self._views: dict[str, tuple[JSONDict | None, Stored]] | None = None
 
     def view(self, rt: ResourceType) -> Stored:
-        """This object as ``rt`` serves it (itself for the storage type), converted once."""
+        """This object as ``rt`` serves it (itself for the storage type), converted once. A
+        custom resource read through another version is pruned by that version's schema, as
+        the real server prunes the conversion's output."""
         if rt.storage:
             return self
         if self._views is None:
             self._views = {}
         found = self._views.get(rt.api_version)
-        if found is None:
-            found = self._views[rt.api_version] = Stored(convert_from_storage(rt, self.obj))
-        return found
+        # Keyed by the schema object too: a CRD update replaces it, and the view with it.
+        if found is None or found[0] is not rt.schema:
+            obj = convert_from_storage(rt, self.obj)
+            if rt.custom:
+                obj, _paths = calculate_pruned(obj, rt.schema)
+            found = self._views[rt.api_version] = (rt.schema, Stored(obj))
+        return found[1]
 
     def raw(self) -> bytes:
         if self._raw is None:
@@ -1262,12 +1268,17 @@ class Store:
         if ts is None:
             self._types[key] = _TypeState(storage, self._rv)
         else:
-            if ts.rt.api_version != storage.api_version:
-                # A new storage version: the stored objects are rewritten in it silently (no
-                # events, same resourceVersions), as reading them back through it would show.
+            if ts.rt.api_version != storage.api_version or ts.rt.schema != storage.schema:
+                # A new storage version or schema: the real server converts and prunes what it
+                # reads from etcd, so every read now shows the objects in the new version and
+                # pruned by the new schema. Rewrite them so, silently (no events, same
+                # resourceVersions, nothing recorded: no client wrote these fields now).
                 for bucket in ts.by_ns.values():
                     for name, stored in bucket.items():
-                        bucket[name] = Stored({**stored.obj, "apiVersion": storage.api_version})
+                        obj, _paths = calculate_pruned(
+                            {**stored.obj, "apiVersion": storage.api_version}, storage.schema
+                        )
+                        bucket[name] = Stored(obj)
             ts.rt = storage
         self.registry.serve(key, types)
 

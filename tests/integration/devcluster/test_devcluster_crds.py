@@ -523,10 +523,13 @@ def test_crd_update_applies_at_once(
         group, "v1", namespace, "widgets", "w", {"spec": {"new": 1}, "status": {"phase": "b"}}
     )
     assert patched["spec"]["new"] == 1 and patched["status"] == {"phase": "b"}
-    # And back: a closed schema prunes again.
+    # And back: a closed schema prunes again, what is stored too (as the real server prunes
+    # what it reads from etcd).
     ext.patch_custom_resource_definition(
         name, {"spec": {"versions": crd_body(group)["spec"]["versions"]}}
     )
+    stored = custom.get_namespaced_custom_object(group, "v1", namespace, "widgets", "w")
+    assert stored["spec"] == {"replicas": 1}
     again = custom.patch_namespaced_custom_object(
         group, "v1", namespace, "widgets", "w", {"spec": {"newer": 1}}
     )

@@ -225,3 +225,36 @@ def test_writes_through_a_crd_version_must_name_it(store: Store) -> None:
             body={"apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": "a"}},
         )
     assert info.value.code == 400
+
+
+def test_another_version_is_pruned_by_its_own_schema_on_read(store: Store) -> None:
+    crds = store.registry.by_key(CRD_KEY)
+    open_schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    closed = {"type": "object", "properties": {"spec": {"type": "object", "properties": {}}}}
+    store.create(
+        crds,
+        namespace=None,
+        body=crd(
+            versions=[
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": open_schema},
+                },
+                {
+                    "name": "v1beta1",
+                    "served": True,
+                    "storage": False,
+                    "schema": {"openAPIV3Schema": closed},
+                },
+            ]
+        ),
+    )
+    v1 = served(store, "example.com", "v1", "widgets")
+    beta = served(store, "example.com", "v1beta1", "widgets")
+    store.create(v1, namespace="default", body={"metadata": {"name": "a"}, "spec": {"x": 1}})
+    assert store.get(v1, namespace="default", name="a").obj["spec"] == {"x": 1}
+    got = store.get(beta, namespace="default", name="a").obj
+    assert got["apiVersion"] == "example.com/v1beta1" and got["spec"] == {}
+    assert store.pruned_fields() == {}  # a read records nothing
