@@ -68,7 +68,12 @@ def _write_atomically(path: Path, text: str) -> None:
 
 class DevCluster:
     """The embedded API server. ``await start()`` binds; ``await stop()`` shuts down (and
-    writes the state file when one is configured)."""
+    writes the state file when one is configured).
+
+    ``install_crds`` (default True) installs the project's argoproj.io CRDs at start, after
+    the state file is loaded (a stored CRD whose spec differs from the generated one is
+    updated); with False the API serves no argoproj.io types until a client creates CRDs.
+    ``history_size``: watch events kept per type (``DEFAULT_HISTORY_SIZE``)."""
 
     def __init__(
         self,

@@ -1298,7 +1298,8 @@ class Store:
                 del self._dependents[owner]
 
     def _check_crd_not_terminating(self, rt: ResourceType) -> None:
-        crd = self._types[CRD_KEY].get("", rt.key)
+        crd_ts = self._types.get(CRD_KEY)
+        crd = None if crd_ts is None else crd_ts.get("", rt.key)
         if crd is not None and crd.metadata.get("deletionTimestamp"):
             raise ApiError(
                 code=405,
@@ -1347,9 +1348,9 @@ class Store:
 
     def _finish_crd_deletion(self, key: str) -> None:
         """Drop the cleanup finalizer of a terminating CRD once its type holds no objects."""
-        crd_ts = self._types[CRD_KEY]
-        crd = crd_ts.get("", key)
-        if crd is None or not crd.metadata.get("deletionTimestamp"):
+        crd_ts = self._types.get(CRD_KEY)
+        crd = None if crd_ts is None else crd_ts.get("", key)
+        if crd_ts is None or crd is None or not crd.metadata.get("deletionTimestamp"):
             return
         if crds.CLEANUP_FINALIZER not in (crd.metadata.get("finalizers") or []):
             return
@@ -1385,10 +1386,7 @@ class Store:
         self._rv = int(data.get("resourceVersion", 0))
         objects = list(data.get("objects", []))
         # CRDs first: their types must be served before their objects can be placed.
-        crd_rt = self.registry.by_key(CRD_KEY)
-        objects.sort(
-            key=lambda o: (o.get("apiVersion"), o.get("kind")) != (crd_rt.api_version, crd_rt.kind)
-        )
+        objects.sort(key=lambda o: o.get("kind") != crds.CRD_KIND)
         for obj in objects:
             found = self.registry.by_kind(str(obj.get("apiVersion")), str(obj.get("kind")))
             if found is None:
