@@ -34,7 +34,8 @@ Behaviour worth knowing (each mirrors a real API server unless marked):
   ends its watches. Not done: value validation and defaulting from the schema, webhook
   conversion, name conflicts (NamesAccepted is always True).
 - Every write to a custom resource is pruned by its version's ``openAPIV3Schema`` (pruning.py);
-  the pruned paths are kept per type: ``GET /_devcluster/pruned``, ``DevCluster.pruned_fields()``.
+  the pruned paths are kept per type: ``GET /_devcluster/pruned`` (``DELETE`` also clears
+  them), ``DevCluster.pruned_fields()``.
 - Watches keep a bounded history per type (``history_size`` events, default 1,000, about a real
   watch cache's size); an older resourceVersion gets an ERROR event with a 410 ``Expired``
   Status inside the stream (reason ``Expired`` is what a real server sends for "too old

@@ -285,8 +285,11 @@ class ApiHandler:
     def _admin(self, request: web.Request, parts: list[str]) -> web.Response:
         if parts == ["compact"] and request.method == "POST":
             return json_response({"resourceVersion": str(self.on_compact())})
-        if parts == ["pruned"] and request.method == "GET":
-            return json_response(self.store.pruned_fields())
+        if parts == ["pruned"] and request.method in ("GET", "DELETE"):
+            pruned = self.store.pruned_fields()
+            if request.method == "DELETE":
+                self.store.pruned.clear()
+            return json_response(pruned)
         if parts == ["stats"] and request.method == "GET":
             counts = {rt.key: self.store.count(rt) for rt in self.registry.storage_types}
             return json_response(

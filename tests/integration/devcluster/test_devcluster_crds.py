@@ -473,6 +473,9 @@ def test_pruning_on_every_write_and_its_record(
     ]
     assert devcluster.pruned_fields()[key] == expected
     assert raw(custom.api_client, "/_devcluster/pruned")[key] == expected
+    # DELETE answers what was recorded and clears it (for tests that assert per test).
+    assert raw(custom.api_client, "/_devcluster/pruned", "DELETE")[key] == expected
+    assert key not in devcluster.pruned_fields()
 
 
 def test_preserve_unknown_fields_at_the_root_prunes_nothing(
