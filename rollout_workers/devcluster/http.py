@@ -277,7 +277,7 @@ class ApiHandler:
             "openapi": "3.0.0",
             "info": {"title": "Kubernetes", "version": VERSION_INFO["gitVersion"]},
             "paths": paths,
-            "components": {"schemas": {}},
+            "components": {"schemas": _custom_resource_schemas(resources)},
         }
 
     # --- admin ----------------------------------------------------------------------------
@@ -585,3 +585,17 @@ class ApiHandler:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
         return _dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def _custom_resource_schemas(resources: list[ResourceType]) -> JSONDict:
+    """The OpenAPI v3 schemas a real server publishes for custom resources (named
+    ``<reversed group>.<version>.<Kind>`` and tagged with their GVK), so that ``kubectl
+    explain`` finds them. Built-in types stay schema-less here."""
+    schemas: JSONDict = {}
+    for rt in resources:
+        if not rt.custom or rt.schema is None:
+            continue
+        name = ".".join([*reversed(rt.group.split(".")), rt.version, rt.kind])
+        gvk = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
+        schemas[name] = {**rt.schema, "x-kubernetes-group-version-kind": gvk}
+    return schemas

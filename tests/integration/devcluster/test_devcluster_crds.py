@@ -715,6 +715,7 @@ def test_kubectl_apply_crd_then_object(
         assert "created" in kubectl("apply", "-f", "-", stdin=obj)
         assert kubectl("get", "gdg", "-o", "name").split() == [f"gadget.{group}/g1"]
         assert kubectl("get", "gdg", "g1", "-o", "jsonpath={.spec}") == '{"size":3}'
+        assert "size\t<integer>" in kubectl("explain", "gadget.spec")  # the CRD's schema
         resources = kubectl("api-resources", f"--api-group={group}")
         assert "gadgets" in resources and "gdg" in resources and "Gadget" in resources
         obj = KUBECTL_OBJECT.format(group=group, size=4)
