@@ -315,6 +315,9 @@ def calculate_resource_types(crd: JSONDict) -> list[ResourceType]:
                 storage=storage,
                 served=bool(version.get("served")),
                 schema=(version.get("schema") or {}).get("openAPIV3Schema"),
+                printer_columns=tuple(
+                    c for c in version.get("additionalPrinterColumns") or () if isinstance(c, dict)
+                ),
             )
         )
     return out

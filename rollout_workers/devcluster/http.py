@@ -29,7 +29,8 @@ from rollout_workers.devcluster.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from rollout_workers.devcluster.store import Store, WatchFilter
+from rollout_workers.devcluster.store import Store, Stored, WatchFilter
+from rollout_workers.devcluster.tables import calculate_table, wants_table
 
 log = logging.getLogger(__name__)
 
@@ -359,6 +360,9 @@ class ApiHandler:
             meta["continue"] = result.continue_token
         if result.remaining is not None:
             meta["remainingItemCount"] = result.remaining
+        table = self._as_table(request, rt, result.items, meta)
+        if table is not None:
+            return table
         head = _dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta})
         body = head[:-1] + b',"items":[' + b",".join(s.raw() for s in result.items) + b"]}"
         return json_response(body)
@@ -406,6 +410,22 @@ class ApiHandler:
             policy = "Orphan" if _truthy(orphan) else "Background"
         return policy, preconditions
 
+    def _as_table(
+        self, request: web.Request, rt: ResourceType, items: list[Stored], meta: JSONDict
+    ) -> web.Response | None:
+        """A custom resource's Table when the client asks for one (kubectl get), else None."""
+        if not rt.custom or not wants_table(request.headers.get("Accept", "")):
+            return None
+        return json_response(
+            calculate_table(
+                rt.printer_columns,
+                [s.obj for s in items],
+                list_meta=meta,
+                include_object=request.query.get("includeObject", "PartialObjectMetadata"),
+                now=self.store.clock(),
+            )
+        )
+
     # --- item verbs -----------------------------------------------------------------------
 
     async def _item(
@@ -413,7 +433,10 @@ class ApiHandler:
     ) -> web.Response:
         method = request.method
         if method == "GET":
-            return json_response(self.store.get(rt, namespace=namespace, name=name).raw())
+            stored = self.store.get(rt, namespace=namespace, name=name)
+            meta = {"resourceVersion": stored.metadata["resourceVersion"]}
+            table = self._as_table(request, rt, [stored], meta)
+            return table if table is not None else json_response(stored.raw())
         if method == "PUT":
             body = await self._body(request)
             stored = self.store.update(

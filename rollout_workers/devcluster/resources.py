@@ -78,6 +78,8 @@ class ResourceType:
     conversion: str = ""
     # A custom resource version's openAPIV3Schema: every write is pruned by it (pruning.py).
     schema: dict[str, Any] | None = field(default=None, compare=False)
+    # A custom resource version's additionalPrinterColumns (server-side printing, tables.py).
+    printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False)
 
     @property
     def api_version(self) -> str:

@@ -496,6 +496,38 @@ def test_preserve_unknown_fields_at_the_root_prunes_nothing(
     assert f"widgets.{group}" not in devcluster.pruned_fields()
 
 
+# --- server-side printing ------------------------------------------------------------------
+
+
+def test_kubectl_get_table_of_printer_columns(
+    ext: client.ApiextensionsV1Api,
+    custom: client.CustomObjectsApi,
+    group: str,
+    namespace: str,
+) -> None:
+    body = crd_body(group)
+    body["spec"]["versions"][0]["additionalPrinterColumns"] = [
+        {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "priority": 1},
+    ]
+    ext.create_custom_resource_definition(body)
+    create_widget(custom, group, namespace, "w", replicas=2)
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    response = custom.api_client.call_api(
+        f"/apis/{group}/v1/namespaces/{namespace}/widgets",
+        "GET",
+        header_params={"Accept": accept},
+        _preload_content=False,
+    )
+    table = json.loads(response.data)
+    assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Replicas", "Phase"]
+    assert [r["cells"] for r in table["rows"]] == [["w", 2, None]]
+    # Without the Table media type the same path answers the list.
+    plain = custom.list_namespaced_custom_object(group, "v1", namespace, "widgets")
+    assert plain["kind"] == "WidgetList"
+
+
 # --- CRD updates and deletion -------------------------------------------------------------
 
 
@@ -668,6 +700,8 @@ spec:
   - name: v1
     served: true
     storage: true
+    additionalPrinterColumns:
+    - {{name: Size, type: integer, jsonPath: .spec.size}}
     schema:
       openAPIV3Schema:
         type: object
@@ -715,6 +749,9 @@ def test_kubectl_apply_crd_then_object(
         assert "created" in kubectl("apply", "-f", "-", stdin=obj)
         assert kubectl("get", "gdg", "-o", "name").split() == [f"gadget.{group}/g1"]
         assert kubectl("get", "gdg", "g1", "-o", "jsonpath={.spec}") == '{"size":3}'
+        # Server-side printing: the CRD's printer columns.
+        header, row = kubectl("get", "gdg").splitlines()
+        assert header.split() == ["NAME", "SIZE"] and row.split() == ["g1", "3"]
         assert "size\t<integer>" in kubectl("explain", "gadget.spec")  # the CRD's schema
         resources = kubectl("api-resources", f"--api-group={group}")
         assert "gadgets" in resources and "gdg" in resources and "Gadget" in resources
