@@ -565,6 +565,7 @@ class ApiHandler:
         watch = self.store.watch(rt, flt=flt, resource_version=resource_version)
         if initial_end and bookmarks:
             watch.pending.append(self._bookmark(rt, initial_events_end=True))
+        as_table = rt.custom and wants_table(request.headers.get("Accept", ""))
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         watch.notify = wake.set
@@ -580,6 +581,8 @@ class ApiHandler:
                 if watch.pending:
                     chunk = b"".join(watch.pending)
                     watch.pending.clear()
+                    if as_table:
+                        chunk = self._table_events(request, rt, chunk)
                     await response.write(chunk)
                     continue
                 if watch.closed:
@@ -601,6 +604,26 @@ class ApiHandler:
             self._streams.discard(wake)
             self.store.stop_watch(watch)
         return response
+
+    def _table_events(self, request: web.Request, rt: ResourceType, chunk: bytes) -> bytes:
+        """Watch events re-encoded with Table objects (``kubectl get -w``), one row each, as a
+        real server sends to a client that asked for tables. ERROR and BOOKMARK stay as are."""
+        include = request.query.get("includeObject", "PartialObjectMetadata")
+        out = []
+        for line in chunk.splitlines():
+            event = json.loads(line)
+            obj = event.get("object") or {}
+            if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and obj.get("kind") == rt.kind:
+                meta = {"resourceVersion": obj.get("metadata", {}).get("resourceVersion", "")}
+                event["object"] = calculate_table(
+                    rt.printer_columns,
+                    [obj],
+                    list_meta=meta,
+                    include_object=include,
+                    now=self.store.clock(),
+                )
+            out.append(_dumps(event) + b"\n")
+        return b"".join(out)
 
     def _bookmark(self, rt: ResourceType, *, initial_events_end: bool = False) -> bytes:
         meta: JSONDict = {"resourceVersion": str(self.store.resource_version)}

@@ -526,6 +526,24 @@ def test_kubectl_get_table_of_printer_columns(
     # Without the Table media type the same path answers the list.
     plain = custom.list_namespaced_custom_object(group, "v1", namespace, "widgets")
     assert plain["kind"] == "WidgetList"
+    # A watch that asks for tables (kubectl get -w) gets one-row Tables.
+    stream = custom.api_client.call_api(
+        f"/apis/{group}/v1/namespaces/{namespace}/widgets",
+        "GET",
+        query_params=[
+            ("watch", "true"),
+            ("resourceVersion", plain["metadata"]["resourceVersion"]),
+            ("timeoutSeconds", "1"),
+        ],
+        header_params={"Accept": accept},
+        _preload_content=False,
+    )
+    custom.patch_namespaced_custom_object(
+        group, "v1", namespace, "widgets", "w", {"spec": {"replicas": 5}}
+    )
+    events = [json.loads(line) for line in stream.data.splitlines()]
+    assert [(e["type"], e["object"]["kind"]) for e in events] == [("MODIFIED", "Table")]
+    assert events[0]["object"]["rows"][0]["cells"] == ["w", 5, None]
 
 
 # --- CRD updates and deletion -------------------------------------------------------------
