@@ -23,6 +23,7 @@ from rollout_workers.devcluster.resources import CRD_GROUP, ResourceType, ScaleS
 
 CRD_KIND = "CustomResourceDefinition"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+APPROVAL = "api-approved.kubernetes.io"
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1035_DETAIL = (
@@ -82,6 +83,15 @@ def calculate_validation_causes(obj: JSONDict, old: JSONDict | None) -> list[Cau
         )
     elif "." not in group:
         invalid("spec.group", group, "should be a domain with at least one dot")
+    elif _protected(group) and not (obj["metadata"].get("annotations") or {}).get(APPROVAL):
+        causes.append(
+            (
+                f"metadata.annotations[{APPROVAL}]",
+                "FieldValueRequired",
+                f'Required value: protected groups must have approval annotation "{APPROVAL}", '
+                "see https://github.com/kubernetes/enhancements/pull/1111",
+            )
+        )
     if not plural:
         required("spec.names.plural")
     elif not isinstance(plural, str) or not _DNS1035.match(plural):
@@ -131,6 +141,11 @@ def calculate_validation_causes(obj: JSONDict, old: JSONDict | None) -> list[Cau
             if version not in declared:
                 invalid(f"status.storedVersions[{i}]", version, "must appear in spec.versions")
     return causes
+
+
+def _protected(group: str) -> bool:
+    """The Kubernetes-owned groups, where a CRD needs API review approval."""
+    return group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))
 
 
 def _version_causes(versions: Any) -> list[Cause]:

@@ -327,9 +327,14 @@ class Registry:
         self._reindex()
 
     def _reindex(self) -> None:
-        every = self._builtin + tuple(rt for rts in self._custom.values() for rt in rts)
+        custom = tuple(rt for rts in self._custom.values() for rt in rts)
+        every = self._builtin + custom
         self._types = tuple(r for r in every if r.served)
-        self._by_path = {(r.group, r.version, r.plural): r for r in self._types}
+        # A built-in type wins over a CRD of the same name (an approved CRD in a protected
+        # group cannot shadow one), so the custom ones go in first.
+        self._by_path = {
+            (r.group, r.version, r.plural): r for r in (*custom, *self._builtin) if r.served
+        }
         self._by_kind = {(r.api_version, r.kind): r for r in every}
         self._by_key = {r.key: r for r in every if r.storage}
 

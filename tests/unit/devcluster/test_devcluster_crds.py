@@ -89,6 +89,22 @@ VALIDATION_CASES = [
         ["spec.versions[1].name"],
     ),
     (
+        "protected group without approval",
+        {**crd(group="x.k8s.io"), "metadata": {"name": "widgets.x.k8s.io"}},
+        ["metadata.annotations[api-approved.kubernetes.io]"],
+    ),
+    (
+        "protected group with approval",
+        {
+            **crd(group="x.k8s.io"),
+            "metadata": {
+                "name": "widgets.x.k8s.io",
+                "annotations": {"api-approved.kubernetes.io": "https://example.com/pr/1"},
+            },
+        },
+        [],
+    ),
+    (
         "root schema not an object",
         crd(
             versions=[
@@ -258,3 +274,16 @@ def test_another_version_is_pruned_by_its_own_schema_on_read(store: Store) -> No
     got = store.get(beta, namespace="default", name="a").obj
     assert got["apiVersion"] == "example.com/v1beta1" and got["spec"] == {}
     assert store.pruned_fields() == {}  # a read records nothing
+
+
+def test_a_crd_cannot_shadow_a_built_in_type(store: Store) -> None:
+    crds = store.registry.by_key(CRD_KEY)
+    body = crd(group="events.k8s.io", names={"plural": "events", "kind": "Event"})
+    body["metadata"] = {
+        "name": "events.events.k8s.io",
+        "annotations": {"api-approved.kubernetes.io": "https://example.com/pr/1"},
+    }
+    body["spec"]["versions"][0]["name"] = "v1"
+    store.create(crds, namespace=None, body=body)
+    served_type = served(store, "events.k8s.io", "v1", "events")
+    assert not served_type.custom and served_type.conversion == "events"
