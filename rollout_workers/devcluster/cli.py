@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rollout_workers.devcluster.store import DEFAULT_HISTORY_SIZE
+
 if TYPE_CHECKING:
     from rollout_workers.devcluster.server import DevCluster
 
@@ -53,7 +55,7 @@ INFO_NAME = "devcluster.json"
 @click.option(
     "--history-size",
     type=click.IntRange(min=1),
-    default=1_000,
+    default=DEFAULT_HISTORY_SIZE,
     show_default=True,
     help="Watch events kept per resource type; older resourceVersions get 410 Gone.",
 )

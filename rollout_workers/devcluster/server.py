@@ -28,17 +28,12 @@ from rollout_workers.devcluster.controllers import Controllers
 from rollout_workers.devcluster.errors import JSONDict
 from rollout_workers.devcluster.http import ApiHandler
 from rollout_workers.devcluster.resources import CRD_KEY, Registry
-from rollout_workers.devcluster.store import Store
+from rollout_workers.devcluster.store import DEFAULT_HISTORY_SIZE, Store
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 CONTEXT_NAME = "devcluster"
-# Watch events kept per type. A real kube-apiserver's watch cache holds a few hundred to a few
-# thousand events per type (its default capacity is 100, grown with load up to ~3,000), so a
-# watch from a resourceVersion some thousand writes old gets 410 Gone there. Keeping 10,000
-# here hid relist bugs that a real cluster shows; 1,000 keeps the controller honest.
-DEFAULT_HISTORY_SIZE = 1_000
 
 
 def kubeconfig_for(url: str, *, namespace: str = "default") -> dict[str, Any]:

@@ -75,6 +75,11 @@ _SYSTEM_METADATA = (
     "deletionGracePeriodSeconds",
 )
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Watch events kept per type. A real kube-apiserver's watch cache holds a few hundred to a few
+# thousand events per type (its default capacity is 100, grown with load up to ~3,000), so a
+# watch from a resourceVersion some thousand writes old gets 410 Gone there. Keeping 10,000
+# here hid relist bugs that a real cluster shows; 1,000 keeps the controller honest.
+DEFAULT_HISTORY_SIZE = 1_000
 
 
 def _dumps(value: Any) -> bytes:
@@ -327,7 +332,7 @@ class Store:
         self,
         registry: Registry,
         *,
-        history_size: int = 1_000,
+        history_size: int = DEFAULT_HISTORY_SIZE,
         clock: Clock = time.time,
         rng: random.Random | None = None,
         max_watch_pending: int = 100_000,
