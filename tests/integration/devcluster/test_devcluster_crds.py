@@ -265,6 +265,37 @@ def test_invalid_crds_are_refused_with_a_clear_message(
     assert status["details"]["kind"] == "CustomResourceDefinition"
 
 
+def test_crd_watch_json_patch_and_delete(
+    ext: client.ApiextensionsV1Api, api_client: client.ApiClient, group: str
+) -> None:
+    name = f"widgets.{group}"
+    rv = ext.list_custom_resource_definition().metadata.resource_version
+    ext.create_custom_resource_definition(crd_body(group))
+    response = api_client.call_api(
+        f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
+        "PATCH",
+        body=[{"op": "add", "path": "/spec/names/shortNames/-", "value": "wdg2"}],
+        header_params={"Content-Type": "application/json-patch+json"},
+        _preload_content=False,
+    )
+    patched = json.loads(response.data)
+    assert patched["spec"]["names"]["shortNames"] == ["wdg", "wdg2"]
+    assert patched["status"]["acceptedNames"]["shortNames"] == ["wdg", "wdg2"]
+    assert patched["metadata"]["generation"] == 2
+    resources = {r["name"]: r for r in raw(api_client, f"/apis/{group}/v1")["resources"]}
+    assert resources["widgets"]["shortNames"] == ["wdg", "wdg2"]
+    ext.delete_custom_resource_definition(name)
+    stream = watch.Watch().stream(
+        ext.list_custom_resource_definition,
+        resource_version=rv,
+        field_selector=f"metadata.name={name}",
+        timeout_seconds=1,
+    )
+    seen = [e["type"] for e in stream]
+    # Added, patched, marked Terminating, finalized: the last event is the deletion.
+    assert seen[0] == "ADDED" and seen[-1] == "DELETED" and "MODIFIED" in seen
+
+
 def test_crd_scope_and_group_are_immutable(ext: client.ApiextensionsV1Api, group: str) -> None:
     ext.create_custom_resource_definition(crd_body(group))
     with pytest.raises(client.ApiException) as info:
