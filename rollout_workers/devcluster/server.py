@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -52,6 +53,14 @@ def kubeconfig_for(url: str, *, namespace: str = "default") -> dict[str, Any]:
         "current-context": CONTEXT_NAME,
         "preferences": {},
     }
+
+
+@functools.cache
+def _project_crds_json() -> str:
+    """The generated CRDs, computed once per process (tests start many devclusters)."""
+    from rollout_workers.api.crdgen import calculate_crds
+
+    return json.dumps(calculate_crds())
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -146,9 +155,7 @@ class DevCluster:
 
     def install_project_crds(self) -> None:
         """Install (or bring up to date) the argoproj.io CRDs generated from the models."""
-        from rollout_workers.api.crdgen import calculate_crds
-
-        for crd in calculate_crds():
+        for crd in json.loads(_project_crds_json()):
             self.apply_crd(crd)
 
     def apply_crd(self, crd: JSONDict) -> JSONDict:
