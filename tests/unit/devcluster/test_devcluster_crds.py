@@ -287,3 +287,35 @@ def test_a_crd_cannot_shadow_a_built_in_type(store: Store) -> None:
     store.create(crds, namespace=None, body=body)
     served_type = served(store, "events.k8s.io", "v1", "events")
     assert not served_type.custom and served_type.conversion == "events"
+
+
+def test_unserved_versions_and_a_new_storage_version(store: Store) -> None:
+    crds = store.registry.by_key(CRD_KEY)
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    versions = [
+        {"name": "v1", "served": True, "storage": True, "schema": schema},
+        {"name": "v1alpha1", "served": False, "storage": False, "schema": schema},
+    ]
+    store.create(crds, namespace=None, body=crd(versions=versions))
+    assert store.registry.lookup("example.com", "v1alpha1", "widgets") is None
+    assert store.registry.group_versions()["example.com"] == ["v1"]
+    v1 = served(store, "example.com", "v1", "widgets")
+    store.create(v1, namespace="default", body={"metadata": {"name": "a"}, "spec": {"x": 1}})
+    # v2 becomes the storage version: the stored objects move to it, v1 still serves them.
+    current = store.get(crds, namespace=None, name="widgets.example.com").obj
+    new_versions = [
+        {"name": "v2", "served": True, "storage": True, "schema": schema},
+        {**versions[0], "storage": False},
+    ]
+    updated = store.update(
+        crds,
+        namespace=None,
+        name="widgets.example.com",
+        body={**current, "spec": {**current["spec"], "versions": new_versions}},
+    )
+    assert updated.obj["status"]["storedVersions"] == ["v1", "v2"]
+    assert store.registry.group_versions()["example.com"] == ["v2", "v1"]
+    v2 = served(store, "example.com", "v2", "widgets")
+    assert store.get(v2, namespace="default", name="a").obj["apiVersion"] == "example.com/v2"
+    v1 = served(store, "example.com", "v1", "widgets")
+    assert store.get(v1, namespace="default", name="a").obj["apiVersion"] == "example.com/v1"
