@@ -29,7 +29,7 @@ from rollout_workers.devcluster.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from rollout_workers.devcluster.store import Store, Stored, WatchFilter
+from rollout_workers.devcluster.store import FIELD_VALIDATION_MODES, Store, Stored, WatchFilter
 from rollout_workers.devcluster.tables import calculate_table, wants_table
 
 log = logging.getLogger(__name__)
@@ -173,10 +173,13 @@ class ApiHandler:
                 raise errors.method_not_allowed(method)
             if method == "POST":
                 body = await self._body(request)
-                stored = self.store.create(
-                    rt, namespace=namespace, body=body, dry_run=self._dry_run(request)
+                return self._validated(
+                    request,
+                    lambda: self.store.create(
+                        rt, namespace=namespace, body=body, dry_run=self._dry_run(request)
+                    ),
+                    status=201,
                 )
-                return json_response(stored.raw(), status=201)
             if method == "DELETE":
                 return await self._delete_collection(request, rt, namespace)
             raise errors.method_not_allowed(method)
@@ -439,10 +442,12 @@ class ApiHandler:
             return table if table is not None else json_response(stored.raw())
         if method == "PUT":
             body = await self._body(request)
-            stored = self.store.update(
-                rt, namespace=namespace, name=name, body=body, dry_run=self._dry_run(request)
+            return self._validated(
+                request,
+                lambda: self.store.update(
+                    rt, namespace=namespace, name=name, body=body, dry_run=self._dry_run(request)
+                ),
             )
-            return json_response(stored.raw())
         if method == "PATCH":
             return await self._patch(request, rt, namespace, name, subresource=None)
         if method == "DELETE":
@@ -473,6 +478,25 @@ class ApiHandler:
             )
         raise errors.method_not_allowed(method)
 
+    def _validated(
+        self, request: web.Request, write: Callable[[], Stored], *, status: int = 200
+    ) -> web.Response:
+        """Run a write under the request's ``fieldValidation``: fields the schema prunes fail
+        it with 400 (Strict), come back as ``Warning`` headers (Warn, the default, what
+        kubectl prints), or go silently (Ignore)."""
+        mode = request.query.get("fieldValidation") or "Warn"
+        if mode not in FIELD_VALIDATION_MODES:
+            raise errors.bad_request(
+                f'fieldValidation "{mode}" is not supported: use Ignore, Warn or Strict'
+            )
+        with self.store.field_validation(mode) as unknown:
+            stored = write()
+        response = json_response(stored.raw(), status=status)
+        if mode == "Warn":
+            for path in unknown:
+                response.headers.add("Warning", f'299 - "unknown field \\"{path}\\""')
+        return response
+
     async def _patch(
         self,
         request: web.Request,
@@ -484,16 +508,18 @@ class ApiHandler:
     ) -> web.Response:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
         body = await self._body(request)
-        stored = self.store.patch(
-            rt,
-            namespace=namespace,
-            name=name,
-            patch_type=content_type,
-            patch=body,
-            subresource=subresource,
-            dry_run=self._dry_run(request),
+        return self._validated(
+            request,
+            lambda: self.store.patch(
+                rt,
+                namespace=namespace,
+                name=name,
+                patch_type=content_type,
+                patch=body,
+                subresource=subresource,
+                dry_run=self._dry_run(request),
+            ),
         )
-        return json_response(stored.raw())
 
     async def _status(
         self, request: web.Request, rt: ResourceType, namespace: str | None, name: str
@@ -503,15 +529,17 @@ class ApiHandler:
             return json_response(self.store.get(rt, namespace=namespace, name=name).raw())
         if method == "PUT":
             body = await self._body(request)
-            stored = self.store.update(
-                rt,
-                namespace=namespace,
-                name=name,
-                body=body,
-                subresource="status",
-                dry_run=self._dry_run(request),
+            return self._validated(
+                request,
+                lambda: self.store.update(
+                    rt,
+                    namespace=namespace,
+                    name=name,
+                    body=body,
+                    subresource="status",
+                    dry_run=self._dry_run(request),
+                ),
             )
-            return json_response(stored.raw())
         if method == "PATCH":
             return await self._patch(request, rt, namespace, name, subresource="status")
         raise errors.method_not_allowed(method)

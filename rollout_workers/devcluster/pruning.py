@@ -18,7 +18,9 @@ devcluster prunes exactly as the real server does and reports what it dropped (t
   (``x-kubernetes-int-or-string`` is a scalar either way); ``items`` prunes list elements.
 
 Pruned paths are dotted (``spec.x``, ``status.y[].z``): list indices collapse to ``[]`` and
-``additionalProperties`` keys to ``*``, so a path names a schema location, not one value.
+``additionalProperties`` keys to ``*``, so a path names a schema location, not one value; with
+``exact=True`` they name the values (``status.y[2].z``, ``spec.labels.app``), as the server's
+warnings and strict errors do.
 Pure functions, no I/O; the input is never mutated.
 """
 
@@ -53,24 +55,40 @@ OBJECT_META_FIELDS = frozenset(
 )
 
 
-def calculate_pruned(obj: JSONDict, schema: JSONDict | None) -> tuple[JSONDict, list[str]]:
+def calculate_pruned(
+    obj: JSONDict, schema: JSONDict | None, *, exact: bool = False
+) -> tuple[JSONDict, list[str]]:
     """Prune a whole custom resource by its version's ``openAPIV3Schema``.
 
     Returns the pruned copy and the pruned paths (sorted, without duplicates). ``schema=None``
     prunes nothing (a type without a schema)."""
     if schema is None:
         return obj, []
-    pruned: set[str] = set()
+    pruned = _Pruned(exact=exact)
     # The root is treated as an embedded resource, as PruneWithOptions does.
     out = _prune(obj, {**schema, EMBEDDED_RESOURCE: True}, path="", pruned=pruned)
     return out, sorted(pruned)
+
+
+class _Pruned(set[str]):
+    """The pruned paths, and how list indices and map keys are written in them."""
+
+    def __init__(self, *, exact: bool) -> None:
+        super().__init__()
+        self.exact = exact
+
+    def item(self, path: str, index: int) -> str:
+        return f"{path}[{index}]" if self.exact else f"{path}[]"
+
+    def key(self, path: str, key: str) -> str:
+        return _join(path, key if self.exact else "*")
 
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _prune_meta(meta: Any, path: str, pruned: set[str]) -> Any:
+def _prune_meta(meta: Any, path: str, pruned: _Pruned) -> Any:
     if not isinstance(meta, dict):
         return meta
     unknown = meta.keys() - OBJECT_META_FIELDS
@@ -80,7 +98,7 @@ def _prune_meta(meta: Any, path: str, pruned: set[str]) -> Any:
     return {k: v for k, v in meta.items() if k not in unknown}
 
 
-def _prune(value: Any, schema: JSONDict | None, *, path: str, pruned: set[str]) -> Any:
+def _prune(value: Any, schema: JSONDict | None, *, path: str, pruned: _Pruned) -> Any:
     if schema is not None and schema.get(PRESERVE_UNKNOWN):
         return _skip_prune(value, schema, path=path, pruned=pruned)
     if isinstance(value, dict):
@@ -95,13 +113,17 @@ def _prune(value: Any, schema: JSONDict | None, *, path: str, pruned: set[str]) 
         items = schema.get("items") if schema is not None else None
         item_schema = items if isinstance(items, dict) else None
         return _same_or_new_list(
-            value, [_prune(v, item_schema, path=f"{path}[]", pruned=pruned) for v in value]
+            value,
+            [
+                _prune(v, item_schema, path=pruned.item(path, i), pruned=pruned)
+                for i, v in enumerate(value)
+            ],
         )
     return value
 
 
 def _prune_object(
-    value: JSONDict, schema: JSONDict, *, path: str, pruned: set[str], keep: frozenset[str]
+    value: JSONDict, schema: JSONDict, *, path: str, pruned: _Pruned, keep: frozenset[str]
 ) -> JSONDict:
     properties = schema.get("properties") or {}
     additional = schema.get("additionalProperties")
@@ -114,7 +136,7 @@ def _prune_object(
             new = _prune(item, properties[key], path=_join(path, key), pruned=pruned)
         elif additional is not None and additional is not False:
             sub = additional if isinstance(additional, dict) else None
-            new = _prune(item, sub, path=_join(path, "*"), pruned=pruned)
+            new = _prune(item, sub, path=pruned.key(path, key), pruned=pruned)
         else:
             pruned.add(_join(path, key))
             changed = True
@@ -131,7 +153,7 @@ def _kept_meta_field(key: str, value: Any) -> bool:
     return isinstance(value, str)
 
 
-def _skip_prune(value: Any, schema: JSONDict, *, path: str, pruned: set[str]) -> Any:
+def _skip_prune(value: Any, schema: JSONDict, *, path: str, pruned: _Pruned) -> Any:
     """Inside ``x-kubernetes-preserve-unknown-fields``: unknown keys stay, known ones are
     pruned by their own schemas."""
     if isinstance(value, dict):
@@ -148,7 +170,7 @@ def _skip_prune(value: Any, schema: JSONDict, *, path: str, pruned: set[str]) ->
             elif key in properties:
                 new = _prune(item, properties[key], path=_join(path, key), pruned=pruned)
             elif isinstance(additional, dict):
-                new = _prune(item, additional, path=_join(path, "*"), pruned=pruned)
+                new = _prune(item, additional, path=pruned.key(path, key), pruned=pruned)
             changed = changed or new is not item
             out[key] = new
         return out if changed else value
@@ -157,7 +179,11 @@ def _skip_prune(value: Any, schema: JSONDict, *, path: str, pruned: set[str]) ->
         if not isinstance(items, dict):
             return value
         return _same_or_new_list(
-            value, [_skip_prune(v, items, path=f"{path}[]", pruned=pruned) for v in value]
+            value,
+            [
+                _skip_prune(v, items, path=pruned.item(path, i), pruned=pruned)
+                for i, v in enumerate(value)
+            ],
         )
     return value
 

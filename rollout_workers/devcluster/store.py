@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import copy
 import json
 import random
@@ -75,6 +76,7 @@ _SYSTEM_METADATA = (
     "deletionGracePeriodSeconds",
 )
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+FIELD_VALIDATION_MODES = ("Ignore", "Warn", "Strict")
 # Watch events kept per type. A real kube-apiserver's watch cache holds a few hundred to a few
 # thousand events per type (its default capacity is 100, grown with load up to ~3,000), so a
 # watch from a resourceVersion some thousand writes old gets 410 Gone there. Keeping 10,000
@@ -346,6 +348,8 @@ class Store:
         self._types = {rt.key: _TypeState(rt, 0) for rt in registry.storage_types}
         # Per custom resource type (``<plural>.<group>``): pruned field path -> times pruned.
         self.pruned: dict[str, dict[str, int]] = {}
+        # The current write's fieldValidation and the unknown fields it met (field_validation).
+        self._validation: tuple[str, list[str]] = ("Ignore", [])
         self._by_uid: dict[str, tuple[str, str, str]] = {}
         self._dependents: dict[str, set[tuple[str, str, str]]] = {}
         self._listeners: list[Listener] = []
@@ -362,6 +366,19 @@ class Store:
     def pruned_fields(self) -> dict[str, list[str]]:
         """Per custom resource type, the field paths pruning has dropped so far."""
         return {key: sorted(paths) for key, paths in sorted(self.pruned.items())}
+
+    @contextlib.contextmanager
+    def field_validation(self, mode: str) -> Iterator[list[str]]:
+        """Writes inside run with ``fieldValidation=mode``: under Strict a write that the
+        schema would prune fails with 400 BadRequest naming the unknown fields; otherwise the
+        yielded list collects them (for Warn's warnings), with exact list indices and map keys."""
+        saved = self._validation
+        unknown: list[str] = []
+        self._validation = (mode, unknown)
+        try:
+            yield unknown
+        finally:
+            self._validation = saved
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -693,6 +710,16 @@ class Store:
             return obj
         out, paths = calculate_pruned(obj, schema)
         if paths:
+            mode, unknown = self._validation
+            exact = calculate_pruned(obj, schema, exact=True)[1] if mode != "Ignore" else []
+            if mode == "Strict":
+                # Refused, so nothing is pruned or recorded.
+                fields = ", ".join(f'unknown field "{p}"' for p in exact)
+                raise errors.bad_request(
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                    f"strict decoding error: {fields}"
+                )
+            unknown.extend(exact)
             counts = self.pruned.setdefault(rt.key, {})
             for path in paths:
                 counts[path] = counts.get(path, 0) + 1

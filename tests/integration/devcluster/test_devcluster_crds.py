@@ -509,6 +509,50 @@ def test_pruning_on_every_write_and_its_record(
     assert key not in devcluster.pruned_fields()
 
 
+def test_field_validation_strict_warn_ignore(
+    ext: client.ApiextensionsV1Api,
+    custom: client.CustomObjectsApi,
+    devcluster: DevClusterThread,
+    group: str,
+    namespace: str,
+) -> None:
+    ext.create_custom_resource_definition(crd_body(group))
+    key = f"widgets.{group}"
+    body = {
+        **widget("w", replicas=1, items=[{"name": "a"}, {"name": "b", "extra": 1}]),
+        "apiVersion": f"{group}/v1",
+    }
+    with pytest.raises(client.ApiException) as info:
+        custom.create_namespaced_custom_object(
+            group, "v1", namespace, "widgets", body, field_validation="Strict"
+        )
+    status = json.loads(info.value.body)
+    assert info.value.status == 400 and status["reason"] == "BadRequest"
+    assert status["message"] == (
+        'Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+        'unknown field "spec.items[1].extra"'
+    )
+    assert key not in devcluster.pruned_fields()  # refused: nothing was written or pruned
+
+    def warnings(validation: str, name: str) -> list[str]:
+        response = custom.api_client.call_api(
+            f"/apis/{group}/v1/namespaces/{namespace}/widgets",
+            "POST",
+            query_params=[("fieldValidation", validation)] if validation else [],
+            body={**body, "metadata": {"name": name}},
+            header_params={"Content-Type": "application/json"},
+            _preload_content=False,
+        )
+        assert response.status == 201
+        return list(response.headers.getlist("Warning"))
+
+    expected = ['299 - "unknown field \\"spec.items[1].extra\\""']
+    assert warnings("", "default-is-warn") == expected
+    assert warnings("Warn", "warn") == expected
+    assert warnings("Ignore", "ignore") == []
+    assert devcluster.pruned_fields()[key] == ["spec.items[].extra"]
+
+
 def test_preserve_unknown_fields_at_the_root_prunes_nothing(
     ext: client.ApiextensionsV1Api,
     custom: client.CustomObjectsApi,
@@ -795,7 +839,11 @@ def test_kubectl_apply_crd_then_object(
     try:
         assert "created" in kubectl("apply", "-f", "-", stdin=KUBECTL_CRD.format(group=group))
         obj = KUBECTL_OBJECT.format(group=group, size=3)
-        assert "created" in kubectl("apply", "-f", "-", stdin=obj)
+        # kubectl validates strictly by default: the server refuses a field the schema lacks.
+        refused = kubectl("apply", "-f", "-", stdin=obj, ok=False)
+        assert 'strict decoding error: unknown field "spec.junk"' in refused
+        warned = kubectl("apply", "--validate=warn", "-f", "-", stdin=obj)
+        assert "created" in warned and 'Warning: unknown field "spec.junk"' in warned
         assert kubectl("get", "gdg", "-o", "name").split() == [f"gadget.{group}/g1"]
         assert kubectl("get", "gdg", "g1", "-o", "jsonpath={.spec}") == '{"size":3}'
         # Server-side printing: the CRD's printer columns.
@@ -804,7 +852,7 @@ def test_kubectl_apply_crd_then_object(
         assert "size\t<integer>" in kubectl("explain", "gadget.spec")  # the CRD's schema
         resources = kubectl("api-resources", f"--api-group={group}")
         assert "gadgets" in resources and "gdg" in resources and "Gadget" in resources
-        obj = KUBECTL_OBJECT.format(group=group, size=4)
+        obj = KUBECTL_OBJECT.format(group=group, size=4).replace(", junk: 1", "")
         assert "configured" in kubectl("apply", "-f", "-", stdin=obj)
         assert kubectl("get", "gdg", "g1", "-o", "jsonpath={.spec.size}") == "4"
         kubectl("delete", "crd", f"gadgets.{group}")

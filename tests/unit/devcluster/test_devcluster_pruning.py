@@ -175,6 +175,16 @@ def test_calculate_pruned(
     assert given == before  # the input is never mutated
 
 
+def test_exact_paths_name_indices_and_keys() -> None:
+    schema = root(
+        xs={"type": "array", "items": OBJECT_OF_A},
+        m={"type": "object", "additionalProperties": OBJECT_OF_A},
+    )
+    given = obj(xs=[{"a": "1"}, {"a": "2", "z": 1}], m={"k": {"z": 1}})
+    assert calculate_pruned(given, schema)[1] == ["m.*.z", "xs[].z"]
+    assert calculate_pruned(given, schema, exact=True)[1] == ["m.k.z", "xs[1].z"]
+
+
 def test_unchanged_objects_are_returned_as_is() -> None:
     given = obj(spec={"a": "x"})
     out, pruned = calculate_pruned(given, root(spec=OBJECT_OF_A))
