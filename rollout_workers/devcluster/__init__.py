@@ -35,7 +35,12 @@ Behaviour worth knowing (each mirrors a real API server unless marked):
   conversion, name conflicts (NamesAccepted is always True).
 - Every write to a custom resource is pruned by its version's ``openAPIV3Schema`` (pruning.py);
   the pruned paths are kept per type: ``GET /_devcluster/pruned`` (``DELETE`` also clears
-  them), ``DevCluster.pruned_fields()``.
+  them), ``DevCluster.pruned_fields()``. ``fieldValidation``: Strict (kubectl's default) refuses
+  such a write with 400, Warn (the default) answers ``Warning`` headers, Ignore is silent.
+  Reads are pruned too (after a schema change, and through another version's schema).
+- Custom resources are printed server-side (a meta.k8s.io/v1 Table of the CRD's
+  ``additionalPrinterColumns``, tables.py) for ``kubectl get``, and their schemas are in
+  ``/openapi/v3`` for ``kubectl explain``.
 - Watches keep a bounded history per type (``history_size`` events, default 1,000, about a real
   watch cache's size); an older resourceVersion gets an ERROR event with a 410 ``Expired``
   Status inside the stream (reason ``Expired`` is what a real server sends for "too old
