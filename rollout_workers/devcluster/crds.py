@@ -180,7 +180,9 @@ def _version_causes(versions: Any) -> list[Cause]:
         schema_at = f"{at}.schema.openAPIV3Schema"
         if not isinstance(schema, dict):
             causes.append((schema_at, "FieldValueRequired", "Required value: schemas are required"))
-        elif schema.get("type") != "object":
+        elif schema.get("type") == "object":
+            causes.extend(_structural_causes(schema, schema_at, what="", root=True))
+        else:
             causes.append(
                 (
                     f"{schema_at}.type",
@@ -199,6 +201,63 @@ def _version_causes(versions: Any) -> list[Cause]:
                 "spec.versions",
                 "FieldValueInvalid",
                 "Invalid value: must have exactly one version marked as storage version",
+            )
+        )
+    return causes
+
+
+def _structural_causes(schema: Any, at: str, *, what: str, root: bool = False) -> list[Cause]:
+    """The essentials of a structural schema (pruning needs one): every specified field has a
+    type unless it is int-or-string or preserves unknown fields, int-or-string has none, and
+    ``properties`` and ``additionalProperties`` exclude each other."""
+    if not isinstance(schema, dict):
+        return [(at, "FieldValueInvalid", "Invalid value: must be an object")]
+    causes: list[Cause] = []
+    int_or_string = schema.get("x-kubernetes-int-or-string") is True
+    if int_or_string and schema.get("type"):
+        causes.append(
+            (
+                f"{at}.type",
+                "FieldValueForbidden",
+                "Forbidden: must be empty if x-kubernetes-int-or-string is true",
+            )
+        )
+    elif (
+        not root
+        and not schema.get("type")
+        and not int_or_string
+        and schema.get("x-kubernetes-preserve-unknown-fields") is not True
+    ):
+        causes.append(
+            (f"{at}.type", "FieldValueRequired", f"Required value: must not be empty {what}")
+        )
+    properties = schema.get("properties")
+    additional = schema.get("additionalProperties")
+    if properties and isinstance(additional, dict):
+        causes.append(
+            (
+                f"{at}.additionalProperties",
+                "FieldValueForbidden",
+                "Forbidden: additionalProperties and properties are mutual exclusive",
+            )
+        )
+    if isinstance(properties, dict):
+        for name, sub in properties.items():
+            if root and name == "metadata":
+                continue  # the server owns metadata's schema
+            causes.extend(
+                _structural_causes(
+                    sub, f"{at}.properties[{name}]", what="for specified object fields"
+                )
+            )
+    if isinstance(schema.get("items"), dict):
+        causes.extend(
+            _structural_causes(schema["items"], f"{at}.items", what="for specified array items")
+        )
+    if isinstance(additional, dict):
+        causes.extend(
+            _structural_causes(
+                additional, f"{at}.additionalProperties", what="for specified map values"
             )
         )
     return causes

@@ -37,6 +37,10 @@ def crd(**spec: Any) -> dict[str, Any]:
     return base
 
 
+def version(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
+
+
 @pytest.fixture
 def store() -> Store:
     s = Store(Registry(), clock=lambda: 1_700_000_000.0, rng=random.Random(3))
@@ -102,6 +106,76 @@ VALIDATION_CASES = [
                 "annotations": {"api-approved.kubernetes.io": "https://example.com/pr/1"},
             },
         },
+        [],
+    ),
+    (
+        "field without a type",
+        crd(versions=[version({"type": "object", "properties": {"spec": {"properties": {}}}})]),
+        ["spec.versions[0].schema.openAPIV3Schema.properties[spec].type"],
+    ),
+    (
+        "array items without a type",
+        crd(
+            versions=[
+                version(
+                    {
+                        "type": "object",
+                        "properties": {"xs": {"type": "array", "items": {"description": "x"}}},
+                    }
+                )
+            ]
+        ),
+        ["spec.versions[0].schema.openAPIV3Schema.properties[xs].items.type"],
+    ),
+    (
+        "properties beside additionalProperties",
+        crd(
+            versions=[
+                version(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "m": {
+                                "type": "object",
+                                "properties": {"a": {"type": "string"}},
+                                "additionalProperties": {"type": "string"},
+                            }
+                        },
+                    }
+                )
+            ]
+        ),
+        ["spec.versions[0].schema.openAPIV3Schema.properties[m].additionalProperties"],
+    ),
+    (
+        "int-or-string with a type",
+        crd(
+            versions=[
+                version(
+                    {
+                        "type": "object",
+                        "properties": {"n": {"type": "string", "x-kubernetes-int-or-string": True}},
+                    }
+                )
+            ]
+        ),
+        ["spec.versions[0].schema.openAPIV3Schema.properties[n].type"],
+    ),
+    (
+        "untyped fields that preserve unknown fields or are int-or-string are fine",
+        crd(
+            versions=[
+                version(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "any": {"x-kubernetes-preserve-unknown-fields": True},
+                            "n": {"x-kubernetes-int-or-string": True},
+                        },
+                    }
+                )
+            ]
+        ),
         [],
     ),
     (
