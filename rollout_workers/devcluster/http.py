@@ -292,7 +292,7 @@ class ApiHandler:
         if parts == ["pruned"] and request.method in ("GET", "DELETE"):
             pruned = self.store.pruned_fields()
             if request.method == "DELETE":
-                self.store.pruned.clear()
+                self.store.clear_pruned_fields()
             return json_response(pruned)
         if parts == ["stats"] and request.method == "GET":
             counts = {rt.key: self.store.count(rt) for rt in self.registry.storage_types}

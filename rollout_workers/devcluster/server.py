@@ -180,7 +180,7 @@ class DevCluster:
         return self.store.pruned_fields()
 
     def clear_pruned_fields(self) -> None:
-        self.store.pruned.clear()
+        self.store.clear_pruned_fields()
 
     def save_state(self, path: Path) -> None:
         _write_atomically(path, json.dumps(self.store.snapshot()))

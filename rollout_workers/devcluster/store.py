@@ -367,6 +367,9 @@ class Store:
         """Per custom resource type, the field paths pruning has dropped so far."""
         return {key: sorted(paths) for key, paths in sorted(self.pruned.items())}
 
+    def clear_pruned_fields(self) -> None:
+        self.pruned.clear()
+
     @contextlib.contextmanager
     def field_validation(self, mode: str) -> Iterator[list[str]]:
         """Writes inside run with ``fieldValidation=mode``: under Strict a write that the
