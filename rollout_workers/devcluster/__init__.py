@@ -31,8 +31,9 @@ Behaviour worth knowing (each mirrors a real API server unless marked):
   version's status/scale subresources; updates apply at once. Without a status subresource
   ``/status`` is 404 and main-resource writes change status. Deleting a CRD marks it
   Terminating, deletes its objects (their finalizers hold it), then stops serving the type and
-  ends its watches. Not done: value validation and defaulting from the schema, webhook
-  conversion, name conflicts (NamesAccepted is always True).
+  ends its watches. Names another CRD of the group holds are refused (NamesAccepted False,
+  not served until freed). Not done: value validation and defaulting from the schema, webhook
+  conversion.
 - Every write to a custom resource is pruned by its version's ``openAPIV3Schema`` (pruning.py);
   the pruned paths are kept per type: ``GET /_devcluster/pruned`` (``DELETE`` also clears
   them), ``DevCluster.pruned_fields()``. ``fieldValidation``: Strict (kubectl's default) refuses

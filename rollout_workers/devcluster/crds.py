@@ -2,19 +2,21 @@
 
 What apiextensions-apiserver does with an ``apiextensions.k8s.io/v1`` CRD, reduced to what a
 client can observe: the essential validation (422 Invalid with the real field paths and
-messages), the defaults (``singular``, ``listKind``, the ``None`` conversion strategy), the status
-its controllers set (``NamesAccepted`` and ``Established`` True, ``acceptedNames``,
-``storedVersions``), and one ``ResourceType`` per served version, with the version's schema
-(pruning), subresources (status, scale) and names (discovery). The store calls these; serving
+messages, structural schemas), the defaults (``singular``, ``listKind``, the ``None`` conversion
+strategy), the status its controllers set (``NamesAccepted`` unless another CRD of the group
+holds a name, ``Established`` once accepted, ``acceptedNames``, ``storedVersions``), and one
+``ResourceType`` per served version, with the version's schema (pruning), subresources (status,
+scale), printer columns and accepted names (discovery). The store calls these; serving
 starts and stops with the CRD's writes (store.py). Pure functions, no I/O.
 
 Not done (a real server does it): value validation against the schema (types, required, enums,
-CEL), defaulting from the schema, webhook conversion, NamesAccepted False on name conflicts.
+CEL), defaulting from the schema, webhook conversion (a Webhook strategy converts as None).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from rollout_workers.devcluster import errors
@@ -301,12 +303,79 @@ def validation_error(name: str, causes: list[Cause]) -> ApiError:
     return errors.invalid_causes(kind=CRD_KIND, group=CRD_GROUP, name=name, causes=causes)
 
 
-def calculate_status(obj: JSONDict, previous: JSONDict | None, *, now: str) -> JSONDict:
-    """The status the CRD controllers converge to: names accepted, established, the storage
-    version recorded in ``storedVersions`` (never removed here: only a client removes one)."""
+@dataclass(frozen=True)
+class TakenNames:
+    """The accepted names of the other CRDs of a group: resource names (plurals, singulars,
+    short names) and kinds (kinds, list kinds) each share one namespace."""
+
+    resources: frozenset[str] = frozenset()
+    kinds: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, others: list[JSONDict]) -> TakenNames:
+        resources: set[str] = set()
+        kinds: set[str] = set()
+        for crd in others:
+            accepted = (crd.get("status") or {}).get("acceptedNames") or {}
+            resources.update(n for n in (accepted.get("plural"), accepted.get("singular")) if n)
+            resources.update(accepted.get("shortNames") or ())
+            kinds.update(n for n in (accepted.get("kind"), accepted.get("listKind")) if n)
+        return cls(frozenset(resources), frozenset(kinds))
+
+
+def calculate_accepted_names(
+    requested: JSONDict, accepted: JSONDict, taken: TakenNames
+) -> tuple[JSONDict, tuple[str, str] | None]:
+    """The names the naming controller accepts, and the last conflict (reason, message), as
+    apiextensions-apiserver's NamingConditionController: a requested name is accepted when it
+    is already ours or no other CRD of the group uses it; a refused one keeps its old value."""
+    out: JSONDict = {}
+    conflict: tuple[str, str] | None = None
+
+    def fresh(name: Any, mine: Any, used: frozenset[str]) -> bool:
+        return name == mine or name not in used
+
+    for key, reason, used in (
+        ("plural", "PluralConflict", taken.resources),
+        ("singular", "SingularConflict", taken.resources),
+        ("kind", "KindConflict", taken.kinds),
+        ("listKind", "ListKindConflict", taken.kinds),
+    ):
+        want = requested.get(key)
+        if fresh(want, accepted.get(key), used):
+            if want:
+                out[key] = want
+        else:
+            conflict = (reason, f'"{want}" is already in use')
+            if accepted.get(key):
+                out[key] = accepted[key]
+    mine = set(accepted.get("shortNames") or ())
+    clashes = [
+        n for n in requested.get("shortNames") or () if n not in mine and n in taken.resources
+    ]
+    if clashes:
+        conflict = ("ShortNamesConflict", ", ".join(f'"{n}" is already in use' for n in clashes))
+        if accepted.get("shortNames"):
+            out["shortNames"] = accepted["shortNames"]
+    elif requested.get("shortNames"):
+        out["shortNames"] = list(requested["shortNames"])
+    if requested.get("categories"):
+        out["categories"] = list(requested["categories"])
+    # plural and kind are not omitempty in the Go type: "" until accepted.
+    return {"plural": "", "kind": "", **out}, conflict
+
+
+def calculate_status(
+    obj: JSONDict, previous: JSONDict | None, *, now: str, taken: TakenNames | None = None
+) -> JSONDict:
+    """The status the CRD controllers converge to: names accepted unless another CRD of the
+    group holds them, established once accepted, the storage version recorded in
+    ``storedVersions`` (never removed here: only a client removes one)."""
     spec = obj.get("spec") or {}
     previous = previous or {}
-    names = spec.get("names") or {}
+    names, conflict = calculate_accepted_names(
+        spec.get("names") or {}, previous.get("acceptedNames") or {}, taken or TakenNames()
+    )
     old_conditions = {c.get("type"): c for c in previous.get("conditions") or []}
 
     def condition(ctype: str, status: str, reason: str, message: str) -> JSONDict:
@@ -320,12 +389,24 @@ def calculate_status(obj: JSONDict, previous: JSONDict | None, *, now: str) -> J
             "message": message,
         }
 
-    conditions = [
-        condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
-        condition(
-            "Established", "True", "InitialNamesAccepted", "the initial names have been accepted"
-        ),
-    ]
+    established = old_conditions.get("Established")
+    if conflict is None:
+        conditions = [
+            condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
+            condition(
+                "Established",
+                "True",
+                "InitialNamesAccepted",
+                "the initial names have been accepted",
+            ),
+        ]
+    else:
+        conditions = [
+            condition("NamesAccepted", "False", *conflict),
+            established
+            if established is not None and established.get("status") == "True"
+            else condition("Established", "False", "NotAccepted", "not all names are accepted"),
+        ]
     terminating = old_conditions.get("Terminating")
     if obj["metadata"].get("deletionTimestamp"):
         conditions.append(
@@ -344,14 +425,26 @@ def calculate_status(obj: JSONDict, previous: JSONDict | None, *, now: str) -> J
     for version in spec.get("versions") or []:
         if isinstance(version, dict) and version.get("storage") and version["name"] not in stored:
             stored.append(version["name"])
-    return {"conditions": conditions, "acceptedNames": dict(names), "storedVersions": stored}
+    return {"conditions": conditions, "acceptedNames": names, "storedVersions": stored}
+
+
+def names_accepted(crd: JSONDict) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "NamesAccepted" and c.get("status") == "True" for c in conditions)
+
+
+def is_established(crd: JSONDict) -> bool:
+    """Served: the Established condition is True (its names were accepted once)."""
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
 def calculate_resource_types(crd: JSONDict) -> list[ResourceType]:
     """One type per served version; the storage version is the one holding the objects (it
     is registered even when not served, so the objects keep a home)."""
     spec = crd["spec"]
-    names = spec["names"]
+    # Served under the accepted names (the requested ones until another CRD holds one).
+    names = (crd.get("status") or {}).get("acceptedNames") or spec["names"]
     group = spec["group"]
     out: list[ResourceType] = []
     for version in spec["versions"]:

@@ -862,7 +862,9 @@ class Store:
             obj["status"] = {}
         elif rt.key == CRD_KEY:
             obj = crds.calculate_defaults(obj)
-            obj["status"] = crds.calculate_status(obj, None, now=self.now_timestamp())
+            obj["status"] = crds.calculate_status(
+                obj, None, now=self.now_timestamp(), taken=self._names_taken(obj)
+            )
         elif rt.status_subresource and not rt.custom:
             obj["status"] = {}
         return obj
@@ -1005,7 +1007,7 @@ class Store:
             new = self._prune(rt, new, schema if schema is not None else rt.schema)
             if rt.key == CRD_KEY:
                 new["status"] = crds.calculate_status(
-                    new, prev.get("status"), now=self.now_timestamp()
+                    new, prev.get("status"), now=self.now_timestamp(), taken=self._names_taken(new)
                 )
         else:
             meta = dict(obj["metadata"])
@@ -1033,7 +1035,7 @@ class Store:
             self._validate(rt, new, prev)
             if rt.key == CRD_KEY:
                 new["status"] = crds.calculate_status(
-                    new, prev.get("status"), now=self.now_timestamp()
+                    new, prev.get("status"), now=self.now_timestamp(), taken=self._names_taken(new)
                 )
             if rt.has_generation and self._spec_changed(rt, prev, new):
                 new["metadata"]["generation"] = int(prev["metadata"].get("generation", 0)) + 1
@@ -1292,11 +1294,48 @@ class Store:
         """A CRD was written: serve its versions as they now are, or stop serving."""
         if event.type == "DELETED":
             self._unserve(event.name)
+            self._retry_names(str((event.current.obj.get("spec") or {}).get("group", "")))
         else:
             self._serve(event.current.obj)
 
+    def _names_taken(self, crd: JSONDict) -> crds.TakenNames:
+        """The names the other CRDs of ``crd``'s group hold."""
+        group = (crd.get("spec") or {}).get("group")
+        name = crd["metadata"].get("name")
+        return crds.TakenNames.of(
+            [
+                s.obj
+                for s in self._types[CRD_KEY].all()
+                if s.obj["spec"].get("group") == group and s.metadata["name"] != name
+            ]
+        )
+
+    def _retry_names(self, group: str) -> None:
+        """After a CRD goes, the CRDs of its group whose names were refused try again (the
+        naming controller requeues them)."""
+        ts = self._types[CRD_KEY]
+        for stored in sorted(ts.all(), key=lambda s: str(s.metadata["name"])):
+            obj = stored.obj
+            if obj["spec"].get("group") != group or crds.names_accepted(obj):
+                continue
+            status = crds.calculate_status(
+                obj, obj.get("status"), now=self.now_timestamp(), taken=self._names_taken(obj)
+            )
+            if status != obj.get("status"):
+                self._commit(
+                    ts,
+                    event_type="MODIFIED",
+                    namespace="",
+                    name=str(stored.metadata["name"]),
+                    obj={**obj, "status": status},
+                    previous=stored,
+                )
+
     def _serve(self, crd: JSONDict) -> None:
         key = str(crd["metadata"]["name"])
+        if not crds.is_established(crd):
+            self._unserve(key)  # never established: nothing is stored under it
+            return
         types = crds.calculate_resource_types(crd)
         storage = next(t for t in types if t.storage)
         ts = self._types.get(key)
@@ -1363,7 +1402,7 @@ class Store:
             }
             new = {**old.obj, "metadata": meta}
             new["status"] = crds.calculate_status(
-                new, old.obj.get("status"), now=self.now_timestamp()
+                new, old.obj.get("status"), now=self.now_timestamp(), taken=self._names_taken(new)
             )
             old = self._commit(
                 ts, event_type="MODIFIED", namespace="", name=name, obj=new, previous=old

@@ -913,3 +913,29 @@ def test_a_test_can_install_a_modified_project_crd(tmp_path: Path) -> None:
         names = {r["name"] for r in raw(api, "/apis/argoproj.io/v1alpha1")["resources"]}
         assert "analysisruns" in names and "analysisruns/status" not in names
         assert "rollouts/status" in names
+
+
+def test_a_crd_whose_names_are_taken_is_not_served(
+    ext: client.ApiextensionsV1Api, api_client: client.ApiClient, group: str
+) -> None:
+    ext.create_custom_resource_definition(crd_body(group))
+    rival = crd_body(group)
+    rival["metadata"]["name"] = f"gizmos.{group}"
+    rival["spec"]["names"] = {"plural": "gizmos", "kind": "Gizmo", "shortNames": ["wdg"]}
+    created = ext.create_custom_resource_definition(rival)
+    try:
+        conditions = {c.type: c for c in created.status.conditions}
+        assert conditions["NamesAccepted"].status == "False"
+        assert conditions["NamesAccepted"].reason == "ShortNamesConflict"
+        assert conditions["NamesAccepted"].message == '"wdg" is already in use'
+        assert conditions["Established"].status == "False"
+        resources = {r["name"] for r in raw(api_client, f"/apis/{group}/v1")["resources"]}
+        assert "gizmos" not in resources
+        # Freed when the holder goes.
+        ext.delete_custom_resource_definition(f"widgets.{group}")
+        freed = ext.read_custom_resource_definition(f"gizmos.{group}")
+        assert {c.type: c.status for c in freed.status.conditions}["Established"] == "True"
+        resources = {r["name"] for r in raw(api_client, f"/apis/{group}/v1")["resources"]}
+        assert "gizmos" in resources
+    finally:
+        ext.delete_custom_resource_definition(f"gizmos.{group}")

@@ -393,3 +393,27 @@ def test_unserved_versions_and_a_new_storage_version(store: Store) -> None:
     assert store.get(v2, namespace="default", name="a").obj["apiVersion"] == "example.com/v2"
     v1 = served(store, "example.com", "v1", "widgets")
     assert store.get(v1, namespace="default", name="a").obj["apiVersion"] == "example.com/v1"
+
+
+def test_conflicting_names_are_not_accepted_until_freed(store: Store) -> None:
+    crds = store.registry.by_key(CRD_KEY)
+    first = crd(names={"plural": "widgets", "kind": "Widget", "shortNames": ["w"]})
+    store.create(crds, namespace=None, body=first)
+    second = crd(names={"plural": "gadgets", "kind": "Widget", "shortNames": ["w", "g"]})
+    second["metadata"] = {"name": "gadgets.example.com"}
+    created = store.create(crds, namespace=None, body=second).obj
+    conditions = {c["type"]: c for c in created["status"]["conditions"]}
+    assert conditions["NamesAccepted"]["status"] == "False"
+    assert conditions["NamesAccepted"]["reason"] in ("KindConflict", "ShortNamesConflict")
+    assert conditions["Established"]["status"] == "False"
+    assert conditions["Established"]["reason"] == "NotAccepted"
+    assert created["status"]["acceptedNames"]["kind"] == ""  # refused: not omitted, empty
+    assert store.registry.lookup("example.com", "v1", "gadgets") is None  # not served
+    store.delete(crds, namespace=None, name="widgets.example.com")
+    freed = store.get(crds, namespace=None, name="gadgets.example.com").obj
+    assert {c["type"]: c["status"] for c in freed["status"]["conditions"]} == {
+        "NamesAccepted": "True",
+        "Established": "True",
+    }
+    assert freed["status"]["acceptedNames"]["shortNames"] == ["w", "g"]
+    assert served(store, "example.com", "v1", "gadgets").short_names == ("w", "g")
