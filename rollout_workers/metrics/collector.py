@@ -14,6 +14,7 @@ dashboards and alerts carry over. Series of objects no longer in the cache are n
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -239,9 +240,12 @@ def _no_send(keys: Sequence[ObjectKey]) -> None:  # the collector never queues a
 
 
 def _float(value: float) -> str:
-    """A number as Go's Prometheus client prints it (+Inf, 1e-08, 0.15)."""
-    text: str = _go_float(value)  # type: ignore[no-untyped-call]
-    return text
+    """A number as Go's Prometheus client prints it (strconv 'g', -1): 1, 0.15, 1e-08, +Inf."""
+    if math.isinf(value) or math.isnan(value):
+        text: str = _go_float(value)  # type: ignore[no-untyped-call]
+        return text
+    text = repr(float(value))
+    return text.removesuffix(".0")
 
 
 # -- rendering -------------------------------------------------------------------------------

@@ -29,8 +29,20 @@ import redis
 
 #: Argo's reconcile histograms (rollout_reconcile, analysis_run_reconcile, experiment_reconcile).
 RECONCILE_BUCKETS: tuple[float, ...] = (0.01, 0.15, 0.25, 0.5, 1.0)
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """Prometheus' ExponentialBuckets, multiplied step by step as Go does, so the bounds (and
+    their `le` labels, e.g. 9.999999999999999e-06) are bit-identical to client-go's."""
+    out = []
+    for _ in range(count):
+        out.append(start)
+        start *= factor
+    return tuple(out)
+
+
 #: client-go's workqueue histograms: ExponentialBuckets(10e-9, 10, 10).
-WORKQUEUE_BUCKETS: tuple[float, ...] = tuple(10e-9 * 10**i for i in range(10))
+WORKQUEUE_BUCKETS: tuple[float, ...] = exponential_buckets(10e-9, 10, 10)
 
 SEP = "|"
 
