@@ -485,14 +485,40 @@ def _workqueue_families(snap: Snapshot) -> Iterator[Metric]:
     yield from (depth, adds, queue_hist, work_hist, unfinished, longest, retries)
 
 
-class PoolCollector(Collector):
-    """A prometheus_client collector of the whole pool's metrics, read from Redis per scrape."""
+def prune(client: redis.Redis, snap: Snapshot, *, prefix: str) -> int:
+    """Delete the reconcile series of objects gone from the cache (Argo deletes them when an
+    object goes away), so deleted AnalysisRuns do not pile up in Redis. Returns fields deleted.
 
-    def __init__(self, client: redis.Redis, *, prefix: str) -> None:
-        self._redis, self._prefix = client, prefix
+    A reconcile that finishes after its object was deleted writes its series again; the next
+    prune takes it away."""
+    keys = Keys(prefix)
+    pipe = client.pipeline(transaction=False)
+    deleted = 0
+    for kind in snap.kinds:
+        present = {f"{ns}/{name}" for ns, name in map(_key, snap.objects.get(kind, []))}
+        stale = [f for f in snap.reconcile.get(kind, {}) if f.rpartition(SEP)[0] not in present]
+        if stale:
+            pipe.hdel(keys.reconcile(kind), *stale)
+            deleted += len(stale)
+    if deleted:
+        pipe.execute()
+    return deleted
+
+
+class PoolCollector(Collector):
+    """A prometheus_client collector of the whole pool's metrics, read from Redis per scrape.
+
+    With `prune` (the leader's endpoint), the series of deleted objects are also deleted from
+    Redis; `rollouts metrics` only reads."""
+
+    def __init__(self, client: redis.Redis, *, prefix: str, prune: bool = False) -> None:
+        self._redis, self._prefix, self._prune = client, prefix, prune
 
     def collect(self) -> Iterator[Metric]:
-        yield from render_families(read_snapshot(self._redis, prefix=self._prefix))
+        snap = read_snapshot(self._redis, prefix=self._prefix)
+        if self._prune:
+            prune(self._redis, snap, prefix=self._prefix)
+        yield from render_families(snap)
 
 
 def exposition(collectors: Iterable[Collector]) -> bytes:
@@ -529,4 +555,6 @@ def _sample_line(name: str, labels: Mapping[str, str], value: float) -> str:
 
 
 def _escape(value: str) -> str:
+    if "\\" not in value and "\n" not in value and '"' not in value:
+        return value  # the common case: Kubernetes names and label values
     return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")

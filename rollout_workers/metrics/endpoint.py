@@ -31,9 +31,10 @@ _PROCESS: list[Collector] = [
 ]
 
 
-def pool_exposition(client: redis.Redis, *, prefix: str) -> bytes:
-    """The whole pool's series, read from Redis now (what `rollouts metrics` prints)."""
-    return exposition([PoolCollector(client, prefix=prefix)])
+def pool_exposition(client: redis.Redis, *, prefix: str, prune: bool = False) -> bytes:
+    """The whole pool's series, read from Redis now (what `rollouts metrics` prints; the
+    leader also prunes the series of deleted objects)."""
+    return exposition([PoolCollector(client, prefix=prefix, prune=prune)])
 
 
 def process_exposition() -> bytes:

@@ -118,7 +118,7 @@ def serve_metrics(settings: Settings, runtime: Runtime, leading: threading.Event
             return process_exposition()
         runtime.counts.flush(runtime.redis)  # this watcher's own API requests, up to now
         return process_exposition() + pool_exposition(
-            runtime.redis, prefix=settings.redis.key_prefix
+            runtime.redis, prefix=settings.redis.key_prefix, prune=True
         )
 
     try:

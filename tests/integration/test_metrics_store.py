@@ -105,3 +105,16 @@ def test_counts_from_many_processes_add_up(rdb: redis.Redis) -> None:
     s = read_snapshot(rdb, prefix=PREFIX)
     assert s.events == {"ns|web|Normal|RolloutUpdated": 3}
     assert s.k8s_requests == {"services|ns|web|Get|200": 3}
+
+
+def test_prune_deletes_the_series_of_objects_gone_from_the_cache(rdb: redis.Redis) -> None:
+    from rollout_workers.metrics.collector import PoolCollector
+
+    keys = Keys(PREFIX)
+    rdb.hset(keys.reconcile("analysisruns"), mapping={"ns/old|b0": 1, "ns/old|sum": 5})
+    rdb.hset("t:cache:analysisruns:obj", "ns/live", '{"metadata":{"namespace":"ns","name":"live"}}')
+    rdb.hset(keys.reconcile("analysisruns"), mapping={"ns/live|b0": 2})
+    list(PoolCollector(rdb, prefix=PREFIX).collect())  # a read-only scrape keeps them
+    assert rdb.hlen(keys.reconcile("analysisruns")) == 3
+    list(PoolCollector(rdb, prefix=PREFIX, prune=True).collect())
+    assert rdb.hkeys(keys.reconcile("analysisruns")) == [b"ns/live|b0"]

@@ -260,3 +260,12 @@ def test_metric_types_and_dry_run() -> None:
     assert calculate_metric_type({"provider": {}}) == "Unknown Provider"
     run = {"spec": {"metrics": [{"name": "a"}, {"name": "b"}], "dryRun": [{"metricName": "*"}]}}
     assert calculate_dry_run(run) == {"a": True, "b": True}
+
+
+def test_label_values_are_escaped() -> None:
+    odd = {"metadata": {"namespace": "ns", "name": "x"}, "status": {"phase": 'a"b\\c\nd'}}
+    snap = snapshot()
+    snap.objects["experiments"] = [odd]
+    text = exposition([Fixed(snap)]).decode()
+    assert 'experiment_info{name="x",namespace="ns",phase="a\\"b\\\\c\\nd"} 1' in text.splitlines()
+    list(text_string_to_metric_families(text))
