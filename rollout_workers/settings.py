@@ -148,6 +148,16 @@ class WatcherSettings(BaseModel):
     )
 
 
+class MetricsSettings(BaseModel):
+    port: int = Field(
+        default=8090,
+        ge=0,
+        le=65535,
+        description="Port of the watcher's Prometheus /metrics (Argo's 8090); 0 turns it off.",
+    )
+    address: str = Field(default="0.0.0.0", description="Address the /metrics endpoint binds.")
+
+
 class AnalysisSettings(BaseModel):
     prometheus_address: str | None = Field(
         default=None,
@@ -191,6 +201,9 @@ class Settings(BaseSettings):
     beat: BeatSettings = Field(default_factory=BeatSettings, description="The beat process.")
     analysis: AnalysisSettings = Field(
         default_factory=AnalysisSettings, description="Analysis providers."
+    )
+    metrics: MetricsSettings = Field(
+        default_factory=MetricsSettings, description="Controller metrics (Prometheus)."
     )
     worker: WorkerSettings = Field(default_factory=WorkerSettings, description="Worker hosts.")
     flower: FlowerSettings = Field(default_factory=FlowerSettings, description="Flower UI.")

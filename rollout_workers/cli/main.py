@@ -183,14 +183,24 @@ def flower(
 )
 @click.option("--instance-id", default=None, help="controller-instance-id to own.")
 @click.option("--namespace", default=None, help="Watch only this namespace.")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Port of /metrics, served by the leader (default 8090; 0 = off).")  # fmt: skip
 def watcher(
-    state_dir: Path | None, kubeconfig: Path | None, instance_id: str | None, namespace: str | None
+    state_dir: Path | None,
+    kubeconfig: Path | None,
+    instance_id: str | None,
+    namespace: str | None,
+    metrics_port: int | None,
 ) -> None:
     """List+watch the cluster into the Redis cache and queue the affected keys (leader-elected)."""
     settings = load_settings(
         state_dir=state_dir,
         kubeconfig=kubeconfig,
-        **{"kube.instance_id": instance_id, "kube.namespace": namespace},
+        **{
+            "kube.instance_id": instance_id,
+            "kube.namespace": namespace,
+            "metrics.port": metrics_port,
+        },
     )
     url = redis_url(settings)
     logs.configure(settings.log)
@@ -412,12 +422,13 @@ def tick_age(runtime: Any) -> str:
 def _attach_commands() -> None:
     """Commands defined in their own modules."""
     from rollout_workers.cli.lint import lint
-    from rollout_workers.cli.metrics import metrics_server
+    from rollout_workers.cli.metrics import metrics, metrics_server
     from rollout_workers.cli.version import version
     from rollout_workers.devcluster.cli import devcluster
 
     cli.add_command(devcluster)
     cli.add_command(metrics_server)
+    cli.add_command(metrics)
     cli.add_command(lint)
     cli.add_command(version)
     actions.register(cli)

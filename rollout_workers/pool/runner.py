@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import redis
 
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
+from rollout_workers.metrics.store import Increment, PendingCounts, reconcile_increments
 from rollout_workers.pool.handlers import Handler, LeaseLost, Result, SyncRequest
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue
 
@@ -107,7 +108,12 @@ class SyncReport:
 
 
 def run_sync(
-    *, queue: WorkQueue, handler: Handler, raw_key: object, keeper: LeaseKeeper
+    *,
+    queue: WorkQueue,
+    handler: Handler,
+    raw_key: object,
+    keeper: LeaseKeeper,
+    counts: PendingCounts | None = None,
 ) -> SyncReport:
     try:
         key = parse_key(raw_key)
@@ -138,13 +144,47 @@ def run_sync(
     if result is None or lease.lost():
         log.warning("reconcile of %s %s abandoned: lease lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)
+    pending = counts.drain() if counts is not None else []
     try:
-        owned = queue.done(key, token, result.outcome, delay=result.delay, duration=duration)
+        owned = queue.done(
+            key,
+            token,
+            result.outcome,
+            delay=result.delay,
+            duration=duration,
+            increments=[*metric_increments(queue, key, result, duration, counts), *pending],
+        )
     except redis.RedisError as err:
         # The lease expires and the tick requeues the key: one extra reconcile, nothing lost.
         log.error("cannot finish %s %s: %s", queue.kind, key, err)
+        _restore(counts, pending)
         return SyncReport("redis-error", key, duration)
     if not owned:
+        _restore(counts, pending)
         log.warning("reconcile of %s %s finished after its lease was lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)
     return SyncReport(result.outcome.value, key, duration)
+
+
+def metric_increments(
+    queue: WorkQueue, key: ObjectKey, result: Result, duration: float, counts: PendingCounts | None
+) -> list[Increment]:
+    """The reconcile's own metrics (Argo's `<kind>_reconcile` histogram and `_reconcile_error`,
+    client-go's work duration), written by `done` together with the outcome."""
+    if counts is None:
+        return []
+    return reconcile_increments(
+        counts.keys,
+        kind=queue.kind,
+        key=key,
+        seconds=duration,
+        error=result.outcome is Outcome.ERROR,
+        gone=result.outcome is Outcome.GONE,
+    )
+
+
+def _restore(counts: PendingCounts | None, pending: list[Increment]) -> None:
+    """Requests and events made by a reconcile whose `done` did not apply: keep them for the
+    next one (the reconcile's own histogram is not kept: it did not count)."""
+    if counts is not None and pending:
+        counts.restore(pending)

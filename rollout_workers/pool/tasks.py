@@ -17,6 +17,8 @@ from celery import Celery
 
 from rollout_workers.keys import ObjectKey
 from rollout_workers.local import redis_server
+from rollout_workers.metrics.store import Keys as MetricKeys
+from rollout_workers.metrics.store import PendingCounts
 from rollout_workers.pool.handlers import Handler, load_handler
 from rollout_workers.pool.runner import LeaseKeeper, SyncReport, run_sync
 from rollout_workers.pool.runtime import Runtime
@@ -54,7 +56,8 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
         )
         for kind in KINDS
     }
-    return Runtime(settings=settings, redis=client, queues=queues)
+    counts = PendingCounts(MetricKeys(settings.redis.key_prefix))
+    return Runtime(settings=settings, redis=client, queues=queues, counts=counts)
 
 
 class ProcessState:
@@ -150,6 +153,7 @@ def _register_sync(app: Celery, state: ProcessState, kind: str) -> None:
             handler=handler,
             raw_key=key,
             keeper=state.keeper,
+            counts=state.runtime.counts,
         )
         return {"status": report.status, "key": report.key, "seconds": round(report.duration, 4)}
 

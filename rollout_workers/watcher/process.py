@@ -102,10 +102,40 @@ class Watcher:
         pipe.execute()
 
 
+def serve_metrics(settings: Settings, runtime: Runtime, leading: threading.Event) -> None:
+    """Start /metrics on `metrics.port` (0: off). The pool-wide series only while this watcher
+    leads (a standby serves its process metrics), so scraping every replica counts once."""
+    if not settings.metrics.port:
+        return
+    from rollout_workers.metrics.endpoint import (
+        MetricsEndpoint,
+        pool_exposition,
+        process_exposition,
+    )
+
+    def render() -> bytes:
+        if not leading.is_set():
+            return process_exposition()
+        runtime.counts.flush(runtime.redis)  # this watcher's own API requests, up to now
+        return process_exposition() + pool_exposition(
+            runtime.redis, prefix=settings.redis.key_prefix, prune=True
+        )
+
+    try:
+        endpoint = MetricsEndpoint(settings.metrics.address, settings.metrics.port, render)
+    except OSError as err:
+        log.warning("metrics: cannot listen on port %d: %s", settings.metrics.port, err)
+        return
+    endpoint.start()
+    log.info("metrics on http://%s:%d/metrics", settings.metrics.address, endpoint.port)
+
+
 def run(settings: Settings, redis_url: str) -> int:
     """Run until SIGTERM/SIGINT (exit 0) or until leadership is lost (exit 1)."""
-    kube = Kube(api_client(settings), settings.kube)
     runtime = build_runtime(create_app(settings, redis_url), settings, redis_url)
+    kube = Kube(api_client(settings), settings.kube, counts=runtime.counts)
+    leading = threading.Event()
+    serve_metrics(settings, runtime, leading)
     identity = f"{socket.gethostname()}:{os.getpid()}"
     lease = LeaderLease(
         runtime.redis,
@@ -127,6 +157,7 @@ def run(settings: Settings, redis_url: str) -> int:
         stop.wait(1.0)
     if stop.is_set():
         return 0
+    leading.set()
     log.info("%s leads; starting %d reflectors", identity, len(WATCHED))
     watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop)
     watcher.start()
@@ -136,6 +167,7 @@ def run(settings: Settings, redis_url: str) -> int:
     while not stop.wait(interval):
         try:
             if not lease.renew():
+                leading.clear()
                 log.error("leadership lost to %s; stopping", lease.holder())
                 return 1
             renewed = time.monotonic()
@@ -147,6 +179,7 @@ def run(settings: Settings, redis_url: str) -> int:
             continue
         try:
             watcher.publish_stats()
+            runtime.counts.flush(runtime.redis)
         except Exception as err:
             log.warning("cannot publish watcher stats: %s", err)
     try:

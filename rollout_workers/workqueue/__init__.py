@@ -24,6 +24,10 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
 * Lost or duplicated messages: a duplicate finds the key not queued and is dropped (`stale`);
   a lost one leaves the key queued, and `tick` sends it again once it has waited `stale_after`.
   Either costs at most one extra reconcile.
+* Metrics: the scripts keep client-go's workqueue metrics beside the state they describe (adds,
+  retries, the queue-duration histogram at claim, claim times for unfinished work), and `done`
+  applies the caller's metric increments in the same atomic step as the outcome, so a
+  reconcile is counted once, only by the owner of its lease, at no extra round trip.
 
 All times come from Redis' own clock (`TIME`), so hosts with skewed clocks agree on deadlines.
 """
