@@ -213,8 +213,10 @@ class Stack:
     def stop(self, timeout: float = 15) -> None:
         for child in reversed(self.children):
             if child.alive and child.process is not None:
+                # The main process only, as the kubelet does: a worker host then finishes its
+                # reconciles in hand and hands its keys back before it stops its children.
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.process.pid, signal.SIGTERM)
+                    child.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for child in self.children:
             if child.process is None:

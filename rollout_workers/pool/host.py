@@ -178,7 +178,7 @@ class WorkerHost:
                 break
         pids = self.child_pids()
         try:
-            self.release_held(pids)
+            self.release_held([os.getpid(), *pids])  # the main process too, under -P solo
         except Exception:
             log.exception("cannot release the keys in hand")
         for pid in pids:
