@@ -3,6 +3,7 @@ failure and healthy again after it, and the transition times are printed."""
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 import urllib.error
@@ -54,10 +55,12 @@ def test_worker_is_unready_while_redis_is_gone(procs: Processes, tmp_path: Path)
     server = EmbeddedRedis(tmp_path / "own-redis").start()
     try:
         procs.env["ROLLOUTS_REDIS_URL"] = server.url
+        procs.env["ROLLOUTS_HEALTH_STALL_TIMEOUT"] = "2"
         port = spawn(procs, "host-a", "worker", "-c", "1", "-n", "host-a@%h")
         wait_probe(port, "/readyz", 200, 60, "the worker is ready")
+        time.sleep(3)  # idle past the stall timeout: only the event loop's timer stamps now
         status, reason = probe(port, "/healthz")
-        assert status == 200 and "consumer progressed" in reason, reason
+        assert status == 200 and re.match(r"consumer progressed [01]\.\d+s ago", reason), reason
 
         server.kill()
         down, reason = wait_probe(port, "/readyz", 503, 10, "Redis is gone")
