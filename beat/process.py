@@ -73,6 +73,9 @@ class Ticker:
                 report = self._tick()
             except redis.RedisError as err:
                 log.warning("timer tick failed: %s", err)
+            except Exception:
+                # Beat keeps its loop (and the resync); liveness reports the missing ticks.
+                log.exception("timer tick failed")
             else:
                 with self._lock:
                     self.last_tick = self._clock()

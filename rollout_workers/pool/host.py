@@ -124,21 +124,22 @@ class WorkerHost:
 
     def hand_back_reserved(self, handed: set[str]) -> int:
         """Requeue the keys of requests reserved by this host and not started; returns how many
-        keys were sent again. `handed` remembers request ids already handed back."""
-        pending: dict[str, list[ObjectKey]] = defaultdict(list)
+        keys were sent again. `handed` remembers the request ids already dealt with."""
+        pending: dict[str, dict[str, ObjectKey]] = defaultdict(dict)
         for request in _snapshot(worker_state.reserved_requests):
             if request in worker_state.active_requests or request.id in handed:
                 continue
-            handed.add(request.id)
-            kind = _SYNC_TASKS.get(request.name)
-            args = request.args
-            if kind is None or not args:
-                continue
-            with contextlib.suppress(InvalidKey):
-                pending[kind].append(parse_key(args[0]))
+            kind, args = _SYNC_TASKS.get(request.name), request.args
+            try:
+                if kind is None or not args:
+                    raise InvalidKey("not a sync task")
+                pending[kind][request.id] = parse_key(args[0])
+            except InvalidKey:
+                handed.add(request.id)  # nothing of ours to hand back
         sent = 0
-        for kind, keys in pending.items():
-            requeued = self.runtime().queue(kind).requeue(keys)
+        for kind, requests in pending.items():
+            requeued = self.runtime().queue(kind).requeue(requests.values())
+            handed.update(requests)  # only once Redis has taken them: a failure is retried
             sent += len(requeued)
             if requeued:
                 log.info("handed back %d reserved %s keys: %s", len(requeued), kind, requeued)

@@ -82,3 +82,59 @@ def test_not_ready_while_stopping_or_without_redis(host: Host) -> None:
     assert not status.ok and status.reason.startswith("Redis unreachable")
     host.stopping.set()
     assert host.ready().reason == "shutting down"
+
+
+class FakeRequest:
+    def __init__(self, request_id: str, name: str, args: tuple[object, ...]) -> None:
+        self.id, self.name, self.args = request_id, name, args
+
+
+class FakeQueue:
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.down = False
+
+    def requeue(self, keys: object) -> list[str]:
+        if self.down:
+            raise redis.ConnectionError("down")
+        self.calls.append(list(keys))  # type: ignore[call-overload]
+        return self.calls[-1]
+
+
+class FakeRuntime:
+    def __init__(self) -> None:
+        self.queues = {"rollouts": FakeQueue(), "analysisruns": FakeQueue()}
+
+    def queue(self, kind: str) -> FakeQueue:
+        return self.queues[kind]
+
+
+def test_reserved_but_unstarted_sync_requests_are_handed_back_once(host: Host) -> None:
+    from celery.worker import state
+
+    runtime = FakeRuntime()
+    host._runtime = runtime  # type: ignore[assignment]
+    requests = [
+        FakeRequest("1", "rollouts.sync", ("default/a",)),
+        FakeRequest("2", "rollouts.sync", ("default/started",)),
+        FakeRequest("3", "analysisruns.sync", ("default/run",)),
+        FakeRequest("4", "resync.all", ()),
+        FakeRequest("5", "rollouts.sync", ("Not A Key",)),
+    ]
+    try:
+        for request in requests:
+            state.reserved_requests.add(request)  # type: ignore[arg-type]
+        state.active_requests.add(requests[1])  # type: ignore[arg-type]
+        handed: set[str] = set()
+        runtime.queues["rollouts"].down = True
+        with pytest.raises(redis.ConnectionError):
+            host.hand_back_reserved(handed)
+        runtime.queues["rollouts"].down = False
+        assert host.hand_back_reserved(handed) >= 1  # the failed part is retried
+        assert runtime.queues["rollouts"].calls == [["default/a"]]
+        assert runtime.queues["analysisruns"].calls == [["default/run"]]
+        assert host.hand_back_reserved(handed) == 0  # each request once
+    finally:
+        for request in requests:
+            state.reserved_requests.discard(request)  # type: ignore[arg-type]
+            state.active_requests.discard(request)  # type: ignore[arg-type]
