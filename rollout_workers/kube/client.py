@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import urllib3
@@ -153,8 +153,10 @@ class Kube:
         namespace: str | None = None,
         label_selector: str | None = None,
         timeout_seconds: int = 300,
+        on_open: Callable[[], None] | None = None,
     ) -> Iterator[Obj]:
-        """Watch events as parsed JSON, until the server ends the stream."""
+        """Watch events as parsed JSON, until the server ends the stream. `on_open` is called
+        once the server has answered (the watch is established, events or not)."""
         response = self.request(
             "GET",
             resource.path(namespace),
@@ -168,6 +170,8 @@ class Kube:
             # Connect timeout, then a read timeout past the server's own end of the stream.
             timeout=(self.settings.request_timeout, timeout_seconds + 30),
         )
+        if on_open is not None:
+            on_open()
         try:
             for line in iter_lines(response):
                 yield json.loads(line)

@@ -32,7 +32,12 @@ _HOST = socket.gethostname()
 
 def new_token() -> str:
     """An owner token: readable (host:pid) and unique per claim."""
-    return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    return f"{token_prefix(os.getpid())}{uuid.uuid4().hex[:12]}"
+
+
+def token_prefix(pid: int) -> str:
+    """The start of every token taken by process `pid` of this host (to release its keys)."""
+    return f"{_HOST}:{pid}:"
 
 
 class HeldLease:
@@ -105,6 +110,25 @@ class SyncReport:
     status: str  # claimed outcome, or invalid / stale / busy / lease-lost / redis-error
     key: str
     duration: float = 0.0
+    delay: float = 0.0  # of a requeue-after
+
+    def describe(self) -> str:
+        """The outcome as one readable phrase (a sync task's result, as Flower shows it)."""
+        if self.status == Outcome.AFTER.value:
+            return f"requeue after {self.delay:g}s"
+        return _PHRASES.get(self.status, self.status)
+
+
+_PHRASES = {
+    Outcome.OK.value: "done",
+    Outcome.ERROR.value: "backoff",
+    Outcome.GONE.value: "gone: key forgotten",
+    "stale": "stale: not queued (a duplicate message)",
+    "busy": "busy: another worker holds it, marked dirty",
+    "lease-lost": "lost claim",
+    "invalid": "invalid key",
+    "redis-error": "redis error",
+}
 
 
 def run_sync(
@@ -163,7 +187,7 @@ def run_sync(
         _restore(counts, pending)
         log.warning("reconcile of %s %s finished after its lease was lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)
-    return SyncReport(result.outcome.value, key, duration)
+    return SyncReport(result.outcome.value, key, duration, result.delay)
 
 
 def metric_increments(

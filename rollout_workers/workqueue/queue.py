@@ -113,6 +113,8 @@ class WorkQueue:
         self._add_after = script(_source("add_after"))
         self._add_rate_limited = script(_source("add_rate_limited"))
         self._tick = script(_source("tick"))
+        self._requeue = script(_source("requeue"))
+        self._release = script(_source("release"))
 
     # -- producers -------------------------------------------------------------------------
 
@@ -235,6 +237,36 @@ class WorkQueue:
         if int(send):
             self._send([key])
         return bool(int(owned))
+
+    # -- hand-back on shutdown --------------------------------------------------------------
+
+    def requeue(self, keys: Iterable[str]) -> list[ObjectKey]:
+        """Send again, at once, the still-queued keys whose messages a stopping host reserved
+        but will not start; returns the keys sent."""
+        checked = [parse_key(k) for k in keys]
+        if not checked:
+            return []
+        sent = [
+            ObjectKey(_text(k))
+            for k in self._requeue(keys=[self.k_queued, self.k_stats], args=checked)
+        ]
+        if sent:
+            self._send(sent)
+        return sent
+
+    def release(self, token_prefixes: Sequence[str]) -> list[ObjectKey]:
+        """Take back every key held under a token with one of these prefixes (a stopping host's
+        processes), fencing the holders, and queue each again at once; returns the keys."""
+        if not token_prefixes:
+            return []
+        reply = self._release(
+            keys=[self.k_queued, self.k_active, self.k_leases, self.k_dirty, self.k_stats],
+            args=list(token_prefixes),
+        )
+        sent = [ObjectKey(_text(k)) for k in reply]
+        if sent:
+            self._send(sent)
+        return sent
 
     # -- system ----------------------------------------------------------------------------
 
