@@ -30,3 +30,37 @@ def duration_seconds(value: int | str) -> int | None:
     if not parts or "".join(n + u for n, u in parts) != text:
         return None
     return int(sum(float(n) * _UNITS[u] for n, u in parts))
+
+
+def human_duration(seconds: float) -> str:
+    """A short age such as `45s`, `3m20s`, `5h12m`, `3d4h`: apimachinery's `HumanDuration`,
+    what `kubectl get` shows as AGE (up to a second in the future reads as `0s`)."""
+    whole = int(seconds)
+    if whole < -1:
+        return "<invalid>"
+    if whole < 0:
+        return "0s"
+    if whole < 120:
+        return f"{whole}s"
+    minutes = whole // 60
+    if minutes < 10:
+        rest = whole % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = whole // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        rest = (hours // 24) % 365
+        years = hours // 24 // 365
+        return f"{years}y{rest}d" if rest else f"{years}y"
+    return f"{hours // 24 // 365}y"

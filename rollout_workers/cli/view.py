@@ -19,7 +19,7 @@ from typing import Any
 from rollout_workers.kube.resources import POD_TEMPLATE_HASH_LABEL
 from rollout_workers.rollout.annotations import REVISION
 from rollout_workers.rollout.conditions import ROLLOUT_ABORTED_REASON, TIMED_OUT_REASON
-from rollout_workers.timefmt import duration_seconds
+from rollout_workers.timefmt import duration_seconds, human_duration
 
 Obj = dict[str, Any]
 
@@ -124,39 +124,6 @@ def _owned_by(obj: Obj, uids: Iterable[str]) -> str | None:
         if uid in wanted:
             return str(uid)
     return None
-
-
-def human_duration(seconds: float) -> str:
-    """A short age such as `45s`, `3m20s`, `5h12m`, `3d4h` (Kubernetes' `HumanDuration`)."""
-    whole = int(seconds)
-    if whole < -1:
-        return "<invalid>"
-    if whole < 0:
-        return "0s"
-    if whole < 120:
-        return f"{whole}s"
-    minutes = whole // 60
-    if minutes < 10:
-        rest = whole % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = whole // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        rest = (hours // 24) % 365
-        years = hours // 24 // 365
-        return f"{years}y{rest}d" if rest else f"{years}y"
-    return f"{hours // 24 // 365}y"
 
 
 def age(created: datetime | None, now: datetime) -> str:

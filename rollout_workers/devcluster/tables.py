@@ -16,6 +16,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from rollout_workers.timefmt import human_duration
+
 JSONDict = dict[str, Any]
 
 TABLE_MEDIA = "as=Table"
@@ -127,34 +129,3 @@ def _at(obj: Any, path: str) -> Any:
         if current is None:
             return None
     return current
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery's ``duration.HumanDuration`` (what ``kubectl get`` shows as AGE)."""
-    s = int(seconds)
-    if s < 0:
-        return "<invalid>"
-    if s < 60 * 2:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 60 * 3:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    years = hours // 24 // 365
-    if years < 8:
-        days = hours // 24 % 365
-        return f"{years}y{days}d" if days else f"{years}y"
-    return f"{years}y"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_workers.devcluster.tables import calculate_table, human_duration, wants_table
+from rollout_workers.devcluster.tables import calculate_table, wants_table
+from rollout_workers.timefmt import human_duration
 
 DURATIONS = [
     (0, "0s"),
@@ -22,7 +23,8 @@ DURATIONS = [
     (2 * 365 * 86400, "2y"),
     (2 * 365 * 86400 + 86400, "2y1d"),
     (9 * 365 * 86400, "9y"),
-    (-1, "<invalid>"),
+    (-1, "0s"),
+    (-2, "<invalid>"),
 ]
 
 
