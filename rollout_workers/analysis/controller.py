@@ -99,12 +99,17 @@ class AnalysisRunController:
             status, wake = reconcile(run, now=now, providers=self.providers, secrets=self.secrets)
             for reason, message, warning in status.events:
                 self._event(obj, reason, message, warning, now)
-            self._persist(obj, normalize_status(status.status))
+            new_status = normalize_status(status.status)
+            self._persist(obj, new_status)
         except Conflict as err:
             log.info("write race on %s (%s); retrying", request.key, err.message)
             return Result.retry()
         if wake is not None:
             return Result.requeue_after(max(0.0, (wake - now).total_seconds()))
+        if run.spec.ttl_strategy is not None and ar.completed(new_status.get("phase")):
+            # The watcher does not queue a run for its own status write, so the reconcile that
+            # completes it asks for the one that schedules its deletion (`_expire`).
+            return Result.requeue_after(0)
         return Result.done()
 
     def _expire(self, obj: Obj, run: AnalysisRun, now: dt.datetime) -> Result:
@@ -531,7 +536,7 @@ def make_handler(runtime: Runtime) -> Handler:
     settings = runtime.settings
     prefix = settings.redis.key_prefix
     kube = Kube(api_client(settings), settings.kube)
-    written = WrittenVersions(runtime.redis, prefix=prefix)
+    written = WrittenVersions(runtime.redis, prefix=prefix, own=r.ANALYSISRUNS.plural)
     writer = KubeWriter(kube, on_written=written.record)
     deps = ProviderDeps(
         http=urllib3.PoolManager(num_pools=16, maxsize=8),

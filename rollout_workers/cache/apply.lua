@@ -1,8 +1,10 @@
 -- apply(op, key, json, rv, sets, type_rv): write or delete one cached object with its indexes.
 -- KEYS: objects(hash key->json), versions(hash key->resourceVersion),
---       memberships(hash key->JSON list of index sets), type_rv(string)
+--       memberships(hash key->JSON list of index sets), type_rv(string),
+--       own(string: the resourceVersion the object's own controller last wrote)
 -- ARGV: op 'put'|'del', key, json, rv, JSON list of index set names, the type's new rv ('' keeps)
--- Returns the previous resourceVersion of the object, or false.
+-- Returns {previous resourceVersion of the object or '', 1 if this put is exactly the object's
+-- own controller's last write, else 0}.
 local op, k = ARGV[1], ARGV[2]
 local previous = redis.call('HGET', KEYS[2], k)
 local old = redis.call('HGET', KEYS[3], k)
@@ -26,4 +28,6 @@ else
   redis.call('HDEL', KEYS[3], k)
 end
 if ARGV[6] ~= '' then redis.call('SET', KEYS[4], ARGV[6]) end
-return previous
+local own = 0
+if op == 'put' and ARGV[4] ~= '' and redis.call('GET', KEYS[5]) == ARGV[4] then own = 1 end
+return {previous or '', own}

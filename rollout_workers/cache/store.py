@@ -19,6 +19,7 @@ from typing import Any
 import redis
 
 from rollout_workers.cache.indexers import NAMESPACE, OWNER, index_values, object_key
+from rollout_workers.cache.written import own_key
 from rollout_workers.kube.resources import Resource
 
 Obj = dict[str, Any]
@@ -47,9 +48,13 @@ class Keys:
         self.memberships = f"{base}:idx"
         self.type_rv = f"{base}:typerv"
         self._index = f"{base}:i"
+        self._prefix, self._plural = prefix, resource.plural
 
     def index(self, name: str, value: str) -> str:
         return f"{self._index}:{name}:{value}"
+
+    def own(self, key: str) -> str:
+        return own_key(self._prefix, self._plural, key)
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,9 @@ class Change:
     key: str
     obj: Obj
     previous_rv: str | None
+    # Exactly the last write of the object's own controller (see cache.written): the object
+    # itself need not be reconciled again for it.
+    own_write: bool = False
 
 
 class CacheWriter:
@@ -76,7 +84,7 @@ class CacheWriter:
         meta = obj.get("metadata") or {}
         k = self.keys
         return (
-            [k.objects, k.versions, k.memberships, k.type_rv],
+            [k.objects, k.versions, k.memberships, k.type_rv, k.own(object_key(obj))],
             [
                 op,
                 object_key(obj),
@@ -92,8 +100,10 @@ class CacheWriter:
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         op = "del" if event_type == "DELETED" else "put"
         keys, args = self._args(op, obj, rv)
-        previous = self._apply(keys=keys, args=args)
-        return Change(event_type, object_key(obj), obj, _text(previous) if previous else None)
+        previous, own = self._apply(keys=keys, args=args)
+        return Change(
+            event_type, object_key(obj), obj, _text(previous) or None, own_write=bool(own)
+        )
 
     def set_resource_version(self, rv: str) -> None:
         """A bookmark: nothing changed, but the type is now current up to `rv`."""

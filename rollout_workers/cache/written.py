@@ -5,6 +5,17 @@ After a write, the worker records the object's new resourceVersion (kept only if
 few minutes). A reconcile that then finds an older version in the cache would act on stale
 state — Argo's commonest cause of stuck rollouts — so it requeues itself shortly instead.
 resourceVersions are compared as integers (etcd revisions); a non-numeric one never blocks.
+
+The same record tells the watcher that an event is only a controller's own write to the object
+it reconciles (an AnalysisRun's measurement): such a write is recorded a second time under the
+writer's own kind (`own_key`), and an event whose resourceVersion is exactly that one does not
+queue the object again — the reconcile that wrote it has already acted on everything before
+it, and anything after it is another event with a newer version. Only the writer's own kind is
+skipped: a Rollout's write to an AnalysisRun still wakes the AnalysisRun controller, and an
+AnalysisRun's write still wakes its Rollout. A controller opts in (`own=`) only where its
+reconcile never relies on the event of its own write to take its next step: the AnalysisRun
+controller schedules its next measurement itself; the Rollout reconcile still takes some steps
+on the reconcile its status write triggers.
 """
 
 from __future__ import annotations
@@ -14,9 +25,11 @@ from typing import Any
 import redis
 
 _RECORD = """
-local current = redis.call('GET', KEYS[1])
-if not current or tonumber(current) == nil or tonumber(ARGV[1]) > tonumber(current) then
-  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+for _, key in ipairs(KEYS) do
+  local current = redis.call('GET', key)
+  if not current or tonumber(current) == nil or tonumber(ARGV[1]) > tonumber(current) then
+    redis.call('SET', key, ARGV[1], 'EX', ARGV[2])
+  end
 end
 return 1
 """
@@ -24,10 +37,19 @@ return 1
 TTL_SECONDS = 300
 
 
+def own_key(prefix: str, plural: str, key: str) -> str:
+    """Where the last resourceVersion the controller of `plural` wrote to `key` is kept."""
+    return f"{prefix}:written-own:{plural}:{key}"
+
+
 class WrittenVersions:
-    def __init__(self, client: redis.Redis, *, prefix: str) -> None:
+    def __init__(self, client: redis.Redis, *, prefix: str, own: str | None = None) -> None:
+        """`own`: the plural of the objects this process' controller reconciles, whose own
+        writes the watcher need not queue again (None: record no own writes)."""
         self._redis = client
+        self._root = prefix
         self._prefix = f"{prefix}:written"
+        self._own = own
         self._record = client.register_script(_RECORD)
 
     def _key(self, plural: str, key: str) -> str:
@@ -35,7 +57,10 @@ class WrittenVersions:
 
     def record(self, plural: str, key: str, resource_version: str) -> None:
         if resource_version.isdigit():
-            self._record(keys=[self._key(plural, key)], args=[resource_version, TTL_SECONDS])
+            keys = [self._key(plural, key)]
+            if plural == self._own:
+                keys.append(own_key(self._root, plural, key))
+            self._record(keys=keys, args=[resource_version, TTL_SECONDS])
 
     def stale(self, plural: str, items: dict[str, str]) -> list[str]:
         """The keys whose cached resourceVersion is older than the one a worker wrote."""

@@ -7,9 +7,12 @@ an ordinary kubeconfig and cannot tell the difference. Pointing the controller a
 needs no code change.
 
 What it serves: core/v1 namespaces, services, pods, events, secrets, configmaps; apps/v1
-replicasets and deployments; batch/v1 jobs; networking.k8s.io/v1 ingresses; argoproj.io/v1alpha1
-rollouts, analysistemplates, clusteranalysistemplates, analysisruns, experiments; discovery,
-``/version`` and ``/healthz``.
+replicasets and deployments; batch/v1 jobs; networking.k8s.io/v1 ingresses; events.k8s.io/v1
+events (the core/v1 events seen through the v1 field mapping, see conversion.py);
+apiextensions.k8s.io/v1 customresourcedefinitions and every type they define; discovery,
+``/version`` and ``/healthz``. The argoproj.io types are CRDs like any other: ``DevCluster``
+installs the project's (``rollout_workers.api.crdgen.calculate_crds()``) at start unless
+``install_crds=False`` (``rollouts devcluster --no-crds``).
 
 Behaviour worth knowing (each mirrors a real API server unless marked):
 
@@ -23,9 +26,26 @@ Behaviour worth knowing (each mirrors a real API server unless marked):
   types, ``application/strategic-merge-patch+json`` (common list merge keys; see patches.py).
   The official Python client sends strategic merge patch for a dict body to the typed built-in
   APIs and merge patch to CustomObjectsApi; custom resources refuse strategic merge patch (415).
-- Watches keep a bounded history per type (``history_size`` events); an older resourceVersion
-  gets an ERROR event with a 410 ``Expired`` Status inside the stream (reason ``Expired`` is what
-  a real server sends for "too old resource version"). ``DevCluster.force_gone()`` or ``POST
+- CRDs (crds.py): validated and given status (NamesAccepted, Established, acceptedNames,
+  storedVersions) as apiextensions-apiserver does; served at once, per served version, with the
+  version's status/scale subresources; updates apply at once. Without a status subresource
+  ``/status`` is 404 and main-resource writes change status. Deleting a CRD marks it
+  Terminating, deletes its objects (their finalizers hold it), then stops serving the type and
+  ends its watches. Names another CRD of the group holds are refused (NamesAccepted False,
+  not served until freed). Not done: value validation and defaulting from the schema, webhook
+  conversion.
+- Every write to a custom resource is pruned by its version's ``openAPIV3Schema`` (pruning.py);
+  the pruned paths are kept per type: ``GET /_devcluster/pruned`` (``DELETE`` also clears
+  them), ``DevCluster.pruned_fields()``. ``fieldValidation``: Strict (kubectl's default) refuses
+  such a write with 400, Warn (the default) answers ``Warning`` headers, Ignore is silent.
+  Reads are pruned too (after a schema change, and through another version's schema).
+- Custom resources are printed server-side (a meta.k8s.io/v1 Table of the CRD's
+  ``additionalPrinterColumns``, tables.py) for ``kubectl get``, and their schemas are in
+  ``/openapi/v3`` for ``kubectl explain``.
+- Watches keep a bounded history per type (``history_size`` events, default 1,000, about a real
+  watch cache's size); an older resourceVersion gets an ERROR event with a 410 ``Expired``
+  Status inside the stream (reason ``Expired`` is what a real server sends for "too old
+  resource version"). ``DevCluster.force_gone()`` or ``POST
   /_devcluster/compact`` compacts the history now and ends open watches with that error.
   Paginated LISTs are consistent snapshots at the first page's resourceVersion while the history
   reaches back that far; beyond it later pages show current objects (a deviation: a real server

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rollout_workers.devcluster.store import DEFAULT_HISTORY_SIZE
+
 if TYPE_CHECKING:
     from rollout_workers.devcluster.server import DevCluster
 
@@ -53,9 +55,16 @@ INFO_NAME = "devcluster.json"
 @click.option(
     "--history-size",
     type=click.IntRange(min=1),
-    default=10_000,
+    default=DEFAULT_HISTORY_SIZE,
     show_default=True,
     help="Watch events kept per resource type; older resourceVersions get 410 Gone.",
+)
+@click.option(
+    "--no-crds",
+    is_flag=True,
+    default=False,
+    help="Start without the argoproj.io CRDs (install them yourself, e.g. kubectl apply -k "
+    "deploy/crds).",
 )
 @click.option(
     "--bookmark-interval",
@@ -89,6 +98,7 @@ def devcluster(
     bookmark_interval: float,
     state_file: Path | None,
     state_dir: Path | None,
+    no_crds: bool,
 ) -> None:
     """Run the embedded Kubernetes API server until interrupted."""
     from rollout_workers.devcluster.server import serve  # aiohttp only when serving
@@ -135,6 +145,7 @@ def devcluster(
             history_size=history_size,
             bookmark_interval=bookmark_interval,
             state_file=state_file,
+            install_crds=not no_crds,
         )
     except OSError as exc:
         raise click.ClickException(f"cannot run the devcluster on {host}:{port}: {exc}") from None

@@ -287,9 +287,9 @@ class Controllers:
                     self._collect_dependents(self._gc_owners.pop())
                 elif self._gc_objects:
                     type_key, ns, name = self._gc_objects.pop()
-                    rt = self.store.registry.by_key(type_key)
-                    stored = self.store.find(rt, namespace=ns, name=name)
-                    if stored is not None:
+                    rt = self.store.registry.find_key(type_key)  # None: its CRD is gone
+                    stored = None if rt is None else self.store.find(rt, namespace=ns, name=name)
+                    if rt is not None and stored is not None:
                         self._collect(rt, stored)
                 elif self._dirty_ns:
                     self._reconcile_namespace(self._dirty_ns.pop())
@@ -380,7 +380,7 @@ class Controllers:
     def _reconcile_namespace(self, name: str) -> None:
         if name not in self._terminating:
             return
-        for rt in self.store.registry.types:
+        for rt in self.store.registry.storage_types:
             if not rt.namespaced:
                 continue
             for stored in list(self.store.iter_objects(rt, name)):

@@ -100,6 +100,25 @@ def invalid(
     return ApiError(code=422, reason="Invalid", message=message, details=details)
 
 
+def invalid_causes(
+    *, kind: str, group: str, name: str, causes: list[tuple[str, str, str]]
+) -> ApiError:
+    """422 Invalid with several ``(field, reason, detail)`` causes; the message lists them in
+    brackets when there is more than one, as the real server's aggregate does."""
+    parts = [f"{field}: {detail}" for field, _reason, detail in causes]
+    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    details = _details(name, group, kind)
+    details["causes"] = [
+        {"reason": reason, "message": detail, "field": field} for field, reason, detail in causes
+    ]
+    return ApiError(
+        code=422,
+        reason="Invalid",
+        message=f'{qualified(kind, group)} "{name}" is invalid: {joined}',
+        details=details,
+    )
+
+
 def unprocessable(message: str) -> ApiError:
     """A patch that decodes but cannot be applied (RFC 6902 ``test`` failure, bad path)."""
     return ApiError(code=422, reason="Invalid", message=message)

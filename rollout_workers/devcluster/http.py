@@ -21,6 +21,7 @@ from aiohttp import web
 
 from rollout_workers.devcluster import errors, protobuf
 from rollout_workers.devcluster.audit import AuditLog
+from rollout_workers.devcluster.conversion import storage_field_path
 from rollout_workers.devcluster.errors import ApiError, JSONDict
 from rollout_workers.devcluster.resources import Registry, ResourceType
 from rollout_workers.devcluster.selectors import (
@@ -29,7 +30,8 @@ from rollout_workers.devcluster.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from rollout_workers.devcluster.store import Store, WatchFilter
+from rollout_workers.devcluster.store import FIELD_VALIDATION_MODES, Store, Stored, WatchFilter
+from rollout_workers.devcluster.tables import calculate_table, wants_table
 
 log = logging.getLogger(__name__)
 
@@ -175,10 +177,13 @@ class ApiHandler:
                 raise errors.method_not_allowed(method)
             if method == "POST":
                 body = await self._body(request)
-                stored = self.store.create(
-                    rt, namespace=namespace, body=body, dry_run=self._dry_run(request)
+                return self._validated(
+                    request,
+                    lambda: self.store.create(
+                        rt, namespace=namespace, body=body, dry_run=self._dry_run(request)
+                    ),
+                    status=201,
                 )
-                return json_response(stored.raw(), status=201)
             if method == "DELETE":
                 return await self._delete_collection(request, rt, namespace)
             raise errors.method_not_allowed(method)
@@ -280,7 +285,7 @@ class ApiHandler:
             "openapi": "3.0.0",
             "info": {"title": "Kubernetes", "version": VERSION_INFO["gitVersion"]},
             "paths": paths,
-            "components": {"schemas": {}},
+            "components": {"schemas": _custom_resource_schemas(resources)},
         }
 
     # --- admin ----------------------------------------------------------------------------
@@ -288,8 +293,13 @@ class ApiHandler:
     def _admin(self, request: web.Request, parts: list[str]) -> web.Response:
         if parts == ["compact"] and request.method == "POST":
             return json_response({"resourceVersion": str(self.on_compact())})
+        if parts == ["pruned"] and request.method in ("GET", "DELETE"):
+            pruned = self.store.pruned_fields()
+            if request.method == "DELETE":
+                self.store.clear_pruned_fields()
+            return json_response(pruned)
         if parts == ["stats"] and request.method == "GET":
-            counts = {rt.key: self.store.count(rt) for rt in self.registry.types}
+            counts = {rt.key: self.store.count(rt) for rt in self.registry.storage_types}
             return json_response(
                 {"resourceVersion": str(self.store.resource_version), "objects": counts}
             )
@@ -319,7 +329,22 @@ class ApiHandler:
         except ValueError as exc:
             raise errors.bad_request(str(exc)) from None
         return WatchFilter(
-            namespace=namespace if rt.namespaced else None, labels=labels, fields=fields
+            namespace=namespace if rt.namespaced else None,
+            labels=labels,
+            fields=self._stored_fields(rt, fields),
+        )
+
+    @staticmethod
+    def _stored_fields(rt: ResourceType, fields: FieldSelector) -> FieldSelector:
+        """Field selectors of a served form that is not the stored one (events.k8s.io/v1's
+        ``regarding.name``), rewritten for the stored objects they are matched against."""
+        if rt.storage or fields.empty:
+            return fields
+        return FieldSelector(
+            tuple(
+                FieldRequirement(storage_field_path(rt, r.path), r.value, r.negate)
+                for r in fields.requirements
+            )
         )
 
     # --- collection verbs -----------------------------------------------------------------
@@ -342,6 +367,9 @@ class ApiHandler:
             meta["continue"] = result.continue_token
         if result.remaining is not None:
             meta["remainingItemCount"] = result.remaining
+        table = self._as_table(request, rt, result.items, meta)
+        if table is not None:
+            return table
         head = _dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta})
         body = head[:-1] + b',"items":[' + b",".join(s.raw() for s in result.items) + b"]}"
         return json_response(body)
@@ -389,6 +417,22 @@ class ApiHandler:
             policy = "Orphan" if _truthy(orphan) else "Background"
         return policy, preconditions
 
+    def _as_table(
+        self, request: web.Request, rt: ResourceType, items: list[Stored], meta: JSONDict
+    ) -> web.Response | None:
+        """A custom resource's Table when the client asks for one (kubectl get), else None."""
+        if not rt.custom or not wants_table(request.headers.get("Accept", "")):
+            return None
+        return json_response(
+            calculate_table(
+                rt.printer_columns,
+                [s.obj for s in items],
+                list_meta=meta,
+                include_object=request.query.get("includeObject", "PartialObjectMetadata"),
+                now=self.store.clock(),
+            )
+        )
+
     # --- item verbs -----------------------------------------------------------------------
 
     async def _item(
@@ -396,13 +440,18 @@ class ApiHandler:
     ) -> web.Response:
         method = request.method
         if method == "GET":
-            return json_response(self.store.get(rt, namespace=namespace, name=name).raw())
+            stored = self.store.get(rt, namespace=namespace, name=name)
+            meta = {"resourceVersion": stored.metadata["resourceVersion"]}
+            table = self._as_table(request, rt, [stored], meta)
+            return table if table is not None else json_response(stored.raw())
         if method == "PUT":
             body = await self._body(request)
-            stored = self.store.update(
-                rt, namespace=namespace, name=name, body=body, dry_run=self._dry_run(request)
+            return self._validated(
+                request,
+                lambda: self.store.update(
+                    rt, namespace=namespace, name=name, body=body, dry_run=self._dry_run(request)
+                ),
             )
-            return json_response(stored.raw())
         if method == "PATCH":
             return await self._patch(request, rt, namespace, name, subresource=None)
         if method == "DELETE":
@@ -433,6 +482,25 @@ class ApiHandler:
             )
         raise errors.method_not_allowed(method)
 
+    def _validated(
+        self, request: web.Request, write: Callable[[], Stored], *, status: int = 200
+    ) -> web.Response:
+        """Run a write under the request's ``fieldValidation``: fields the schema prunes fail
+        it with 400 (Strict), come back as ``Warning`` headers (Warn, the default, what
+        kubectl prints), or go silently (Ignore)."""
+        mode = request.query.get("fieldValidation") or "Warn"
+        if mode not in FIELD_VALIDATION_MODES:
+            raise errors.bad_request(
+                f'fieldValidation "{mode}" is not supported: use Ignore, Warn or Strict'
+            )
+        with self.store.field_validation(mode) as unknown:
+            stored = write()
+        response = json_response(stored.raw(), status=status)
+        if mode == "Warn":
+            for path in unknown:
+                response.headers.add("Warning", f'299 - "unknown field \\"{path}\\""')
+        return response
+
     async def _patch(
         self,
         request: web.Request,
@@ -444,16 +512,18 @@ class ApiHandler:
     ) -> web.Response:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
         body = await self._body(request)
-        stored = self.store.patch(
-            rt,
-            namespace=namespace,
-            name=name,
-            patch_type=content_type,
-            patch=body,
-            subresource=subresource,
-            dry_run=self._dry_run(request),
+        return self._validated(
+            request,
+            lambda: self.store.patch(
+                rt,
+                namespace=namespace,
+                name=name,
+                patch_type=content_type,
+                patch=body,
+                subresource=subresource,
+                dry_run=self._dry_run(request),
+            ),
         )
-        return json_response(stored.raw())
 
     async def _status(
         self, request: web.Request, rt: ResourceType, namespace: str | None, name: str
@@ -463,15 +533,17 @@ class ApiHandler:
             return json_response(self.store.get(rt, namespace=namespace, name=name).raw())
         if method == "PUT":
             body = await self._body(request)
-            stored = self.store.update(
-                rt,
-                namespace=namespace,
-                name=name,
-                body=body,
-                subresource="status",
-                dry_run=self._dry_run(request),
+            return self._validated(
+                request,
+                lambda: self.store.update(
+                    rt,
+                    namespace=namespace,
+                    name=name,
+                    body=body,
+                    subresource="status",
+                    dry_run=self._dry_run(request),
+                ),
             )
-            return json_response(stored.raw())
         if method == "PATCH":
             return await self._patch(request, rt, namespace, name, subresource="status")
         raise errors.method_not_allowed(method)
@@ -525,6 +597,7 @@ class ApiHandler:
         watch = self.store.watch(rt, flt=flt, resource_version=resource_version)
         if initial_end and bookmarks:
             watch.pending.append(self._bookmark(rt, initial_events_end=True))
+        as_table = rt.custom and wants_table(request.headers.get("Accept", ""))
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         watch.notify = wake.set
@@ -540,6 +613,8 @@ class ApiHandler:
                 if watch.pending:
                     chunk = b"".join(watch.pending)
                     watch.pending.clear()
+                    if as_table:
+                        chunk = self._table_events(request, rt, chunk)
                     await response.write(chunk)
                     continue
                 if watch.closed:
@@ -562,9 +637,43 @@ class ApiHandler:
             self.store.stop_watch(watch)
         return response
 
+    def _table_events(self, request: web.Request, rt: ResourceType, chunk: bytes) -> bytes:
+        """Watch events re-encoded with Table objects (``kubectl get -w``), one row each, as a
+        real server sends to a client that asked for tables. ERROR and BOOKMARK stay as are."""
+        include = request.query.get("includeObject", "PartialObjectMetadata")
+        out = []
+        for line in chunk.splitlines():
+            event = json.loads(line)
+            obj = event.get("object") or {}
+            if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and obj.get("kind") == rt.kind:
+                meta = {"resourceVersion": obj.get("metadata", {}).get("resourceVersion", "")}
+                event["object"] = calculate_table(
+                    rt.printer_columns,
+                    [obj],
+                    list_meta=meta,
+                    include_object=include,
+                    now=self.store.clock(),
+                )
+            out.append(_dumps(event) + b"\n")
+        return b"".join(out)
+
     def _bookmark(self, rt: ResourceType, *, initial_events_end: bool = False) -> bytes:
         meta: JSONDict = {"resourceVersion": str(self.store.resource_version)}
         if initial_events_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
         return _dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def _custom_resource_schemas(resources: list[ResourceType]) -> JSONDict:
+    """The OpenAPI v3 schemas a real server publishes for custom resources (named
+    ``<reversed group>.<version>.<Kind>`` and tagged with their GVK), so that ``kubectl
+    explain`` finds them. Built-in types stay schema-less here."""
+    schemas: JSONDict = {}
+    for rt in resources:
+        if not rt.custom or rt.schema is None:
+            continue
+        name = ".".join([*reversed(rt.group.split(".")), rt.version, rt.kind])
+        gvk = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
+        schemas[name] = {**rt.schema, "x-kubernetes-group-version-kind": gvk}
+    return schemas

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -25,9 +26,10 @@ import yaml
 from aiohttp import web
 
 from rollout_workers.devcluster.controllers import Controllers
+from rollout_workers.devcluster.errors import JSONDict
 from rollout_workers.devcluster.http import ApiHandler
-from rollout_workers.devcluster.resources import Registry
-from rollout_workers.devcluster.store import Store
+from rollout_workers.devcluster.resources import CRD_KEY, Registry
+from rollout_workers.devcluster.store import DEFAULT_HISTORY_SIZE, Store
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,14 @@ def kubeconfig_for(url: str, *, namespace: str = "default", token: str = "") -> 
     }
 
 
+@functools.cache
+def _project_crds_json() -> str:
+    """The generated CRDs, computed once per process (tests start many devclusters)."""
+    from rollout_workers.api.crdgen import calculate_crds
+
+    return json.dumps(calculate_crds())
+
+
 def _write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -63,7 +73,12 @@ def _write_atomically(path: Path, text: str) -> None:
 
 class DevCluster:
     """The embedded API server. ``await start()`` binds; ``await stop()`` shuts down (and
-    writes the state file when one is configured)."""
+    writes the state file when one is configured).
+
+    ``install_crds`` (default True) installs the project's argoproj.io CRDs at start, after
+    the state file is loaded (a stored CRD whose spec differs from the generated one is
+    updated); with False the API serves no argoproj.io types until a client creates CRDs.
+    ``history_size``: watch events kept per type (``DEFAULT_HISTORY_SIZE``)."""
 
     def __init__(
         self,
@@ -72,14 +87,16 @@ class DevCluster:
         port: int = 0,
         ready_delay: float = 2.0,
         bad_image_pattern: str = "*:bad*",
-        history_size: int = 10_000,
+        history_size: int = DEFAULT_HISTORY_SIZE,
         bookmark_interval: float = 60.0,
         state_file: Path | None = None,
         job_duration: float | None = None,
+        install_crds: bool = True,
     ) -> None:
         self.host = host
         self.requested_port = port
         self.state_file = state_file
+        self.install_crds = install_crds
         self.registry = Registry()
         self.store = Store(self.registry, history_size=history_size)
         self.controllers: Controllers | None = None
@@ -107,6 +124,8 @@ class DevCluster:
         if self.state_file is not None and self.state_file.exists():
             self.store.restore(json.loads(self.state_file.read_text()))
         self.store.ensure_namespaces()
+        if self.install_crds:
+            self.install_project_crds()
         self.controllers = Controllers(
             self.store,
             self.registry,
@@ -134,6 +153,35 @@ class DevCluster:
             await self.controllers.stop()
         if self.state_file is not None:
             self.save_state(self.state_file)
+
+    def install_project_crds(self) -> None:
+        """Install (or bring up to date) the argoproj.io CRDs generated from the models."""
+        for crd in json.loads(_project_crds_json()):
+            self.apply_crd(crd)
+
+    def apply_crd(self, crd: JSONDict) -> JSONDict:
+        """Create a CRD, or replace the spec (and labels/annotations) of the one of that
+        name, as ``kubectl apply`` would; served at once. Returns the stored CRD."""
+        rt = self.registry.by_key(CRD_KEY)
+        name = str(crd["metadata"]["name"])
+        current = self.store.find(rt, namespace=None, name=name)
+        if current is None:
+            return self.store.create(rt, namespace=None, body=crd).obj
+        meta = {**current.metadata}
+        for key in ("labels", "annotations"):
+            if key in crd["metadata"]:
+                meta[key] = crd["metadata"][key]
+        body = {**current.obj, "metadata": meta, "spec": crd["spec"]}
+        return self.store.update(rt, namespace=None, name=name, body=body).obj
+
+    def pruned_fields(self) -> dict[str, list[str]]:
+        """Per custom resource type (``<plural>.<group>``), the field paths the API has
+        pruned from writes because the CRD's schema lacks them (list indices as ``[]``, map
+        keys as ``*``). Also served at ``GET /_devcluster/pruned``."""
+        return self.store.pruned_fields()
+
+    def clear_pruned_fields(self) -> None:
+        self.store.clear_pruned_fields()
 
     def save_state(self, path: Path) -> None:
         _write_atomically(path, json.dumps(self.store.snapshot()))
@@ -203,6 +251,15 @@ class DevClusterThread:
 
     def force_gone(self) -> int:
         return self.call(lambda c: c.force_gone())
+
+    def pruned_fields(self) -> dict[str, list[str]]:
+        return self.call(lambda c: c.pruned_fields())
+
+    def clear_pruned_fields(self) -> None:
+        self.call(lambda c: c.clear_pruned_fields())
+
+    def apply_crd(self, crd: JSONDict) -> JSONDict:
+        return self.call(lambda c: c.apply_crd(crd))
 
     def write_kubeconfig(self, path: Path, *, namespace: str = "default", token: str = "") -> Path:
         return self.call(lambda c: c.write_kubeconfig(path, namespace=namespace, token=token))

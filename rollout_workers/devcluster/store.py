@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import copy
 import json
 import random
@@ -36,7 +37,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollout_workers.devcluster import errors
+from rollout_workers.devcluster import crds, errors
+from rollout_workers.devcluster.conversion import convert_from_storage, convert_to_storage
 from rollout_workers.devcluster.errors import ApiError, JSONDict
 from rollout_workers.devcluster.patches import (
     PatchApplyError,
@@ -45,7 +47,8 @@ from rollout_workers.devcluster.patches import (
     merge_patch,
     strategic_merge_patch,
 )
-from rollout_workers.devcluster.resources import Registry, ResourceType
+from rollout_workers.devcluster.pruning import calculate_pruned
+from rollout_workers.devcluster.resources import CRD_KEY, Registry, ResourceType
 from rollout_workers.devcluster.selectors import (
     FieldSelector,
     LabelSelector,
@@ -73,6 +76,12 @@ _SYSTEM_METADATA = (
     "deletionGracePeriodSeconds",
 )
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+FIELD_VALIDATION_MODES = ("Ignore", "Warn", "Strict")
+# Watch events kept per type. A real kube-apiserver's watch cache holds a few hundred to a few
+# thousand events per type (its default capacity is 100, grown with load up to ~3,000), so a
+# watch from a resourceVersion some thousand writes old gets 410 Gone there. Keeping 10,000
+# here hid relist bugs that a real cluster shows; 1,000 keeps the controller honest.
+DEFAULT_HISTORY_SIZE = 1_000
 
 
 def _dumps(value: Any) -> bytes:
@@ -91,11 +100,29 @@ def random_suffix(rng: random.Random, length: int = 5) -> str:
 class Stored:
     """One immutable object version and its JSON, serialised on first use."""
 
-    __slots__ = ("_raw", "obj")
+    __slots__ = ("_raw", "_views", "obj")
 
     def __init__(self, obj: JSONDict) -> None:
         self.obj = obj
         self._raw: bytes | None = None
+        self._views: dict[str, tuple[JSONDict | None, Stored]] | None = None
+
+    def view(self, rt: ResourceType) -> Stored:
+        """This object as ``rt`` serves it (itself for the storage type), converted once. A
+        custom resource read through another version is pruned by that version's schema, as
+        the real server prunes the conversion's output."""
+        if rt.storage:
+            return self
+        if self._views is None:
+            self._views = {}
+        found = self._views.get(rt.api_version)
+        # Keyed by the schema object too: a CRD update replaces it, and the view with it.
+        if found is None or found[0] is not rt.schema:
+            obj = convert_from_storage(rt, self.obj)
+            if rt.custom:
+                obj, _paths = calculate_pruned(obj, rt.schema)
+            found = self._views[rt.api_version] = (rt.schema, Stored(obj))
+        return found[1]
 
     def raw(self) -> bytes:
         if self._raw is None:
@@ -125,25 +152,28 @@ class Event:
     previous: Stored | None
     _lines: dict[str, bytes] = field(default_factory=dict)
 
-    def line(self, variant: str) -> bytes:
+    def line(self, variant: str, view: ResourceType | None = None) -> bytes:
         """The watch-stream line for one variant, encoded once for every watcher.
 
         ``variant`` is the event type, or ``DELETED_PREV``: an object that stopped matching a
         watch's selector is sent as DELETED with its previous content at this resourceVersion
-        (what the real watch cache does).
+        (what the real watch cache does). ``view``: the served type of the watch, when it is
+        not the stored form (another CRD version, events.k8s.io/v1).
         """
-        cached = self._lines.get(variant)
+        if view is not None and view.storage:
+            view = None
+        cache_key = variant if view is None else f"{variant} {view.api_version}"
+        cached = self._lines.get(cache_key)
         if cached is None:
             if variant == "DELETED_PREV":
                 assert self.previous is not None
-                prev = self.previous.obj
+                prev = self.previous.obj if view is None else self.previous.view(view).obj
                 obj = {**prev, "metadata": {**prev["metadata"], "resourceVersion": str(self.rv)}}
                 cached = b'{"type":"DELETED","object":' + _dumps(obj) + b"}\n"
             else:
-                cached = (
-                    b'{"type":"' + variant.encode() + b'","object":' + self.current.raw() + b"}\n"
-                )
-            self._lines[variant] = cached
+                current = self.current if view is None else self.current.view(view)
+                cached = b'{"type":"' + variant.encode() + b'","object":' + current.raw() + b"}\n"
+            self._lines[cache_key] = cached
         return cached
 
 
@@ -304,7 +334,7 @@ class Store:
         self,
         registry: Registry,
         *,
-        history_size: int = 10_000,
+        history_size: int = DEFAULT_HISTORY_SIZE,
         clock: Clock = time.time,
         rng: random.Random | None = None,
         max_watch_pending: int = 100_000,
@@ -315,7 +345,11 @@ class Store:
         self.rng = rng or random.Random()
         self.max_watch_pending = max_watch_pending
         self._rv = 0
-        self._types = {rt.key: _TypeState(rt, 0) for rt in registry.types}
+        self._types = {rt.key: _TypeState(rt, 0) for rt in registry.storage_types}
+        # Per custom resource type (``<plural>.<group>``): pruned field path -> times pruned.
+        self.pruned: dict[str, dict[str, int]] = {}
+        # The current write's fieldValidation and the unknown fields it met (field_validation).
+        self._validation: tuple[str, list[str]] = ("Ignore", [])
         self._by_uid: dict[str, tuple[str, str, str]] = {}
         self._dependents: dict[str, set[tuple[str, str, str]]] = {}
         self._listeners: list[Listener] = []
@@ -329,11 +363,40 @@ class Store:
         """The current (latest committed) resourceVersion."""
         return self._rv
 
+    def pruned_fields(self) -> dict[str, list[str]]:
+        """Per custom resource type, the field paths pruning has dropped so far."""
+        return {key: sorted(paths) for key, paths in sorted(self.pruned.items())}
+
+    def clear_pruned_fields(self) -> None:
+        self.pruned.clear()
+
+    @contextlib.contextmanager
+    def field_validation(self, mode: str) -> Iterator[list[str]]:
+        """Writes inside run with ``fieldValidation=mode``: under Strict a write that the
+        schema would prune fails with 400 BadRequest naming the unknown fields; otherwise the
+        yielded list collects them (for Warn's warnings), with exact list indices and map keys."""
+        saved = self._validation
+        unknown: list[str] = []
+        self._validation = (mode, unknown)
+        try:
+            yield unknown
+        finally:
+            self._validation = saved
+
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
     def state(self, rt: ResourceType) -> _TypeState:
-        return self._types[rt.key]
+        return self._types[rt.storage_key]
+
+    def _storage(self, rt: ResourceType) -> ResourceType:
+        """The type that holds ``rt``'s objects (``rt`` itself unless it is a view)."""
+        if rt.storage:
+            return rt
+        found = self.registry.find_key(rt.storage_key)
+        if found is None:
+            raise errors.not_found(resource=rt.plural, group=rt.group, name="")
+        return found
 
     def ensure_namespaces(self, names: Iterable[str] = INITIAL_NAMESPACES) -> None:
         assert self._ns_rt is not None
@@ -388,9 +451,13 @@ class Store:
                 continue
             variant = watch.filter.classify(event)
             if variant is not None:
-                watch.push(event.line(variant))
+                watch.push(event.line(variant, watch.rt))
         for listener in self._listeners:
             listener(event)
+        if ts.rt.key == CRD_KEY:
+            self._crd_changed(event)
+        elif event_type == "DELETED" and ts.rt.custom and ts.count == 0:
+            self._finish_crd_deletion(ts.rt.key)
         return stored
 
     # --- indexes --------------------------------------------------------------------------
@@ -422,10 +489,11 @@ class Store:
         stored = self.state(rt).get(self._ns_key(rt, namespace), name)
         if stored is None:
             raise errors.not_found(resource=rt.plural, group=rt.group, name=name)
-        return stored
+        return stored.view(rt)
 
     def find(self, rt: ResourceType, *, namespace: str | None, name: str) -> Stored | None:
-        return self.state(rt).get(self._ns_key(rt, namespace), name)
+        stored = self.state(rt).get(self._ns_key(rt, namespace), name)
+        return None if stored is None else stored.view(rt)
 
     def iter_objects(self, rt: ResourceType, namespace: str | None = None) -> Iterator[Stored]:
         ts = self.state(rt)
@@ -499,6 +567,8 @@ class Store:
             token = _encode_continue(list_rv, *last)
             if flt.labels.empty and flt.fields.empty:
                 remaining = len(candidates) - index
+        if not rt.storage:
+            items = [s.view(rt) for s in items]
         return ListResult(items, list_rv, token, remaining)
 
     @staticmethod
@@ -537,7 +607,7 @@ class Store:
             current.sort(key=lambda s: s.resource_version)
             watch.max_pending += len(current)
             for s in current:
-                watch.pending.append(b'{"type":"ADDED","object":' + s.raw() + b"}\n")
+                watch.pending.append(b'{"type":"ADDED","object":' + s.view(rt).raw() + b"}\n")
         else:
             try:
                 since = int(resource_version)
@@ -552,13 +622,15 @@ class Store:
             for event in backlog:
                 variant = flt.classify(event)
                 if variant is not None:
-                    watch.pending.append(event.line(variant))
+                    watch.pending.append(event.line(variant, rt))
         ts.watches.add(watch)
         return watch
 
     def stop_watch(self, watch: Watch) -> None:
         watch.closed = True
-        self.state(watch.rt).watches.discard(watch)
+        ts = self._types.get(watch.rt.storage_key)  # gone when its CRD was deleted
+        if ts is not None:
+            ts.watches.discard(watch)
 
     def force_gone(self, *, close_watches: bool = True) -> int:
         """Compact all history at the current resourceVersion: any watch (or continue token)
@@ -624,7 +696,49 @@ class Store:
     def create(
         self, rt: ResourceType, *, namespace: str | None, body: Any, dry_run: bool = False
     ) -> Stored:
+        srt = self._storage(rt)
+        obj = self._incoming(rt, srt, body)
+        return self._create(
+            srt, namespace=namespace, obj=obj, schema=rt.schema, dry_run=dry_run
+        ).view(rt)
+
+    def _incoming(self, rt: ResourceType, srt: ResourceType, body: Any) -> JSONDict:
+        """A written body checked against the served type ``rt``, in ``srt``'s stored form."""
         obj = self._check_body(rt, body)
+        return obj if rt.storage else convert_to_storage(rt, srt, obj)
+
+    def _prune(self, rt: ResourceType, obj: JSONDict, schema: JSONDict | None) -> JSONDict:
+        """Structural pruning of a custom resource write; records what was dropped."""
+        if not rt.custom:
+            return obj
+        out, paths = calculate_pruned(obj, schema)
+        if paths:
+            mode, unknown = self._validation
+            exact = calculate_pruned(obj, schema, exact=True)[1] if mode != "Ignore" else []
+            if mode == "Strict":
+                # Refused, so nothing is pruned or recorded.
+                fields = ", ".join(f'unknown field "{p}"' for p in exact)
+                raise errors.bad_request(
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                    f"strict decoding error: {fields}"
+                )
+            unknown.extend(exact)
+            counts = self.pruned.setdefault(rt.key, {})
+            for path in paths:
+                counts[path] = counts.get(path, 0) + 1
+        return out
+
+    def _create(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        obj: JSONDict,
+        schema: JSONDict | None,
+        dry_run: bool,
+    ) -> Stored:
+        if rt.custom:
+            self._check_crd_not_terminating(rt)
         meta: JSONDict = obj["metadata"]
         ns = ""
         if rt.namespaced:
@@ -671,6 +785,7 @@ class Store:
         if rt.has_generation:
             meta["generation"] = 1
         obj = self._defaults_on_create(rt, obj)
+        obj = self._prune(rt, obj, schema)
         self._validate(rt, obj, None)
         if dry_run:
             return Stored({**obj, "metadata": {**meta, "resourceVersion": str(self._rv)}})
@@ -745,11 +860,21 @@ class Store:
                 spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
             obj["spec"] = spec
             obj["status"] = {}
+        elif rt.key == CRD_KEY:
+            obj = crds.calculate_defaults(obj)
+            obj["status"] = crds.calculate_status(
+                obj, None, now=self.now_timestamp(), taken=self._names_taken(obj)
+            )
         elif rt.status_subresource and not rt.custom:
             obj["status"] = {}
         return obj
 
     def _validate(self, rt: ResourceType, obj: JSONDict, old: JSONDict | None) -> None:
+        if rt.key == CRD_KEY:
+            causes = crds.calculate_validation_causes(obj, old)
+            if causes:
+                raise crds.validation_error(str(obj["metadata"].get("name", "")), causes)
+            return
         if rt.key not in ("replicasets.apps", "deployments.apps", "jobs.batch"):
             return
         name = obj["metadata"]["name"]
@@ -795,7 +920,11 @@ class Store:
 
     def _spec_changed(self, rt: ResourceType, old: JSONDict, new: JSONDict) -> bool:
         if rt.custom:
-            skip = {"metadata", "status", "kind", "apiVersion"}
+            # Without a status subresource a status change is a spec change too (as on a real
+            # server: only metadata changes leave the generation alone).
+            skip = {"metadata", "kind", "apiVersion"}
+            if rt.status_subresource:
+                skip.add("status")
             keys = (set(old) | set(new)) - skip
             return any(old.get(k) != new.get(k) for k in keys)
         return old.get("spec") != new.get("spec")
@@ -811,7 +940,8 @@ class Store:
         dry_run: bool = False,
     ) -> Stored:
         """PUT: replace the object (or only its status, for ``subresource="status"``)."""
-        obj = self._check_body(rt, body)
+        view, rt = rt, self._storage(rt)
+        obj = self._incoming(view, rt, body)
         old = self.get(rt, namespace=namespace, name=name)
         meta = obj["metadata"]
         if meta.get("name") and meta["name"] != name:
@@ -835,7 +965,9 @@ class Store:
                 cause_reason="FieldValueInvalid",
                 detail="Invalid value: 0x0: must be specified for an update",
             )
-        return self._apply_update(rt, old, obj, subresource=subresource, dry_run=dry_run)
+        return self._apply_update(
+            rt, old, obj, subresource=subresource, dry_run=dry_run, schema=view.schema
+        ).view(view)
 
     def _check_preconditions(self, rt: ResourceType, old: Stored, meta: JSONDict) -> None:
         name = str(old.metadata["name"])
@@ -860,7 +992,10 @@ class Store:
         *,
         subresource: str | None,
         dry_run: bool = False,
+        schema: JSONDict | None = None,
     ) -> Stored:
+        """Write ``obj`` over ``old`` (both stored forms). ``schema`` prunes a custom resource
+        (default: ``rt``'s, the storage version's)."""
         self._check_preconditions(rt, old, obj["metadata"])
         prev = old.obj
         if subresource == "status":
@@ -869,6 +1004,11 @@ class Store:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            new = self._prune(rt, new, schema if schema is not None else rt.schema)
+            if rt.key == CRD_KEY:
+                new["status"] = crds.calculate_status(
+                    new, prev.get("status"), now=self.now_timestamp(), taken=self._names_taken(new)
+                )
         else:
             meta = dict(obj["metadata"])
             for key in _SYSTEM_METADATA:
@@ -889,7 +1029,14 @@ class Store:
                     new.pop("status", None)
             if rt.key == "namespaces":
                 new["spec"] = prev.get("spec", {})
+            if rt.key == CRD_KEY:
+                new = crds.calculate_defaults(new)
+            new = self._prune(rt, new, schema if schema is not None else rt.schema)
             self._validate(rt, new, prev)
+            if rt.key == CRD_KEY:
+                new["status"] = crds.calculate_status(
+                    new, prev.get("status"), now=self.now_timestamp(), taken=self._names_taken(new)
+                )
             if rt.has_generation and self._spec_changed(rt, prev, new):
                 new["metadata"]["generation"] = int(prev["metadata"].get("generation", 0)) + 1
         if _without_rv(new) == _without_rv(prev):
@@ -922,12 +1069,15 @@ class Store:
         dry_run: bool = False,
     ) -> Stored:
         """PATCH. A resourceVersion inside the patch is a precondition (409 on mismatch)."""
+        view, rt = rt, self._storage(rt)
         old = self.get(rt, namespace=namespace, name=name)
-        result = self._patched(rt, old.obj, patch_type, patch)
+        result = self._patched(view, old.view(view).obj, patch_type, patch)
         if not isinstance(result, dict):
             raise errors.unprocessable("the patched object is not a JSON object")
-        obj = self._check_body(rt, result)
-        return self._apply_update(rt, old, obj, subresource=subresource, dry_run=dry_run)
+        obj = self._incoming(view, rt, result)
+        return self._apply_update(
+            rt, old, obj, subresource=subresource, dry_run=dry_run, schema=view.schema
+        ).view(view)
 
     def _patched(self, rt: ResourceType, target: JSONDict, patch_type: str, patch: Any) -> Any:
         try:
@@ -1019,15 +1169,16 @@ class Store:
                 cause_reason="FieldValueInvalid",
                 detail=f"Invalid value: {replicas}: must be greater than or equal to 0",
             )
-        old = self.get(rt, namespace=namespace, name=name)
-        self._check_preconditions(rt, old, body.get("metadata") or {})
+        srt = self._storage(rt)
+        old = self.get(srt, namespace=namespace, name=name)
+        self._check_preconditions(srt, old, body.get("metadata") or {})
         assert rt.scale is not None
         new = copy.deepcopy(old.obj)
         cur: JSONDict = new
         for part in rt.scale.spec_replicas[:-1]:
             cur = cur.setdefault(part, {})
         cur[rt.scale.spec_replicas[-1]] = replicas
-        stored = self._apply_update(rt, old, new, subresource=None)
+        stored = self._apply_update(srt, old, new, subresource=None, schema=rt.schema)
         return self._scale_of(rt, stored)
 
     # --- deletes --------------------------------------------------------------------------
@@ -1044,6 +1195,18 @@ class Store:
     ) -> tuple[Stored, bool]:
         """Delete; returns the final object and whether it is gone now (False while
         finalizers, a terminating namespace or foreground dependents hold it)."""
+        if not rt.storage:
+            final, gone = self.delete(
+                self._storage(rt),
+                namespace=namespace,
+                name=name,
+                propagation=propagation,
+                preconditions=preconditions,
+                dry_run=dry_run,
+            )
+            return final.view(rt), gone
+        if rt.key == CRD_KEY and not dry_run:
+            return self._delete_crd(name, preconditions)
         old = self.get(rt, namespace=namespace, name=name)
         if preconditions:
             self._check_preconditions(rt, old, preconditions)
@@ -1125,6 +1288,164 @@ class Store:
     def namespace_is_empty(self, name: str) -> bool:
         return all(not ts.by_ns.get(name) for ts in self._types.values() if ts.rt.namespaced)
 
+    # --- custom resource definitions ------------------------------------------------------
+
+    def _crd_changed(self, event: Event) -> None:
+        """A CRD was written: serve its versions as they now are, or stop serving."""
+        if event.type == "DELETED":
+            self._unserve(event.name)
+            self._retry_names(str((event.current.obj.get("spec") or {}).get("group", "")))
+        else:
+            self._serve(event.current.obj)
+
+    def _names_taken(self, crd: JSONDict) -> crds.TakenNames:
+        """The names the other CRDs of ``crd``'s group hold."""
+        group = (crd.get("spec") or {}).get("group")
+        name = crd["metadata"].get("name")
+        return crds.TakenNames.of(
+            [
+                s.obj
+                for s in self._types[CRD_KEY].all()
+                if s.obj["spec"].get("group") == group and s.metadata["name"] != name
+            ]
+        )
+
+    def _retry_names(self, group: str) -> None:
+        """After a CRD goes, the CRDs of its group whose names were refused try again (the
+        naming controller requeues them)."""
+        ts = self._types[CRD_KEY]
+        for stored in sorted(ts.all(), key=lambda s: str(s.metadata["name"])):
+            obj = stored.obj
+            if obj["spec"].get("group") != group or crds.names_accepted(obj):
+                continue
+            status = crds.calculate_status(
+                obj, obj.get("status"), now=self.now_timestamp(), taken=self._names_taken(obj)
+            )
+            if status != obj.get("status"):
+                self._commit(
+                    ts,
+                    event_type="MODIFIED",
+                    namespace="",
+                    name=str(stored.metadata["name"]),
+                    obj={**obj, "status": status},
+                    previous=stored,
+                )
+
+    def _serve(self, crd: JSONDict) -> None:
+        key = str(crd["metadata"]["name"])
+        if not crds.is_established(crd):
+            self._unserve(key)  # never established: nothing is stored under it
+            return
+        types = crds.calculate_resource_types(crd)
+        storage = next(t for t in types if t.storage)
+        ts = self._types.get(key)
+        if ts is None:
+            self._types[key] = _TypeState(storage, self._rv)
+        else:
+            if ts.rt.api_version != storage.api_version or ts.rt.schema != storage.schema:
+                # A new storage version or schema: the real server converts and prunes what it
+                # reads from etcd, so every read now shows the objects in the new version and
+                # pruned by the new schema. Rewrite them so, silently (no events, same
+                # resourceVersions, nothing recorded: no client wrote these fields now).
+                for bucket in ts.by_ns.values():
+                    for name, stored in bucket.items():
+                        obj, _paths = calculate_pruned(
+                            {**stored.obj, "apiVersion": storage.api_version}, storage.schema
+                        )
+                        bucket[name] = Stored(obj)
+            ts.rt = storage
+        self.registry.serve(key, types)
+
+    def _unserve(self, key: str) -> None:
+        self.registry.unserve(key)
+        ts = self._types.pop(key, None)
+        if ts is None:
+            return
+        for watch in list(ts.watches):
+            watch.close()
+        ts.watches.clear()
+        for stored in ts.all():  # left behind only when a client removed the finalizer
+            self._by_uid.pop(str(stored.metadata.get("uid", "")), None)
+        for owner, deps in list(self._dependents.items()):
+            deps.difference_update({d for d in deps if d[0] == key})
+            if not deps:
+                del self._dependents[owner]
+
+    def _check_crd_not_terminating(self, rt: ResourceType) -> None:
+        crd_ts = self._types.get(CRD_KEY)
+        crd = None if crd_ts is None else crd_ts.get("", rt.key)
+        if crd is not None and crd.metadata.get("deletionTimestamp"):
+            raise ApiError(
+                code=405,
+                reason="MethodNotAllowed",
+                message="create not allowed while custom resource definition is terminating",
+                details={},
+            )
+
+    def _delete_crd(self, name: str, preconditions: JSONDict | None) -> tuple[Stored, bool]:
+        """Delete a CRD as apiextensions-apiserver does: mark it Terminating with the cleanup
+        finalizer, delete every object of the type (their own finalizers still hold them), and
+        remove it when the last one is gone; serving stops then."""
+        ts = self._types[CRD_KEY]
+        old = self.get(ts.rt, namespace=None, name=name)
+        if preconditions:
+            self._check_preconditions(ts.rt, old, preconditions)
+        if not old.metadata.get("deletionTimestamp"):
+            finalizers = list(old.metadata.get("finalizers") or [])
+            if crds.CLEANUP_FINALIZER not in finalizers:
+                finalizers.append(crds.CLEANUP_FINALIZER)
+            meta = {
+                **old.metadata,
+                "deletionTimestamp": self.now_timestamp(),
+                "deletionGracePeriodSeconds": 0,
+                "finalizers": finalizers,
+            }
+            new = {**old.obj, "metadata": meta}
+            new["status"] = crds.calculate_status(
+                new, old.obj.get("status"), now=self.now_timestamp(), taken=self._names_taken(new)
+            )
+            old = self._commit(
+                ts, event_type="MODIFIED", namespace="", name=name, obj=new, previous=old
+            )
+            rt = self.registry.find_key(name)
+            if rt is not None:
+                for stored in list(self.iter_objects(rt)):
+                    if not stored.metadata.get("deletionTimestamp"):
+                        self.delete(
+                            rt,
+                            namespace=stored.metadata.get("namespace"),
+                            name=stored.metadata["name"],
+                        )
+            self._finish_crd_deletion(name)
+        final = ts.get("", name)
+        return (old, True) if final is None else (final, False)
+
+    def _finish_crd_deletion(self, key: str) -> None:
+        """Drop the cleanup finalizer of a terminating CRD once its type holds no objects."""
+        crd_ts = self._types.get(CRD_KEY)
+        crd = None if crd_ts is None else crd_ts.get("", key)
+        if crd_ts is None or crd is None or not crd.metadata.get("deletionTimestamp"):
+            return
+        if crds.CLEANUP_FINALIZER not in (crd.metadata.get("finalizers") or []):
+            return
+        ts = self._types.get(key)
+        if ts is not None and ts.count:
+            return
+        finalizers = [f for f in crd.metadata["finalizers"] if f != crds.CLEANUP_FINALIZER]
+        meta = {**crd.metadata}
+        if finalizers:
+            meta["finalizers"] = finalizers
+        else:
+            meta.pop("finalizers", None)
+        self._commit(
+            crd_ts,
+            event_type="MODIFIED" if finalizers else "DELETED",
+            namespace="",
+            name=key,
+            obj={**crd.obj, "metadata": meta},
+            previous=crd,
+        )
+
     # --- persistence ----------------------------------------------------------------------
 
     def snapshot(self) -> JSONDict:
@@ -1137,8 +1458,14 @@ class Store:
         """Load a snapshot into an empty store. History starts empty at the snapshot's
         resourceVersion, so watches from before it get 410, as after an etcd restore."""
         self._rv = int(data.get("resourceVersion", 0))
-        for obj in data.get("objects", []):
-            rt = self.registry.by_kind(str(obj.get("apiVersion")), str(obj.get("kind")))
+        objects = list(data.get("objects", []))
+        # CRDs first: their types must be served before their objects can be placed.
+        objects.sort(key=lambda o: o.get("kind") != crds.CRD_KIND)
+        for obj in objects:
+            found = self.registry.by_kind(str(obj.get("apiVersion")), str(obj.get("kind")))
+            if found is None:
+                continue
+            rt = self.registry.find_key(found.storage_key)
             if rt is None:
                 continue
             meta = obj["metadata"]
@@ -1150,6 +1477,8 @@ class Store:
             for owner in _owner_uids(obj):
                 self._dependents.setdefault(owner, set()).add(key)
             self._rv = max(self._rv, int(meta.get("resourceVersion", 0)))
+            if rt.key == CRD_KEY:
+                self._serve(obj)
         for ts in self._types.values():
             ts.compacted_rv = self._rv
             ts.forced_rv = self._rv

@@ -43,17 +43,23 @@ def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
         for plural in types:
             keys[plural].update(lookup(plural, index, value))
 
+    def itself(task_kind: str) -> None:
+        # Not for the object's own controller's last write: that reconcile saw everything up
+        # to it (any later change is another event), so a second one would find nothing to do.
+        if not change.own_write:
+            keys[task_kind].add(change.key)
+
     if resource is r.ROLLOUTS:
-        keys["rollouts"].add(change.key)
+        itself("rollouts")
     elif resource is r.REPLICASETS:
         owner("Rollout", "rollouts")
         owner("Experiment", "experiments")
     elif resource is r.ANALYSISRUNS:
-        keys["analysisruns"].add(change.key)
+        itself("analysisruns")
         owner("Rollout", "rollouts")
         owner("Experiment", "experiments")
     elif resource is r.EXPERIMENTS:
-        keys["experiments"].add(change.key)
+        itself("experiments")
         owner("Rollout", "rollouts")
     elif resource is r.JOBS:
         owner("AnalysisRun", "analysisruns")

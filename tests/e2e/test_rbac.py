@@ -5,7 +5,8 @@ calls each one made compared with the roles deploy/base binds to its ServiceAcco
 Both ways: every call made is allowed by the rendered roles, and every rule granted is used or
 listed in UNUSED_BUT_NEEDED with its reason. beat makes no call at all (its Deployment mounts no
 token). The scenarios are tests/e2e/test_rollouts.py's, without the chaos, plus one that reads an
-analysis argument from a Secret.
+analysis argument from a Secret and one that prunes history; on both CRD shapes (Argo's, where
+AnalysisRun and Experiment status is written on the object, and /status on every type).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import pytest
 import redis
 
 from rollout_workers.devcluster.server import DevClusterThread
-from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
@@ -33,18 +33,19 @@ from tests.unit.deploy.render import rendered
 Obj = dict[str, Any]
 SECRETS = r.Resource("secrets", "", "v1", "Secret")
 
-#: Rules granted in deploy/base that the scenarios do not exercise, and why they stay:
-#: (service account, group, resource, verb) -> reason.
+#: Rules granted in deploy/base that the scenarios do not exercise on a CRD shape (see
+#: tests/e2e/conftest.py), and why they stay: (service account, group, resource, verb) ->
+#: (the shapes where the rule goes unused, the reason).
 UNUSED_BUT_NEEDED = {
-    ("worker", "argoproj.io", "analysisruns/status", "patch"):
+    ("worker", "argoproj.io", "analysisruns/status", "patch"): ({"argo"},
         "status goes to /status when the installed CRD serves it (the writer asks discovery); "
-        "Argo's CRDs and ours patch status on the object",
-    ("worker", "argoproj.io", "experiments/status", "patch"):
-        "as analysisruns/status, for a CRD that serves /status",
-    ("worker", "", "services", "create"):
-        "experiments with `service:` templates create their services",
-    ("worker", "", "services", "delete"):
-        "and delete them when the experiment ends",
+        "on Argo's CRDs (and ours) it is patched on the object"),
+    ("worker", "argoproj.io", "experiments/status", "patch"): ({"argo"},
+        "as analysisruns/status"),
+    ("worker", "", "services", "create"): ({"argo", "status-everywhere"},
+        "experiments with `service:` templates create their services"),
+    ("worker", "", "services", "delete"): ({"argo", "status-everywhere"},
+        "and delete them when the experiment ends"),
 }  # fmt: skip
 
 #: Scenarios left out: they fail on main without this test's changes (analysis_6 finds one
@@ -133,6 +134,21 @@ def history_is_pruned(w: e2e.World) -> None:
         time.sleep(0.25)
 
 
+def experiment_aborted(w: e2e.World) -> None:
+    """An abort during a running experiment step terminates the experiment (a spec patch)."""
+    step = {"experiment": {"duration": "1h",
+                           "templates": [{"name": "canary", "specRef": "canary"}]}}  # fmt: skip
+    w.apply(e2e.canary("exab", 1, [step]))
+    w.wait("exab", lambda o: e2e.phase(o) == "Healthy", "first deploy")
+    w.cli("set", "image", "exab", "app=demo:2")
+    w.wait("exab", lambda o: bool(e2e.status(o).get("canary", {}).get("currentExperiment")), "exp")
+    w.cli("abort", "exab")
+    deadline = time.monotonic() + e2e.TIMEOUT
+    while not all((x.get("spec") or {}).get("terminate") for x in w.list(r.EXPERIMENTS)):
+        assert time.monotonic() < deadline, "the experiment was not terminated"
+        time.sleep(0.25)
+
+
 def granted(overlay: str) -> dict[str, set[tuple[str, str, str]]]:
     """(group, resource, verb) each ServiceAccount may use, from the rendered RBAC."""
     objs = rendered(overlay)
@@ -164,8 +180,14 @@ def resource_calls(calls: list[Obj]) -> dict[str, set[tuple[str, str, str, bool]
 
 @pytest.mark.slow
 def test_each_process_uses_exactly_the_rbac_it_is_granted(
-    procs: Processes, cluster: DevClusterThread, tmp_path: Path, rdb: redis.Redis
+    procs: Processes,
+    shaped_cluster: DevClusterThread,
+    tmp_path: Path,
+    rdb: redis.Redis,
+    request: pytest.FixtureRequest,
 ) -> None:
+    cluster = shaped_cluster
+    shape = request.node.callspec.params["shaped_cluster"]
     kubeconfigs = {
         who: cluster.write_kubeconfig(tmp_path / f"{who}.kubeconfig", token=who)
         for who in ("watcher", "worker", "beat", "user")
@@ -185,12 +207,12 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
         ).wait_log(r"ready\.", timeout=60)  # fmt: skip
     settings = Settings(kubeconfig=kubeconfigs["user"])
     kube = Kube(api_client(settings), settings.kube)
-    manifests.ensure_namespace(kube, "default")
 
     saved = list(e2e.SCENARIOS)
     e2e.SCENARIOS[:] = [
         *(s for s in saved if s not in KNOWN_FAILING),
         secret_argument_then_promote,
+        experiment_aborted,
         history_is_pruned,
     ]
     try:
@@ -208,9 +230,12 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
         denied = {(g, res, verb) for g, res, verb, _ in made} - rules[who]
         assert not denied, f"{who} made calls its role does not allow: {sorted(denied)}"
         unused = rules[who] - {(g, res, verb) for g, res, verb, _ in made}
-        unexplained = {u for u in unused if (who, *u) not in UNUSED_BUT_NEEDED}
+        expected = {
+            k[1:] for k, (shapes, _) in UNUSED_BUT_NEEDED.items() if k[0] == who and shape in shapes
+        }
+        unexplained = unused - expected
         assert not unexplained, f"{who} is granted rules nothing used: {sorted(unexplained)}"
-        stale = {k for k in UNUSED_BUT_NEEDED if k[0] == who and k[1:] not in unused}
+        stale = expected - unused
         assert not stale, f"listed as unused but used (remove from the table): {sorted(stale)}"
     # The watcher only lists and watches, across all namespaces (the ClusterRole).
     assert {(verb, namespaced) for *_, verb, namespaced in calls["watcher"]} == {

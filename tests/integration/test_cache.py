@@ -75,3 +75,22 @@ def test_written_versions_tell_a_lagging_cache(rdb: redis.Redis) -> None:
     keys = ["ns/run", "ns/other"]
     assert written.unseen("analysisruns", keys, cached=set()) == ["ns/run"]
     assert written.unseen("analysisruns", keys, cached={"ns/run"}) == []
+
+
+def test_an_event_that_is_only_the_own_controllers_write_is_marked(rdb: redis.Redis) -> None:
+    cache = CacheWriter(rdb, prefix="t", resource=r.ANALYSISRUNS)
+    run = rollout("run", 10, "s")  # any object will do; the cache is per type
+    assert not cache.apply("ADDED", run).own_write
+    # The AnalysisRun controller writes rv 11; a Rollout's write to it (rv 12) is not its own.
+    runs = WrittenVersions(rdb, prefix="t", own="analysisruns")
+    rollouts = WrittenVersions(rdb, prefix="t", own="rollouts")
+    runs.record("analysisruns", "prod/run", "11")
+    assert cache.apply("MODIFIED", rollout("run", 11, "s")).own_write
+    rollouts.record("analysisruns", "prod/run", "12")
+    assert not cache.apply("MODIFIED", rollout("run", 12, "s")).own_write
+    # Something else after the own write: a newer version, not skipped.
+    runs.record("analysisruns", "prod/run", "13")
+    assert not cache.apply("MODIFIED", rollout("run", 14, "s")).own_write
+    assert not cache.apply("DELETED", rollout("run", 14, "s")).own_write
+    # The stale-cache guard sees every write, own or not.
+    assert runs.stale("analysisruns", {"prod/run": "12"}) == ["prod/run"]

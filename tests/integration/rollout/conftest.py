@@ -117,7 +117,10 @@ class Harness:
 def cluster() -> Iterator[DevClusterThread]:
     handle = run_in_thread(ready_delay=0.1)
     yield handle
+    pruned = handle.pruned_fields()
     handle.stop()
+    # The API server drops what the CRDs do not declare: the controller must not write it.
+    assert pruned == {}, f"the controller wrote fields the CRD schemas lack: {pruned}"
 
 
 @pytest.fixture

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from rollout_workers.devcluster.crds import calculate_defaults, calculate_resource_types
 from rollout_workers.devcluster.errors import ApiError
-from rollout_workers.devcluster.resources import Registry, ResourceType
+from rollout_workers.devcluster.resources import CRD_KEY, Registry, ResourceType
 from rollout_workers.devcluster.selectors import parse_label_selector
 from rollout_workers.devcluster.store import (
     JSON_PATCH,
@@ -32,13 +33,41 @@ PODS = rt("", "v1", "pods")
 CONFIGMAPS = rt("", "v1", "configmaps")
 NAMESPACES = rt("", "v1", "namespaces")
 RS = rt("apps", "v1", "replicasets")
-ROLLOUTS = rt("argoproj.io", "v1alpha1", "rollouts")
+CRDS = REGISTRY.by_key(CRD_KEY)
+# A custom resource with a status subresource that keeps unknown fields (no pruning here;
+# pruning has its own tests).
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+WIDGETS = calculate_resource_types(calculate_defaults(WIDGET_CRD))[0]
 
 
 @pytest.fixture
 def store() -> Store:
-    s = Store(REGISTRY, history_size=5, clock=lambda: 1_700_000_000.0, rng=random.Random(7))
+    s = Store(Registry(), history_size=5, clock=lambda: 1_700_000_000.0, rng=random.Random(7))
     s.ensure_namespaces(["default"])
+    s.create(CRDS, namespace=None, body=WIDGET_CRD)
     return s
 
 
@@ -162,24 +191,24 @@ def test_generation_bumps_only_on_spec_change(store: Store) -> None:
 
 def test_custom_resource_generation_counts_any_non_status_field(store: Store) -> None:
     ro = store.create(
-        ROLLOUTS, namespace="default", body={"metadata": {"name": "r"}, "spec": {"replicas": 1}}
+        WIDGETS, namespace="default", body={"metadata": {"name": "r"}, "spec": {"replicas": 1}}
     )
     assert ro.metadata["generation"] == 1
     ro = store.patch(
-        ROLLOUTS, namespace="default", name="r", patch_type=MERGE_PATCH, patch={"extra": {"a": 1}}
+        WIDGETS, namespace="default", name="r", patch_type=MERGE_PATCH, patch={"extra": {"a": 1}}
     )
     assert ro.metadata["generation"] == 2
 
 
 def test_status_subresource_split(store: Store) -> None:
     created = store.create(
-        ROLLOUTS,
+        WIDGETS,
         namespace="default",
         body={"metadata": {"name": "r"}, "spec": {"replicas": 1}, "status": {"phase": "x"}},
     )
     assert "status" not in created.obj  # status is dropped on create
     with_status = store.update(
-        ROLLOUTS,
+        WIDGETS,
         namespace="default",
         name="r",
         body={**created.obj, "spec": {"replicas": 9}, "status": {"phase": "Healthy"}},
@@ -188,7 +217,7 @@ def test_status_subresource_split(store: Store) -> None:
     assert with_status.obj["spec"] == {"replicas": 1}
     assert with_status.obj["status"] == {"phase": "Healthy"}
     main = store.update(
-        ROLLOUTS,
+        WIDGETS,
         namespace="default",
         name="r",
         body={**with_status.obj, "spec": {"replicas": 2}, "status": {"phase": "Degraded"}},
@@ -231,12 +260,12 @@ def test_stale_resource_version_conflicts(store: Store) -> None:
         == 5
     )
     # ...but a custom resource requires one.
-    store.create(ROLLOUTS, namespace="default", body={"metadata": {"name": "r"}, "spec": {}})
+    store.create(WIDGETS, namespace="default", body={"metadata": {"name": "r"}, "spec": {}})
     expect_error(
         422,
         "Invalid",
         store.update,
-        ROLLOUTS,
+        WIDGETS,
         namespace="default",
         name="r",
         body={"metadata": {"name": "r"}, "spec": {"replicas": 1}},
@@ -309,12 +338,12 @@ def test_patch_formats(store: Store) -> None:
         patch_type="application/apply-patch+yaml",
         patch={},
     )
-    store.create(ROLLOUTS, namespace="default", body={"metadata": {"name": "r"}, "spec": {}})
+    store.create(WIDGETS, namespace="default", body={"metadata": {"name": "r"}, "spec": {}})
     expect_error(
         415,
         "UnsupportedMediaType",
         store.patch,
-        ROLLOUTS,
+        WIDGETS,
         namespace="default",
         name="r",
         patch_type=STRATEGIC_MERGE_PATCH,
@@ -548,7 +577,7 @@ def test_scale_subresource(store: Store) -> None:
 def test_snapshot_round_trip(store: Store) -> None:
     store.create(RS, namespace="default", body=replicaset())
     data = json.loads(json.dumps(store.snapshot()))
-    other = Store(REGISTRY)
+    other = Store(Registry())
     other.restore(data)
     assert other.resource_version == store.resource_version
     assert (

@@ -98,3 +98,20 @@ def test_route(resource: r.Resource, chg: Change, expected: dict[str, set[str]])
     before = repr(chg.obj)
     assert route(resource, chg, lookup) == expected
     assert repr(chg.obj) == before  # handlers never modify what they are given
+
+
+@pytest.mark.parametrize(
+    ("resource", "owners", "expected"),
+    [
+        (r.ROLLOUTS, None, {}),
+        (r.ANALYSISRUNS, owned("Rollout", "web"), {"rollouts": {"prod/web"}}),
+        (r.EXPERIMENTS, owned("Rollout", "web"), {"rollouts": {"prod/web"}}),
+        (r.REPLICASETS, owned("Rollout", "web"), {"rollouts": {"prod/web"}}),
+    ],
+)
+def test_an_own_write_wakes_the_owner_but_not_the_object(
+    resource: r.Resource, owners: list[Any] | None, expected: dict[str, set[str]]
+) -> None:
+    base = change("x", owners=owners)
+    own = Change(base.type, base.key, base.obj, base.previous_rv, own_write=True)
+    assert route(resource, own, lookup) == expected
