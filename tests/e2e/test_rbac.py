@@ -15,6 +15,7 @@ import base64
 import json
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,13 @@ import pytest
 import redis
 
 from rollout_workers.devcluster.server import DevClusterThread
+from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.settings import Settings
 from tests.e2e import test_rollouts as e2e
+from tests.support.metrics import MetricsServer
 from tests.support.procs import Processes
 from tests.unit.deploy.render import rendered
 
@@ -78,7 +81,7 @@ def secret_argument_then_promote(w: e2e.World) -> None:
     w.wait("sec", lambda o: e2e.phase(o) == "Healthy", "first deploy")
     w.cli("set", "image", "sec", "app=demo:2")
     w.wait("sec", e2e.promoted, "promoted after the analysis step")
-    (run,) = e2e.runs_of(w, "Step")
+    (run,) = [x for x in e2e.runs_of(w, "Step") if x["metadata"]["name"].startswith("sec-")]
     assert run["status"]["phase"] == "Successful"
 
 
@@ -241,3 +244,57 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
     assert {(verb, namespaced) for *_, verb, namespaced in calls["watcher"]} == {
         ("list", False), ("watch", False)
     }  # fmt: skip
+
+
+@pytest.mark.slow
+def test_namespaced_install_stays_in_its_namespace(
+    procs: Processes, cluster: DevClusterThread, tmp_path: Path, rdb: redis.Redis
+) -> None:
+    """deploy/namespaced: the watcher with --namespace, and the Roles of that overlay. Every
+    call is namespace-scoped (a Role grants nothing else) and allowed by the Roles; the
+    cluster-scoped ClusterAnalysisTemplates are not read."""
+    namespace = "team"
+    kubeconfigs = {
+        who: cluster.write_kubeconfig(tmp_path / f"{who}.kubeconfig", token=who)
+        for who in ("watcher", "worker", "beat", "user")
+    }
+    procs.env.pop("ROLLOUTS_RECONCILE_HANDLERS", None)
+    procs.env["ROLLOUTS_KUBECONFIG"] = str(kubeconfigs["beat"])
+    procs.spawn(
+        "watcher", "watcher", "--namespace", namespace,
+        env={"ROLLOUTS_KUBECONFIG": str(kubeconfigs["watcher"])},
+    ).wait_log(r"leads; starting", timeout=30)  # fmt: skip
+    procs.beat()
+    procs.spawn(
+        "host-0", "worker", "-c", "3", "-n", "host-0@%h",
+        env={"ROLLOUTS_KUBECONFIG": str(kubeconfigs["worker"])},
+    ).wait_log(r"ready\.", timeout=60)  # fmt: skip
+    settings = Settings(kubeconfig=kubeconfigs["user"])
+    kube = Kube(api_client(settings), settings.kube)
+    manifests.ensure_namespace(kube, namespace)
+    metrics = MetricsServer().start()
+    # Distinct object names, so they share the one namespace the install watches.
+    scenarios = [
+        e2e.scenario_1_scaling_while_paused,
+        e2e.scenario_5_bluegreen_preview_and_promote,
+        e2e.scenario_7_full_restart_invalid,
+        e2e.analysis_1_job_steps_then_promote,
+        secret_argument_then_promote,
+        experiment_aborted,
+    ]
+    try:
+        with ThreadPoolExecutor(len(scenarios)) as pool:
+            world = e2e.World(kube, kubeconfigs["user"], namespace, metrics)
+            for future in [pool.submit(s, world) for s in scenarios]:
+                future.result()
+    finally:
+        metrics.stop()
+
+    calls = resource_calls(cluster.audit())
+    rules = granted("namespaced")
+    assert "beat" not in calls, calls.get("beat")
+    for who in ("watcher", "worker"):
+        assert all(namespaced for *_, namespaced in calls[who]), sorted(calls[who])
+        denied = {(g, res, verb) for g, res, verb, _ in calls[who]} - rules[who]
+        assert not denied, f"{who} made calls the namespaced Role does not allow: {sorted(denied)}"
+    assert not any(res == "clusteranalysistemplates" for _, res, *_ in calls["watcher"])
