@@ -407,3 +407,22 @@ def test_ha_spreads_and_keeps_quorum() -> None:
         assert all(
             selects(t["labelSelector"], pod_labels(w)) for t in spec["topologySpreadConstraints"]
         )
+
+
+@pytest.mark.parametrize("overlay", [o for o in OVERLAYS if o != "crds"])
+def test_pods_meet_the_restricted_pod_security_standard(overlay: str) -> None:
+    objs = rendered(overlay)
+    (ns,) = by_kind(objs, "Namespace")
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    for w, spec in pod_specs(objs):
+        pod = spec.get("securityContext", {})
+        assert pod.get("runAsNonRoot") is True, w["metadata"]["name"]
+        assert pod.get("seccompProfile") == {"type": "RuntimeDefault"}
+        assert not any("hostPath" in v for v in spec.get("volumes", []))
+        for c in spec["containers"]:
+            sc = c["securityContext"]
+            assert sc["allowPrivilegeEscalation"] is False
+            assert sc["capabilities"] == {"drop": ["ALL"]}
+            if sc.get("readOnlyRootFilesystem"):  # then something writable for temp files
+                mounts = {m["mountPath"] for m in c.get("volumeMounts", [])}
+                assert mounts & {"/tmp", "/data"}, c["name"]
