@@ -1,24 +1,151 @@
-"""Runs the beat process: celery beat with the redbeat scheduler.
+"""Runs the beat process: celery beat with the redbeat scheduler, and the timer tick.
 
 The schedule and the beat lock live in Redis, so any number of beat processes may run; one
 holds the lock and sends, the others wait on it. The lock lives `beat.lock_timeout` seconds
 unrefreshed (redbeat's default is five loop intervals, 25 minutes), so a standby takes over
 within that many seconds of the active beat's death.
+
+The timer tick (due timers, expired leases, lost messages back onto the queues) runs inside the
+scheduler's loop, every `beat.tick_interval`: redbeat only enters that loop once it holds the
+lock and extends the lock on every pass (a lost lock stops beat), so only the lock holder ticks.
+The loop sleeps until the next tick is due, which keeps timers as precise as a tick task was
+without a Celery message per second.
+
+Health (`/healthz`, `/readyz` on `health.port`): live unless, while holding the lock, no tick
+has succeeded for three intervals; a standby waiting for the lock is live. Ready when Redis
+answers a PING.
 """
 
 from __future__ import annotations
 
-from beat.schedule import build_schedule
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from redbeat import RedBeatScheduler
+from redbeat.schedulers import RedBeatSchedulerEntry
+
+from beat.schedule import RETIRED, build_schedule
+from rollout_workers import health as endpoints
+from rollout_workers.health import Clock, Status
 from rollout_workers.pool.app import create_app
+from rollout_workers.pool.tasks import build_runtime, run_tick
 from rollout_workers.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class Ticker:
+    """The timer tick, run by the lock holder's scheduler loop; its state feeds the probes."""
+
+    def __init__(
+        self,
+        tick: Callable[[], dict[str, Any]],
+        *,
+        interval: float,
+        redis_url: str,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self._tick, self.interval, self._clock = tick, interval, clock
+        self._url = redis_url
+        self._lock = threading.Lock()
+        self.leading_since: float | None = None
+        self.last_tick: float | None = None
+        self._next = 0.0
+        self._probe: redis.Redis | None = None
+
+    def maybe_tick(self) -> float:
+        """Tick if one is due; returns the seconds until the next is."""
+        now = self._clock()
+        with self._lock:
+            if self.leading_since is None:
+                self.leading_since = now
+                log.info("beat holds the lock: ticking timers every %gs", self.interval)
+        if now >= self._next:
+            # Keep the cadence; after a stall, start again from now rather than catch up.
+            self._next += self.interval
+            if self._next <= now:
+                self._next = now + self.interval
+            try:
+                report = self._tick()
+            except redis.RedisError as err:
+                log.warning("timer tick failed: %s", err)
+            except Exception:
+                # Beat keeps its loop (and the resync); liveness reports the missing ticks.
+                log.exception("timer tick failed")
+            else:
+                with self._lock:
+                    self.last_tick = self._clock()
+                if report:
+                    log.debug("tick: %s", report)
+        return max(0.0, self._next - self._clock())
+
+    def live(self) -> Status:
+        with self._lock:
+            since, last = self.leading_since, self.last_tick
+        if since is None:
+            return Status.good("standby: waiting for the beat lock")
+        age = self._clock() - (last if last is not None else since)
+        bound = 3 * self.interval
+        if age > bound:
+            return Status.bad(f"no timer tick for {age:.1f}s (> {bound:g}s) while holding the lock")
+        return Status.good(f"holding the lock; last tick {age:.1f}s ago")
+
+    def ready(self) -> Status:
+        if self._probe is None:
+            self._probe = redis.Redis.from_url(
+                self._url, socket_timeout=1.0, socket_connect_timeout=1.0
+            )
+        try:
+            self._probe.ping()
+        except redis.RedisError as err:
+            return Status.bad(f"Redis unreachable: {err}")
+        return Status.good("connected to Redis")
+
+
+def scheduler_class(ticker: Ticker) -> type[RedBeatScheduler]:
+    class TickingScheduler(RedBeatScheduler):  # type: ignore[misc]
+        """redbeat's scheduler, plus the timer tick on every pass of the lock holder's loop."""
+
+        def tick(self, *args: Any, **kwargs: Any) -> float:
+            remaining: float = super().tick(*args, **kwargs)  # extends the lock first
+            return min(remaining, ticker.maybe_tick())
+
+    return TickingScheduler
+
+
+def remove_retired_entries(app: Any) -> None:
+    """Delete schedule entries an older version stored in Redis (redbeat keeps them)."""
+    prefix = app.conf.redbeat_key_prefix
+    for name in RETIRED:
+        try:
+            RedBeatSchedulerEntry.from_key(f"{prefix}{name}", app=app).delete()
+        except KeyError:
+            continue
+        except redis.RedisError as err:
+            log.warning("cannot remove the retired %s schedule entry: %s", name, err)
+            continue
+        log.info("removed the retired %s schedule entry", name)
 
 
 def run(settings: Settings, redis_url: str) -> None:
     app = create_app(settings, redis_url)
     app.conf.beat_schedule = build_schedule(settings)
+    runtime = build_runtime(app, settings, redis_url)
+    ticker = Ticker(
+        lambda: run_tick(runtime),
+        interval=settings.beat.tick_interval,
+        redis_url=redis_url,
+    )
+    h = settings.health
+    endpoints.serve(address=h.address, port=h.port, live=ticker.live, ready=ticker.ready)
+    remove_retired_entries(app)
     app.Beat(
         loglevel=settings.log.level,
-        scheduler="redbeat.RedBeatScheduler",
-        max_interval=settings.beat.max_loop_interval,
+        scheduler=scheduler_class(ticker),
+        max_interval=min(settings.beat.max_loop_interval, settings.beat.tick_interval),
         no_color=True,
     ).run()

@@ -21,7 +21,7 @@ not to the second the status records:
 * where it goes, per measurement: the timer's due time as Redis holds it (the `timers` zset,
   sampled every 0.25 s) minus finish(k) + I (the controller schedules from finishedAt truncated
   to the second, and the workqueue applies the delay when the reconcile ends), then the wait for
-  the next `timers.tick` (`rw:system:ticks` stamps, sampled), then tick -> request (Celery
+  the next timer tick (`rw:system:ticks` stamps, sampled), then tick -> request (Celery
   message, claim, reconcile up to the HTTP call);
 * the backlog over time (overdue timers, queued keys, Celery queue lengths), the CPU seconds of
   every process during the measurement window, the worker CPU and wall time per reconcile, the

@@ -118,6 +118,12 @@ class BeatSettings(BaseModel):
 
 class WorkerSettings(BaseModel):
     concurrency: int = Field(default=2, gt=0, description="Worker processes per worker host.")
+    shutdown_grace: float = Field(
+        default=25.0,
+        gt=0,
+        description="Seconds a SIGTERMed worker host lets reconciles in hand finish before it "
+        "hands their keys back and exits; keep it below terminationGracePeriodSeconds.",
+    )
     queues: Names = Field(
         default_factory=lambda: ["rollouts", "analysis", "system"],
         description="Queues a worker consumes.",
@@ -183,6 +189,36 @@ class WatcherSettings(BaseModel):
         return value
 
 
+class MetricsSettings(BaseModel):
+    port: int = Field(
+        default=8090,
+        ge=0,
+        le=65535,
+        description="Port of the watcher's Prometheus /metrics (Argo's 8090); 0 turns it off.",
+    )
+    address: str = Field(default="0.0.0.0", description="Address the /metrics endpoint binds.")
+
+
+class HealthSettings(BaseModel):
+    port: int = Field(
+        default=8080,
+        ge=0,
+        le=65535,
+        description="Port of /healthz and /readyz of the watcher, worker and beat; 0 turns it off.",
+    )
+    address: str = Field(default="0.0.0.0", description="Address the health endpoints listen on.")
+    stall_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a process loop may make no progress before liveness fails.",
+    )
+    watch_failing: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a watch may keep failing before the leading watcher is not ready.",
+    )
+
+
 class AnalysisSettings(BaseModel):
     prometheus_address: str | None = Field(
         default=None,
@@ -227,8 +263,14 @@ class Settings(BaseSettings):
     analysis: AnalysisSettings = Field(
         default_factory=AnalysisSettings, description="Analysis providers."
     )
+    metrics: MetricsSettings = Field(
+        default_factory=MetricsSettings, description="Controller metrics (Prometheus)."
+    )
     worker: WorkerSettings = Field(default_factory=WorkerSettings, description="Worker hosts.")
     flower: FlowerSettings = Field(default_factory=FlowerSettings, description="Flower UI.")
+    health: HealthSettings = Field(
+        default_factory=HealthSettings, description="Liveness and readiness endpoints."
+    )
     log: LogSettings = Field(default_factory=LogSettings, description="Logging.")
 
     def masked(self) -> dict[str, Any]:

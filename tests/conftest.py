@@ -52,6 +52,7 @@ def base_env(redis_url: str, tmp_path: Path) -> dict[str, str]:
         "ROLLOUTS_RECONCILE_HANDLERS": json.dumps(TEST_HANDLERS),
         "ROLLOUTS_QUEUE_LEASE_TTL": "3",
         "ROLLOUTS_LOG_LEVEL": "INFO",
+        "ROLLOUTS_METRICS_PORT": "0",  # a test that scrapes picks its own free port
     }
 
 

@@ -535,7 +535,7 @@ def make_handler(runtime: Runtime) -> Handler:
 
     settings = runtime.settings
     prefix = settings.redis.key_prefix
-    kube = Kube(api_client(settings), settings.kube)
+    kube = Kube(api_client(settings), settings.kube, counts=runtime.counts)
     written = WrittenVersions(runtime.redis, prefix=prefix, own=r.ANALYSISRUNS.plural)
     writer = KubeWriter(kube, on_written=written.record)
     deps = ProviderDeps(

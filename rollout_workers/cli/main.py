@@ -80,6 +80,15 @@ def redis_command(state_dir: Path | None, port: int) -> None:
     server.unrecord(settings.state_dir)
 
 
+def health_port_option(fn: F) -> F:
+    return click.option(
+        "--health-port",
+        type=click.IntRange(0, 65535),
+        default=None,
+        help="Port of /healthz and /readyz (default 8080, ROLLOUTS_HEALTH_PORT); 0 turns it off.",
+    )(fn)
+
+
 def supervise(stack: Any) -> Callable[[], None]:
     """A tick that restarts the stack's dead children and says so."""
 
@@ -95,27 +104,38 @@ def supervise(stack: Any) -> Callable[[], None]:
 @click.option("-c", "--concurrency", type=int, default=None, help="Worker processes.")
 @click.option("-Q", "--queues", default=None, help="Comma-separated queues to consume.")
 @click.option("-n", "--hostname", default=None, help="Worker node name (celery -n).")
+@health_port_option
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 def worker(
+    *,
     state_dir: Path | None,
     concurrency: int | None,
     queues: str | None,
     hostname: str | None,
+    health_port: int | None,
     celery_args: tuple[str, ...],
 ) -> None:
-    """Run a Celery worker host; extra arguments pass through to `celery worker`."""
+    """Run a Celery worker host; extra arguments pass through to `celery worker`.
+
+    SIGTERM: stop taking work, finish the reconciles in hand, hand back every key reserved but
+    not started, and exit; after `ROLLOUTS_WORKER_SHUTDOWN_GRACE` the keys still in hand are
+    handed back too (their reconciles abandoned, fenced) and the host exits.
+    """
     settings = load_settings(
         state_dir=state_dir,
         **{
             "worker.concurrency": concurrency,
             "worker.queues": queues.split(",") if queues else None,
+            "health.port": health_port,
         },
     )
     url = redis_url(settings)
     logs.configure(settings.log)
     from rollout_workers.pool.app import create_app
+    from rollout_workers.pool.host import install
 
     app = create_app(settings, url)
+    install(app, settings, url)
     argv = [
         "worker",
         "--events",
@@ -132,9 +152,10 @@ def worker(
 
 @cli.command()
 @state_dir_option
-def beat(state_dir: Path | None) -> None:
+@health_port_option
+def beat(state_dir: Path | None, health_port: int | None) -> None:
     """Run the beat process (timer tick and periodic resync); standbys wait on its lock."""
-    settings = load_settings(state_dir=state_dir)
+    settings = load_settings(state_dir=state_dir, **{"health.port": health_port})
     url = redis_url(settings)
     logs.configure(settings.log)
     from beat.process import run
@@ -203,6 +224,9 @@ def _controllers(value: str | None) -> list[str] | None:
     callback=lambda _ctx, _param, value: _controllers(value),
     help=f"Comma-separated controllers to serve, of {','.join(CONTROLLERS)} (default: all).",
 )
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Port of /metrics, served by the leader (default 8090; 0 = off).")  # fmt: skip
+@health_port_option
 def watcher(
     *,
     state_dir: Path | None,
@@ -210,6 +234,8 @@ def watcher(
     instance_id: str | None,
     namespace: str | None,
     controllers: list[str] | None,
+    metrics_port: int | None,
+    health_port: int | None,
 ) -> None:
     """List+watch the cluster into the Redis cache and queue the affected keys (leader-elected)."""
     settings = load_settings(
@@ -219,6 +245,8 @@ def watcher(
             "kube.instance_id": instance_id,
             "kube.namespace": namespace,
             "watcher.controllers": controllers,
+            "metrics.port": metrics_port,
+            "health.port": health_port,
         },
     )
     url = redis_url(settings)
@@ -441,12 +469,13 @@ def tick_age(runtime: Any) -> str:
 def _attach_commands() -> None:
     """Commands defined in their own modules."""
     from rollout_workers.cli.lint import lint
-    from rollout_workers.cli.metrics import metrics_server
+    from rollout_workers.cli.metrics import metrics, metrics_server
     from rollout_workers.cli.version import version
     from rollout_workers.devcluster.cli import devcluster
 
     cli.add_command(devcluster)
     cli.add_command(metrics_server)
+    cli.add_command(metrics)
     cli.add_command(lint)
     cli.add_command(version)
     actions.register(cli)

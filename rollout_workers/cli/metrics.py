@@ -1,4 +1,5 @@
-"""`rollouts metrics-server`: the metrics server in the foreground (see `metricsserver`)."""
+"""`rollouts metrics`: the controller's Prometheus metrics for the whole pool, printed once;
+`rollouts metrics-server`: the made-up app metrics server in the foreground (`metricsserver`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,31 @@ from pathlib import Path
 import click
 
 from rollout_workers import logs
-from rollout_workers.cli.common import Fail, load_settings, state_dir_option, wait_for_signal
+from rollout_workers.cli.common import (
+    Fail,
+    friendly_errors,
+    load_settings,
+    redis_url,
+    state_dir_option,
+    wait_for_signal,
+)
+
+
+@click.command("metrics")
+@state_dir_option
+@friendly_errors
+def metrics(*, state_dir: Path | None) -> None:
+    """Print the pool-wide controller metrics (Prometheus text), as the leader watcher's
+    /metrics serves them."""
+    from rollout_workers.local import redis_server
+    from rollout_workers.metrics.endpoint import pool_exposition
+
+    settings = load_settings(state_dir=state_dir)
+    client = redis_server.client(redis_url(settings), settings)
+    try:
+        sys.stdout.write(pool_exposition(client, prefix=settings.redis.key_prefix).decode())
+    finally:
+        client.close()
 
 
 @click.command("metrics-server")

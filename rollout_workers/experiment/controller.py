@@ -200,7 +200,7 @@ def make_handler(runtime: Runtime) -> Handler:
     """The handler factory named in settings (`reconcile.handlers.experiments`)."""
     settings = runtime.settings
     prefix = settings.redis.key_prefix
-    kube = Kube(api_client(settings), settings.kube)
+    kube = Kube(api_client(settings), settings.kube, counts=runtime.counts)
     written = WrittenVersions(runtime.redis, prefix=prefix)
 
     def lister(resource: r.Resource) -> Lister:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import urllib3
@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from rollout_workers.kube.discovery import Discovery
 from rollout_workers.kube.errors import KubeError, Unavailable, from_status
 from rollout_workers.kube.resources import Resource
+from rollout_workers.metrics.store import PendingCounts
 from rollout_workers.settings import KubeSettings
 
 Obj = dict[str, Any]
@@ -45,9 +46,12 @@ class RateLimiter:
 
 
 class Kube:
-    def __init__(self, api: k8s.ApiClient, settings: KubeSettings) -> None:
+    def __init__(
+        self, api: k8s.ApiClient, settings: KubeSettings, counts: PendingCounts | None = None
+    ) -> None:
         self.api = api
         self.settings = settings
+        self.counts = counts
         self.limiter = RateLimiter(settings.qps, settings.burst)
         self.requests = 0
         self.discovery = Discovery(lambda path: self.json("GET", path), ttl=settings.discovery_ttl)
@@ -78,10 +82,19 @@ class Kube:
                 _request_timeout=timeout or self.settings.request_timeout,
             )
         except ApiException as err:
+            self._count(method, path, query, int(err.status or 0))
             raise from_status(int(err.status or 0), err.body) from None
         except (urllib3.exceptions.HTTPError, OSError) as err:
+            self._count(method, path, query, 0)
             raise Unavailable(0, "Unavailable", str(err)) from None
+        self._count(method, path, query, response.status)
         return response
+
+    def _count(self, method: str, path: str, query: dict[str, Any] | None, status: int) -> None:
+        """controller_clientset_k8s_request_total, as Argo counts it."""
+        if self.counts is not None:
+            watch = (query or {}).get("watch") == "true"
+            self.counts.request(method, path, status, watch=watch)
 
     def json(self, method: str, path: str, **kwargs: Any) -> Obj:
         response = self.request(method, path, **kwargs)
@@ -140,8 +153,10 @@ class Kube:
         namespace: str | None = None,
         label_selector: str | None = None,
         timeout_seconds: int = 300,
+        on_open: Callable[[], None] | None = None,
     ) -> Iterator[Obj]:
-        """Watch events as parsed JSON, until the server ends the stream."""
+        """Watch events as parsed JSON, until the server ends the stream. `on_open` is called
+        once the server has answered (the watch is established, events or not)."""
         response = self.request(
             "GET",
             resource.path(namespace),
@@ -155,6 +170,8 @@ class Kube:
             # Connect timeout, then a read timeout past the server's own end of the stream.
             timeout=(self.settings.request_timeout, timeout_seconds + 30),
         )
+        if on_open is not None:
+            on_open()
         try:
             for line in iter_lines(response):
                 yield json.loads(line)
@@ -169,7 +186,21 @@ class Kube:
     # -- writes ----------------------------------------------------------------------------
 
     def create(self, resource: Resource, namespace: str | None, body: Obj) -> Obj:
-        return self.json("POST", resource.path(namespace), body=body)
+        created = self.json("POST", resource.path(namespace), body=body)
+        if resource.plural == "events" and self.counts is not None:
+            self._count_event(body)
+        return created
+
+    def _count_event(self, event: Obj) -> None:
+        """rollout_events_total: an event this controller emitted about one of its objects."""
+        assert self.counts is not None
+        involved = event.get("involvedObject") or {}
+        self.counts.event(
+            namespace=str(involved.get("namespace", "")),
+            name=str(involved.get("name", "")),
+            type=str(event.get("type", "")),
+            reason=str(event.get("reason", "")),
+        )
 
     def patch(
         self,

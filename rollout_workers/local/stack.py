@@ -41,10 +41,18 @@ class Child:
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     next_start: float = 0.0
+    health_port: int = 0
 
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+def with_health(child: Child) -> Child:
+    """Give a child its own health port on this machine (they cannot all have 8080)."""
+    child.health_port = redis_server.free_port()
+    child.args += ["--health-port", str(child.health_port)]
+    return child
 
 
 @dataclass
@@ -86,11 +94,12 @@ class Stack:
         self._start_metrics()
         if not self.settings.analysis.prometheus_address:
             self.env["ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS"] = self.metrics_url
-        self._spawn(Child("watcher", ["watcher"], self.logs / "watcher.log"))
+        self._spawn(with_health(Child("watcher", ["watcher"], self.logs / "watcher.log")))
         for i in range(self.workers):
             name = f"worker-{i + 1}"
-            self._spawn(Child(name, ["worker", "-n", f"{name}@%h"], self.logs / f"{name}.log"))
-        self._spawn(Child("beat", ["beat"], self.logs / "beat.log"))
+            args = ["worker", "-n", f"{name}@%h"]
+            self._spawn(with_health(Child(name, args, self.logs / f"{name}.log")))
+        self._spawn(with_health(Child("beat", ["beat"], self.logs / "beat.log")))
         if self.flower:
             self._spawn(
                 Child(
@@ -191,7 +200,8 @@ class Stack:
         ]
         for child in self.children:
             pid = child.process.pid if child.process else "-"
-            lines.append(f"{child.name:<11} pid {pid}, log {child.log_file}")
+            health = f", health :{child.health_port}" if child.health_port else ""
+            lines.append(f"{child.name:<11} pid {pid}, log {child.log_file}{health}")
         if self.metrics_url:
             default = self.env.get("ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS") == self.metrics_url
             note = " (analysis' default Prometheus)" if default else ""
@@ -203,8 +213,10 @@ class Stack:
     def stop(self, timeout: float = 15) -> None:
         for child in reversed(self.children):
             if child.alive and child.process is not None:
+                # The main process only, as the kubelet does: a worker host then finishes its
+                # reconciles in hand and hands its keys back before it stops its children.
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.process.pid, signal.SIGTERM)
+                    child.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for child in self.children:
             if child.process is None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import redis
 
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
+from rollout_workers.metrics.store import Increment, PendingCounts, reconcile_increments
 from rollout_workers.pool.handlers import Handler, LeaseLost, Result, SyncRequest
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue
 
@@ -31,7 +32,12 @@ _HOST = socket.gethostname()
 
 def new_token() -> str:
     """An owner token: readable (host:pid) and unique per claim."""
-    return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    return f"{token_prefix(os.getpid())}{uuid.uuid4().hex[:12]}"
+
+
+def token_prefix(pid: int) -> str:
+    """The start of every token taken by process `pid` of this host (to release its keys)."""
+    return f"{_HOST}:{pid}:"
 
 
 class HeldLease:
@@ -104,10 +110,34 @@ class SyncReport:
     status: str  # claimed outcome, or invalid / stale / busy / lease-lost / redis-error
     key: str
     duration: float = 0.0
+    delay: float = 0.0  # of a requeue-after
+
+    def describe(self) -> str:
+        """The outcome as one readable phrase (a sync task's result, as Flower shows it)."""
+        if self.status == Outcome.AFTER.value:
+            return f"requeue after {self.delay:g}s"
+        return _PHRASES.get(self.status, self.status)
+
+
+_PHRASES = {
+    Outcome.OK.value: "done",
+    Outcome.ERROR.value: "backoff",
+    Outcome.GONE.value: "gone: key forgotten",
+    "stale": "stale: not queued (a duplicate message)",
+    "busy": "busy: another worker holds it, marked dirty",
+    "lease-lost": "lost claim",
+    "invalid": "invalid key",
+    "redis-error": "redis error",
+}
 
 
 def run_sync(
-    *, queue: WorkQueue, handler: Handler, raw_key: object, keeper: LeaseKeeper
+    *,
+    queue: WorkQueue,
+    handler: Handler,
+    raw_key: object,
+    keeper: LeaseKeeper,
+    counts: PendingCounts | None = None,
 ) -> SyncReport:
     try:
         key = parse_key(raw_key)
@@ -138,13 +168,47 @@ def run_sync(
     if result is None or lease.lost():
         log.warning("reconcile of %s %s abandoned: lease lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)
+    pending = counts.drain() if counts is not None else []
     try:
-        owned = queue.done(key, token, result.outcome, delay=result.delay, duration=duration)
+        owned = queue.done(
+            key,
+            token,
+            result.outcome,
+            delay=result.delay,
+            duration=duration,
+            increments=[*metric_increments(queue, key, result, duration, counts), *pending],
+        )
     except redis.RedisError as err:
         # The lease expires and the tick requeues the key: one extra reconcile, nothing lost.
         log.error("cannot finish %s %s: %s", queue.kind, key, err)
+        _restore(counts, pending)
         return SyncReport("redis-error", key, duration)
     if not owned:
+        _restore(counts, pending)
         log.warning("reconcile of %s %s finished after its lease was lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)
-    return SyncReport(result.outcome.value, key, duration)
+    return SyncReport(result.outcome.value, key, duration, result.delay)
+
+
+def metric_increments(
+    queue: WorkQueue, key: ObjectKey, result: Result, duration: float, counts: PendingCounts | None
+) -> list[Increment]:
+    """The reconcile's own metrics (Argo's `<kind>_reconcile` histogram and `_reconcile_error`,
+    client-go's work duration), written by `done` together with the outcome."""
+    if counts is None:
+        return []
+    return reconcile_increments(
+        counts.keys,
+        kind=queue.kind,
+        key=key,
+        seconds=duration,
+        error=result.outcome is Outcome.ERROR,
+        gone=result.outcome is Outcome.GONE,
+    )
+
+
+def _restore(counts: PendingCounts | None, pending: list[Increment]) -> None:
+    """Requests and events made by a reconcile whose `done` did not apply: keep them for the
+    next one (the reconcile's own histogram is not kept: it did not count)."""
+    if counts is not None and pending:
+        counts.restore(pending)

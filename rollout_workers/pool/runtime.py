@@ -6,10 +6,11 @@ send Celery messages, and handed to reconcile handlers so they never reach for g
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 
+from rollout_workers.metrics.store import Keys, PendingCounts
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue import WorkQueue
 
@@ -19,6 +20,8 @@ class Runtime:
     settings: Settings
     redis: redis.Redis
     queues: dict[str, WorkQueue]
+    #: API requests and events this process made, not yet counted in Redis (see metrics).
+    counts: PendingCounts = field(default_factory=lambda: PendingCounts(Keys("rw")))
 
     def queue(self, kind: str) -> WorkQueue:
         return self.queues[kind]

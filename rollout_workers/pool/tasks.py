@@ -17,6 +17,8 @@ from celery import Celery
 
 from rollout_workers.keys import ObjectKey
 from rollout_workers.local import redis_server
+from rollout_workers.metrics.store import Keys as MetricKeys
+from rollout_workers.metrics.store import PendingCounts
 from rollout_workers.pool.handlers import Handler, load_handler
 from rollout_workers.pool.runner import LeaseKeeper, SyncReport, run_sync
 from rollout_workers.pool.runtime import Runtime
@@ -54,7 +56,8 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
         )
         for kind in KINDS
     }
-    return Runtime(settings=settings, redis=client, queues=queues)
+    counts = PendingCounts(MetricKeys(settings.redis.key_prefix))
+    return Runtime(settings=settings, redis=client, queues=queues, counts=counts)
 
 
 class ProcessState:
@@ -102,22 +105,27 @@ def record_tick(runtime: Runtime) -> None:
     pipe.execute()
 
 
+def run_tick(runtime: Runtime) -> dict[str, Any]:
+    """Due timers, expired leases and stale messages of every kind back onto the queues."""
+    report: dict[str, Any] = {}
+    record_tick(runtime)
+    for kind, queue in runtime.queues.items():
+        result = queue.tick()
+        if result.sent or result.expired or result.resent:
+            report[kind] = vars(result)
+        if result.expired:
+            log.warning("%d expired %s leases requeued", result.expired, kind)
+    return report
+
+
 def register_tasks(app: Celery, state: ProcessState) -> None:
     for kind in KINDS:
         _register_sync(app, state, kind)
 
     def tick() -> dict[str, Any]:
-        """Due timers, expired leases and stale messages of every kind back onto the queues."""
-        report: dict[str, Any] = {}
-        runtime = state.runtime
-        record_tick(runtime)
-        for kind, queue in runtime.queues.items():
-            result = queue.tick()
-            if result.sent or result.expired or result.resent:
-                report[kind] = vars(result)
-            if result.expired:
-                log.warning("%d expired %s leases requeued", result.expired, kind)
-        return report
+        """One timer tick. Beat runs it in-process (see beat/process.py); the task stays for
+        manual use and for beats of an older version during a rolling upgrade."""
+        return run_tick(state.runtime)
 
     def resync_all(kind: str | None = None, namespace: str | None = None) -> dict[str, int]:
         """Add every known key of a kind (all kinds when None)."""
@@ -136,22 +144,24 @@ def register_tasks(app: Celery, state: ProcessState) -> None:
 
 
 def _register_sync(app: Celery, state: ProcessState, kind: str) -> None:
-    def sync(key: object = None, *args: object, **kwargs: object) -> dict[str, Any]:
+    def sync(key: object = None, *args: object, **kwargs: object) -> str:
         if args or kwargs:
             log.error("dropping %s message with unexpected arguments", kind)
-            return {"status": "invalid"}
+            return "invalid: unexpected arguments"
         try:
             handler = state.handler(kind)
         except Exception:
             log.exception("cannot build the %s handler", kind)
-            return {"status": "no-handler"}
+            return "no handler"
         report: SyncReport = run_sync(
             queue=state.runtime.queue(kind),
             handler=handler,
             raw_key=key,
             keeper=state.keeper,
+            counts=state.runtime.counts,
         )
-        return {"status": report.status, "key": report.key, "seconds": round(report.duration, 4)}
+        # The key is the task's argument and this phrase its result: both are what Flower shows.
+        return report.describe()
 
     sync.__doc__ = f"Reconcile one {kind} key under the workqueue's lease."
     app.task(name=sync_task_name(kind), ignore_result=True)(sync)

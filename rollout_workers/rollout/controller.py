@@ -299,7 +299,7 @@ def make_handler(runtime: Runtime) -> Handler:
     """The handler factory named in settings (`reconcile.handlers.rollouts`)."""
     settings = runtime.settings
     prefix = settings.redis.key_prefix
-    kube = Kube(api_client(settings), settings.kube)
+    kube = Kube(api_client(settings), settings.kube, counts=runtime.counts)
     written = WrittenVersions(runtime.redis, prefix=prefix)
     controller = RolloutController(
         rollouts=Lister(runtime.redis, prefix=prefix, resource=r.ROLLOUTS),

@@ -15,6 +15,7 @@ import threading
 import time
 from collections import defaultdict
 
+from rollout_workers import health as endpoints
 from rollout_workers.cache import CacheWriter, Change, Lister
 from rollout_workers.keys import InvalidKey, parse_key
 from rollout_workers.kube.client import Kube
@@ -25,6 +26,7 @@ from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
 from rollout_workers.watcher.controllers import queued_kinds, watched
+from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.reflector import Reflector
 from rollout_workers.watcher.routing import route
@@ -61,7 +63,7 @@ class Watcher:
             for res in watched(settings.watcher.controllers, namespace=settings.kube.namespace)
         ]
         self.kinds = queued_kinds(settings.watcher.controllers)
-        self._threads: list[threading.Thread] = []
+        self.threads: list[threading.Thread] = []
 
     def lookup(self, plural: str, index: str, value: str) -> list[str]:
         return self.listers[plural].keys_by_index(index, value)
@@ -90,7 +92,7 @@ class Watcher:
                 target=reflector.run, name=f"reflector {reflector.resource.plural}", daemon=True
             )
             thread.start()
-            self._threads.append(thread)
+            self.threads.append(thread)
 
     def synced(self) -> bool:
         return all(r.stats.synced.is_set() for r in self.reflectors)
@@ -106,10 +108,49 @@ class Watcher:
         pipe.execute()
 
 
+def serve_metrics(settings: Settings, runtime: Runtime, leading: threading.Event) -> None:
+    """Start /metrics on `metrics.port` (0: off). The pool-wide series only while this watcher
+    leads (a standby serves its process metrics), so scraping every replica counts once."""
+    if not settings.metrics.port:
+        return
+    from rollout_workers.metrics.endpoint import (
+        MetricsEndpoint,
+        pool_exposition,
+        process_exposition,
+    )
+
+    def render() -> bytes:
+        if not leading.is_set():
+            return process_exposition()
+        runtime.counts.flush(runtime.redis)  # this watcher's own API requests, up to now
+        return process_exposition() + pool_exposition(
+            runtime.redis, prefix=settings.redis.key_prefix, prune=True
+        )
+
+    try:
+        endpoint = MetricsEndpoint(settings.metrics.address, settings.metrics.port, render)
+    except OSError as err:
+        log.warning("metrics: cannot listen on port %d: %s", settings.metrics.port, err)
+        return
+    endpoint.start()
+    log.info("metrics on http://%s:%d/metrics", settings.metrics.address, endpoint.port)
+
+
+def serve_health(settings: Settings) -> WatcherHealth:
+    health = WatcherHealth(settings)
+    h = settings.health
+    endpoints.serve(address=h.address, port=h.port, live=health.live, ready=health.ready)
+    return health
+
+
 def run(settings: Settings, redis_url: str) -> int:
-    """Run until SIGTERM/SIGINT (exit 0) or until leadership is lost (exit 1)."""
-    kube = Kube(api_client(settings), settings.kube)
+    """Run until SIGTERM/SIGINT (exit 0, the lease released so a standby takes over at once)
+    or until leadership is lost (exit 1)."""
+    health = serve_health(settings)
     runtime = build_runtime(create_app(settings, redis_url), settings, redis_url)
+    kube = Kube(api_client(settings), settings.kube, counts=runtime.counts)
+    leading = threading.Event()
+    serve_metrics(settings, runtime, leading)
     identity = f"{socket.gethostname()}:{os.getpid()}"
     lease = LeaderLease(
         runtime.redis,
@@ -125,25 +166,33 @@ def run(settings: Settings, redis_url: str) -> int:
         try:
             if lease.try_acquire():
                 break
-            log.info("standby: the leader is %s", lease.holder())
+            holder = lease.holder()
+            health.standby(holder)
+            log.info("standby: the leader is %s", holder)
         except Exception as err:  # Redis down: keep waiting
+            health.failed(err)
             log.warning("cannot reach the leader lease: %s", err)
         stop.wait(1.0)
     if stop.is_set():
         return 0
+    leading.set()
     watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop)
     log.info("%s leads; starting %d reflectors", identity, len(watcher.reflectors))
     watcher.start()
+    health.leading(watcher.reflectors, watcher.threads)
 
     interval = settings.watcher.lease_ttl / 3
     renewed = time.monotonic()
     while not stop.wait(interval):
         try:
             if not lease.renew():
+                leading.clear()
                 log.error("leadership lost to %s; stopping", lease.holder())
                 return 1
             renewed = time.monotonic()
+            health.renewed()
         except Exception as err:
+            health.failed(err)
             log.warning("cannot renew the leader lease: %s", err)
             if time.monotonic() - renewed > settings.watcher.lease_ttl:
                 log.error("lease could not be renewed within its TTL; stopping")
@@ -151,10 +200,13 @@ def run(settings: Settings, redis_url: str) -> int:
             continue
         try:
             watcher.publish_stats()
+            runtime.counts.flush(runtime.redis)
         except Exception as err:
             log.warning("cannot publish watcher stats: %s", err)
+    health.stopping()
     try:
         lease.release()
+        log.info("released the leader lease")
     except Exception:
         log.warning("could not release the leader lease", exc_info=True)
     return 0

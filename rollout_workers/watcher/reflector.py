@@ -40,6 +40,22 @@ class ReflectorStats:
     errors: int = 0
     malformed: int = 0
     synced: threading.Event = field(default_factory=threading.Event)
+    #: Monotonic time of the first of the current run of failed lists/watches (None: healthy).
+    failing_since: float | None = None
+    last_error: str = ""
+
+    def failing_for(self, now: float) -> float:
+        """How long lists and watches have been failing (0 once one succeeds or opens)."""
+        return 0.0 if self.failing_since is None else now - self.failing_since
+
+    def failed(self, err: Exception) -> None:
+        self.errors += 1
+        self.last_error = str(err)
+        if self.failing_since is None:
+            self.failing_since = time.monotonic()
+
+    def succeeded(self) -> None:
+        self.failing_since = None
 
     def counters(self) -> dict[str, int]:
         return {
@@ -88,7 +104,7 @@ class Reflector:
                 log.info("%s: resourceVersion %s is too old; relisting", self.resource.plural, rv)
                 rv = None
             except (KubeError, redis.RedisError, ValueError) as err:
-                self.stats.errors += 1
+                self.stats.failed(err)
                 delay = min(self._backoff_max, max(0.5, delay * 2))
                 log.warning(
                     "%s: %s; retrying in %.1fs", self.resource.plural, err, delay, exc_info=False
@@ -101,6 +117,7 @@ class Reflector:
         )
         changes = self._writer.replace(items, rv)
         self.stats.relists += 1
+        self.stats.succeeded()
         self.stats.synced.set()
         log.info(
             "%s: listed %d objects at %s (%d changed)",
@@ -127,6 +144,7 @@ class Reflector:
             namespace=self._namespace,
             label_selector=self._selector,
             timeout_seconds=timeout,
+            on_open=self.stats.succeeded,
         )
         for event in stream:
             if self._stop.is_set():

@@ -24,6 +24,16 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
 * Lost or duplicated messages: a duplicate finds the key not queued and is dropped (`stale`);
   a lost one leaves the key queued, and `tick` sends it again once it has waited `stale_after`.
   Either costs at most one extra reconcile.
+* Metrics: the scripts keep client-go's workqueue metrics beside the state they describe (adds,
+  retries, the queue-duration histogram at claim, claim times for unfinished work), and `done`
+  applies the caller's metric increments in the same atomic step as the outcome, so a
+  reconcile is counted once, only by the owner of its lease, at no extra round trip.
+* Graceful hand-back: a worker host told to stop (SIGTERM) stops taking messages, lets each
+  reconcile in hand finish and call `done`, and `requeue`s at once every key whose message it
+  had reserved but not started, so another host takes it within moments rather than after the
+  message's visibility timeout or `stale_after`. A reconcile still running when the host's
+  grace period ends is abandoned: `release` hands its key back (queued at once, not after the
+  lease TTL) and fences the old holder by its owner token, as an expired lease would.
 
 All times come from Redis' own clock (`TIME`), so hosts with skewed clocks agree on deadlines.
 """

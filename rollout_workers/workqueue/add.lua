@@ -1,20 +1,24 @@
 -- add(keys...): mark each key as needing a reconcile.
--- KEYS: queued(zset key->enqueued ms), active(hash key->owner), dirty(set), known(set)
+-- KEYS: queued(zset key->enqueued ms), active(hash key->owner), dirty(set), known(set),
+--       metrics(hash: `adds` counts what client-go's Add counts, i.e. keys not already waiting)
 -- ARGV: the object keys
 -- Returns one code per key: 1 queued (the caller sends a message), 0 coalesced with a queued
 -- key, 2 marked dirty because a worker holds it (done() queues it again).
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local out = {}
+local adds = 0
 for i, k in ipairs(ARGV) do
   redis.call('SADD', KEYS[4], k)
   if redis.call('HEXISTS', KEYS[2], k) == 1 then
-    redis.call('SADD', KEYS[3], k)
+    adds = adds + redis.call('SADD', KEYS[3], k)
     out[i] = 2
   elseif redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
+    adds = adds + 1
     out[i] = 1
   else
     out[i] = 0
   end
 end
+if adds > 0 then redis.call('HINCRBY', KEYS[5], 'adds', adds) end
 return out

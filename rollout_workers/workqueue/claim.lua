@@ -1,11 +1,14 @@
--- claim(key, token, ttl_ms): take exclusive hold of a key for one reconcile.
--- KEYS: queued, active(hash key->owner), leases(zset key->deadline ms), dirty, stats
+-- claim(key, token, ttl_ms, bounds_ms...): take exclusive hold of a key for one reconcile.
+-- KEYS: queued, active(hash key->owner), leases(zset key->deadline ms), dirty, stats,
+--       started(hash key->claim ms, for unfinished work), metrics(hash: the queue-duration
+--       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us)
 -- Returns 1 claimed, 0 stale (the key is not queued: a duplicate or late message), 2 busy
 -- (another live owner holds it: the key is marked dirty so that owner's done() requeues it).
 local k, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-if not redis.call('ZSCORE', KEYS[1], k) then
+local enqueued = redis.call('ZSCORE', KEYS[1], k)
+if not enqueued then
   redis.call('HINCRBY', KEYS[5], 'stale', 1)
   return 0
 end
@@ -24,4 +27,12 @@ end
 redis.call('SREM', KEYS[4], k)
 redis.call('HSET', KEYS[2], k, token)
 redis.call('ZADD', KEYS[3], now + ttl, k)
+redis.call('HSET', KEYS[6], k, now)
+local waited = math.max(0, now - tonumber(enqueued))
+local bucket = #ARGV - 3
+for i = 4, #ARGV do
+  if waited <= tonumber(ARGV[i]) then bucket = i - 4 break end
+end
+redis.call('HINCRBY', KEYS[7], 'queue|b' .. bucket, 1)
+redis.call('HINCRBY', KEYS[7], 'queue|sum', waited * 1000)
 return 1

@@ -1,7 +1,10 @@
--- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep): release a claim
--- and record the outcome in one step.
+-- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep, increments...):
+-- release a claim and record the outcome in one step.
 -- KEYS: queued, active, leases, dirty, failures(hash key->count), timers(zset key->due ms),
---       known, stats(hash), durations(list of recent reconcile milliseconds)
+--       known, stats(hash), durations(list of recent reconcile milliseconds), started(hash),
+--       metrics(hash: `retries`), then the hashes the increments name
+-- increments: triples (index into KEYS, field, amount), applied with the outcome (the
+-- caller's metrics ride on this call instead of costing another round trip)
 -- outcome: ok (reset backoff), after (reset backoff, run again after delay_ms),
 --          error (per-key exponential backoff), gone (the object no longer exists)
 -- Returns {owned, send}: owned is 0 when the lease was lost to another owner (nothing is
@@ -17,12 +20,17 @@ local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call('HDEL', KEYS[2], k)
 redis.call('ZREM', KEYS[3], k)
+redis.call('HDEL', KEYS[10], k)
+for i = 9, #ARGV, 3 do
+  redis.call('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
+end
 redis.call('HINCRBY', KEYS[8], 'reconciles', 1)
 redis.call('HINCRBY', KEYS[8], outcome, 1)
 redis.call('LPUSH', KEYS[9], duration)
 redis.call('LTRIM', KEYS[9], 0, keep - 1)
 local due = nil
 if outcome == 'error' then
+  redis.call('HINCRBY', KEYS[11], 'retries', 1)
   local n = redis.call('HINCRBY', KEYS[5], k, 1)
   local d = max
   if n < 64 then d = math.min(base * math.pow(2, n - 1), max) end

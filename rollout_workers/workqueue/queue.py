@@ -12,6 +12,8 @@ from typing import Any
 import redis
 
 from rollout_workers.keys import ObjectKey, parse_key
+from rollout_workers.metrics.store import WORKQUEUE_BUCKETS, Increment
+from rollout_workers.metrics.store import Keys as MetricKeys
 from rollout_workers.settings import QueueSettings
 
 #: Sends one Celery message per key. Injected so this package never imports Celery.
@@ -71,6 +73,10 @@ def _ms(seconds: float) -> int:
     return max(0, round(seconds * 1000))
 
 
+#: client-go's queue-duration bucket bounds in ms, for claim.lua (which sees ms timestamps).
+_BOUNDS_MS = [f"{b * 1000:.12g}" for b in WORKQUEUE_BUCKETS]
+
+
 class WorkQueue:
     """The queue of one task kind. Safe to share between threads; holds no state of its own."""
 
@@ -97,6 +103,8 @@ class WorkQueue:
         self.k_known = f"{base}:known"
         self.k_stats = f"{base}:stats"
         self.k_durations = f"{base}:durations"
+        self.k_started = f"{base}:started"
+        self.k_metrics = MetricKeys(prefix).workqueue(kind)
         script = client.register_script
         self._add = script(_source("add"))
         self._claim = script(_source("claim"))
@@ -105,6 +113,8 @@ class WorkQueue:
         self._add_after = script(_source("add_after"))
         self._add_rate_limited = script(_source("add_rate_limited"))
         self._tick = script(_source("tick"))
+        self._requeue = script(_source("requeue"))
+        self._release = script(_source("release"))
 
     # -- producers -------------------------------------------------------------------------
 
@@ -114,7 +124,8 @@ class WorkQueue:
         if not checked:
             return AddResult()
         codes = self._add(
-            keys=[self.k_queued, self.k_active, self.k_dirty, self.k_known], args=checked
+            keys=[self.k_queued, self.k_active, self.k_dirty, self.k_known, self.k_metrics],
+            args=checked,
         )
         result = AddResult()
         for key, code in zip(checked, codes, strict=True):
@@ -133,7 +144,7 @@ class WorkQueue:
         """Count a failure of `key` and queue it after its backoff; returns the delay (s)."""
         checked = parse_key(key)
         delay_ms = self._add_rate_limited(
-            keys=[self.k_failures, self.k_timers, self.k_known],
+            keys=[self.k_failures, self.k_timers, self.k_known, self.k_metrics],
             args=[checked, *self._backoff_args()],
         )
         return int(delay_ms) / 1000
@@ -155,8 +166,16 @@ class WorkQueue:
 
     def claim(self, key: ObjectKey, token: str) -> Claim:
         code = self._claim(
-            keys=[self.k_queued, self.k_active, self.k_leases, self.k_dirty, self.k_stats],
-            args=[key, token, _ms(self._settings.lease_ttl)],
+            keys=[
+                self.k_queued,
+                self.k_active,
+                self.k_leases,
+                self.k_dirty,
+                self.k_stats,
+                self.k_started,
+                self.k_metrics,
+            ],
+            args=[key, token, _ms(self._settings.lease_ttl), *_BOUNDS_MS],
         )
         return Claim(int(code))
 
@@ -175,20 +194,35 @@ class WorkQueue:
         *,
         delay: float = 0.0,
         duration: float = 0.0,
+        increments: Sequence[Increment] = (),
     ) -> bool:
-        """Release a claim and apply its outcome; False when the lease had been lost."""
+        """Release a claim and apply its outcome; False when the lease had been lost.
+
+        `increments` (metric counters) are applied in the same script, only when the lease
+        was still held, so they cost no round trip and count each reconcile once.
+        """
+        keys = [
+            self.k_queued,
+            self.k_active,
+            self.k_leases,
+            self.k_dirty,
+            self.k_failures,
+            self.k_timers,
+            self.k_known,
+            self.k_stats,
+            self.k_durations,
+            self.k_started,
+            self.k_metrics,
+        ]
+        extra: list[str | int] = []
+        index: dict[str, int] = {}
+        for inc in increments:
+            if inc.key not in index:
+                keys.append(inc.key)
+                index[inc.key] = len(keys)
+            extra += [index[inc.key], inc.field, inc.amount]
         owned, send = self._done(
-            keys=[
-                self.k_queued,
-                self.k_active,
-                self.k_leases,
-                self.k_dirty,
-                self.k_failures,
-                self.k_timers,
-                self.k_known,
-                self.k_stats,
-                self.k_durations,
-            ],
+            keys=keys,
             args=[
                 key,
                 token,
@@ -197,11 +231,42 @@ class WorkQueue:
                 f"{duration * 1000:.3f}",
                 *self._backoff_args(),
                 DURATIONS_KEPT,
+                *extra,
             ],
         )
         if int(send):
             self._send([key])
         return bool(int(owned))
+
+    # -- hand-back on shutdown --------------------------------------------------------------
+
+    def requeue(self, keys: Iterable[str]) -> list[ObjectKey]:
+        """Send again, at once, the still-queued keys whose messages a stopping host reserved
+        but will not start; returns the keys sent."""
+        checked = [parse_key(k) for k in keys]
+        if not checked:
+            return []
+        sent = [
+            ObjectKey(_text(k))
+            for k in self._requeue(keys=[self.k_queued, self.k_stats], args=checked)
+        ]
+        if sent:
+            self._send(sent)
+        return sent
+
+    def release(self, token_prefixes: Sequence[str]) -> list[ObjectKey]:
+        """Take back every key held under a token with one of these prefixes (a stopping host's
+        processes), fencing the holders, and queue each again at once; returns the keys."""
+        if not token_prefixes:
+            return []
+        reply = self._release(
+            keys=[self.k_queued, self.k_active, self.k_leases, self.k_dirty, self.k_stats],
+            args=list(token_prefixes),
+        )
+        sent = [ObjectKey(_text(k)) for k in reply]
+        if sent:
+            self._send(sent)
+        return sent
 
     # -- system ----------------------------------------------------------------------------
 
@@ -216,6 +281,8 @@ class WorkQueue:
                 self.k_dirty,
                 self.k_timers,
                 self.k_stats,
+                self.k_started,
+                self.k_metrics,
             ],
             args=[limit, _ms(self._settings.stale_after)],
         )

@@ -201,3 +201,38 @@ def test_lease_deadline_follows_redis_time(wq: WorkQueue, rdb: redis.Redis) -> N
     deadline = rdb.zscore(wq.k_leases, A)
     assert deadline is not None
     assert deadline / 1000 - time.time() == pytest.approx(wq._settings.lease_ttl, abs=0.5)
+
+
+def test_requeue_sends_again_only_keys_still_queued(
+    wq: WorkQueue, sent: SentLog, rdb: redis.Redis
+) -> None:
+    C = ObjectKey("default/c")
+    wq.add([A, B])
+    rdb.zadd(wq.k_queued, {A: 1})  # reserved long ago by a host that is stopping
+    wq.claim(B, "other")  # B's duplicate message was claimed elsewhere meanwhile
+    assert wq.requeue([A, B, C]) == [A]
+    assert sent.sent == [A, B, A]
+    assert float(rdb.zscore(wq.k_queued, A) or 0) > 1  # a fresh wait: no stale resend soon
+    assert wq.claim(A, "new") is Claim.CLAIMED
+    assert wq.claim(A, "late") is Claim.STALE  # the stopping host's message, if ever run
+    assert int(rdb.hget(wq.k_stats, "handed_back") or 0) == 1
+
+
+def test_release_hands_back_a_hosts_keys_and_fences_the_holders(
+    wq: WorkQueue, sent: SentLog, rdb: redis.Redis
+) -> None:
+    C = ObjectKey("default/c")
+    wq.add([A, B, C])
+    wq.claim(A, "host-1:100:aaa")
+    wq.claim(B, "host-1:101:bbb")
+    wq.claim(C, "host-1:1000:ccc")  # another process whose pid starts alike
+    wq.add([A])  # dirty: the release queues it once, not twice
+    assert sorted(wq.release(["host-1:100:", "host-1:101:"])) == [A, B]
+    assert sorted(sent.sent[3:]) == [A, B]
+    assert not rdb.sismember(wq.k_dirty, A)
+    assert rdb.hget(wq.k_active, C) == b"host-1:1000:ccc"
+    assert wq.heartbeat(A, "host-1:100:aaa") is False  # fenced
+    assert wq.done(B, "host-1:101:bbb", Outcome.OK) is False
+    assert wq.claim(A, "host-2:7:x") is Claim.CLAIMED
+    assert int(rdb.hget(wq.k_stats, "released") or 0) == 2
+    assert wq.release([]) == []

@@ -80,7 +80,8 @@ class Processes:
     def spawn(self, name: str, *args: str, env: dict[str, str] | None = None) -> Proc:
         self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"{name}.log"
-        full_env = {**os.environ, **self.env, **(env or {})}
+        # Off unless a test asks: many processes (and other people's tests) share this machine.
+        full_env = {"ROLLOUTS_HEALTH_PORT": "0", **os.environ, **self.env, **(env or {})}
         full_env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(REPO), full_env.get("PYTHONPATH", "")) if p
         )

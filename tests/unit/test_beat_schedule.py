@@ -1,8 +1,14 @@
-"""The beat schedule sends only system tasks, to the system queue, with an expiry."""
+"""The beat schedule sends only the resync, to the system queue, with an expiry; the timer tick
+runs inside beat while it holds the lock, and feeds beat's liveness."""
 
 from __future__ import annotations
 
-from beat.schedule import build_schedule
+from typing import Any
+
+import redis
+
+from beat.process import Ticker
+from beat.schedule import RETIRED, build_schedule
 from rollout_workers.pool.app import celery_config
 from rollout_workers.settings import Settings
 
@@ -10,8 +16,8 @@ from rollout_workers.settings import Settings
 def test_schedule_entries() -> None:
     s = Settings(beat={"tick_interval": 1}, reconcile={"resync_period": 600})
     schedule = build_schedule(s)
-    assert set(schedule) == {"timers.tick", "resync.all"}
-    assert schedule["timers.tick"]["schedule"] == 1
+    assert set(schedule) == {"resync.all"}
+    assert "timers.tick" in RETIRED  # deleted from Redis when beat starts
     assert schedule["resync.all"]["schedule"] == 600
     for entry in schedule.values():
         assert entry["options"]["queue"] == "system"
@@ -27,3 +33,52 @@ def test_celery_config_is_json_only_and_beat_lock_is_tuned() -> None:
     assert conf["redbeat_lock_timeout"] <= 15
     assert conf["task_routes"]["timers.tick"] == {"queue": "system"}
     assert conf["task_routes"]["experiments.sync"] == {"queue": "analysis"}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def ticker(clock: FakeClock, ticks: list[float], fail: list[bool] | None = None) -> Ticker:
+    def tick() -> dict[str, Any]:
+        if fail and fail[0]:
+            raise redis.ConnectionError("down")
+        ticks.append(clock.now)
+        return {}
+
+    return Ticker(tick, interval=1.0, redis_url="redis://127.0.0.1:1/0", clock=clock)
+
+
+def test_ticks_keep_their_cadence_and_restart_after_a_stall() -> None:
+    clock, ticks = FakeClock(), []
+    t = ticker(clock, ticks)
+    assert t.maybe_tick() == 1.0 and ticks == [100.0]
+    clock.now = 100.4
+    assert round(t.maybe_tick(), 3) == 0.6 and ticks == [100.0]  # not due: sleep until it is
+    clock.now = 101.05  # a little late: the next one is still due at 102
+    assert round(t.maybe_tick(), 3) == 0.95 and ticks == [100.0, 101.05]
+    clock.now = 110.0  # after a stall: one tick now, then every second from now, no burst
+    assert t.maybe_tick() == 1.0 and ticks[-1] == 110.0 and len(ticks) == 3
+
+
+def test_liveness_fails_without_ticks_while_leading_and_a_standby_is_live() -> None:
+    clock, ticks, fail = FakeClock(), [], [False]
+    t = ticker(clock, ticks, fail)
+    status = t.live()
+    assert status.ok and "standby" in status.reason  # never entered the lock holder's loop
+    t.maybe_tick()
+    assert t.live().ok
+    fail[0] = True  # Redis stalls: passes of the loop go on, ticks do not succeed
+    for step in range(1, 5):
+        clock.now = 100.0 + step
+        t.maybe_tick()
+    status = t.live()
+    assert not status.ok and "no timer tick for 4.0s" in status.reason, status
+    fail[0] = False
+    clock.now = 105.0
+    t.maybe_tick()
+    assert t.live().ok

@@ -1,0 +1,191 @@
+"""The Redis side of the pool's counters: key names, histogram buckets, pending increments.
+
+Every counter is a field of a Redis hash incremented with HINCRBY, so increments from any
+number of processes add up and survive the process that made them. Histograms store one
+field per bucket (non-cumulative: an observation increments exactly one field) plus the sum in
+integer microseconds (exact, no float drift); the collector makes them cumulative.
+
+Hashes (prefix `rw`):
+  rw:metrics:<kind>:reconcile   `ns/name|b<i>`, `ns/name|sum`, `ns/name|err`  (per object)
+  rw:metrics:<kind>:workqueue   `adds`, `retries`, `queue|b<i>`, `queue|sum`, `work|b<i>`, ...
+  rw:metrics:k8s_requests       `kind|namespace|name|verb|status_code`
+  rw:metrics:events             `namespace|name|type|reason`
+
+A process does not write a counter per API request: `PendingCounts` buffers them in memory,
+and they travel with a write the process makes anyway (a worker's `done`, the watcher's
+periodic stats), at the cost of losing the last few increments of a process killed with
+SIGKILL. Counts already in Redis are never lost.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import redis
+
+#: Argo's reconcile histograms (rollout_reconcile, analysis_run_reconcile, experiment_reconcile).
+RECONCILE_BUCKETS: tuple[float, ...] = (0.01, 0.15, 0.25, 0.5, 1.0)
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """Prometheus' ExponentialBuckets, multiplied step by step as Go does, so the bounds (and
+    their `le` labels, e.g. 9.999999999999999e-06) are bit-identical to client-go's."""
+    out = []
+    for _ in range(count):
+        out.append(start)
+        start *= factor
+    return tuple(out)
+
+
+#: client-go's workqueue histograms: ExponentialBuckets(10e-9, 10, 10).
+WORKQUEUE_BUCKETS: tuple[float, ...] = exponential_buckets(10e-9, 10, 10)
+
+SEP = "|"
+
+
+def bucket_index(bounds: Sequence[float], value: float) -> int:
+    """The first bucket whose upper bound (le) is >= value; len(bounds) is +Inf."""
+    return bisect.bisect_left(bounds, value)
+
+
+def micros(seconds: float) -> int:
+    return max(0, round(seconds * 1_000_000))
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Redis key names of the pool's counters."""
+
+    prefix: str
+
+    def reconcile(self, kind: str) -> str:
+        return f"{self.prefix}:metrics:{kind}:reconcile"
+
+    def workqueue(self, kind: str) -> str:
+        return f"{self.prefix}:metrics:{kind}:workqueue"
+
+    @property
+    def k8s_requests(self) -> str:
+        return f"{self.prefix}:metrics:k8s_requests"
+
+    @property
+    def events(self) -> str:
+        return f"{self.prefix}:metrics:events"
+
+
+@dataclass(frozen=True)
+class Increment:
+    """HINCRBY `key` `field` `amount`."""
+
+    key: str
+    field: str
+    amount: int
+
+
+def observe(key: str, series: str, bounds: Sequence[float], seconds: float) -> list[Increment]:
+    """The increments of one histogram observation: its bucket and the sum."""
+    return [
+        Increment(key, f"{series}{SEP}b{bucket_index(bounds, seconds)}", 1),
+        Increment(key, f"{series}{SEP}sum", micros(seconds)),
+    ]
+
+
+def reconcile_increments(
+    keys: Keys, *, kind: str, key: str, seconds: float, error: bool, gone: bool = False
+) -> list[Increment]:
+    """`<kind>_reconcile{namespace,name}` and `_reconcile_error`, and client-go's work
+    duration for the queue of `kind`. A reconcile that found its object gone is work done,
+    but, as in Argo, no observation of the object."""
+    out = observe(keys.workqueue(kind), "work", WORKQUEUE_BUCKETS, seconds)
+    if not gone:
+        out += observe(keys.reconcile(kind), key, RECONCILE_BUCKETS, seconds)
+        if error:
+            out.append(Increment(keys.reconcile(kind), f"{key}{SEP}err", 1))
+    return out
+
+
+#: Kinds whose requests Argo counts without the object name (cardinality), as its client.go.
+_NAMELESS_KINDS = frozenset({"events", "replicasets", "analysisruns", "jobs", "experiments"})
+_VERBS = {"POST": "Create", "PUT": "Update", "PATCH": "Patch", "DELETE": "Delete"}
+
+
+def request_labels(method: str, path: str, *, watch: bool = False) -> tuple[str, str, str, str]:
+    """(kind, namespace, name, verb) of an API request path, with Argo's cardinality rules:
+    no name for lists, watches and high-churn kinds; Unknown for what is not a resource."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    if parts[:1] == ["api"]:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"]:
+        rest = parts[3:]
+    else:
+        rest = []
+    namespace = ""
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest:
+        return "Unknown", "Unknown", "Unknown", "Unknown"
+    kind, name = rest[0], rest[1] if len(rest) > 1 else ""
+    method = method.upper()
+    if method == "GET":
+        verb = "Get" if name else ("Watch" if watch else "List")
+    else:
+        verb = _VERBS.get(method, "Unknown")
+    if verb == "Unknown":
+        return "Unknown", "Unknown", "Unknown", "Unknown"
+    if verb in ("List", "Watch") or kind in _NAMELESS_KINDS:
+        name = "N/A"
+    return kind, namespace, name, verb
+
+
+class PendingCounts:
+    """Counter increments a process has observed and not yet written to Redis.
+
+    Thread-safe. `drain` hands them over to be written with the next write; `restore` puts
+    them back when that write failed.
+    """
+
+    def __init__(self, keys: Keys) -> None:
+        self.keys = keys
+        self._lock = threading.Lock()
+        self._counts: Counter[tuple[str, str]] = Counter()
+
+    def request(self, method: str, path: str, status: int, *, watch: bool = False) -> None:
+        kind, namespace, name, verb = request_labels(method, path, watch=watch)
+        field = SEP.join((kind, namespace, name, verb, str(status)))
+        self._add(self.keys.k8s_requests, field)
+
+    def event(self, *, namespace: str, name: str, type: str, reason: str) -> None:
+        self._add(self.keys.events, SEP.join((namespace, name, type, reason)))
+
+    def _add(self, key: str, field: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[(key, field)] += amount
+
+    def drain(self) -> list[Increment]:
+        with self._lock:
+            counts, self._counts = self._counts, Counter()
+        return [Increment(k, f, n) for (k, f), n in sorted(counts.items())]
+
+    def restore(self, increments: Sequence[Increment]) -> None:
+        with self._lock:
+            for inc in increments:
+                self._counts[(inc.key, inc.field)] += inc.amount
+
+    def flush(self, client: redis.Redis) -> int:
+        """Write the pending increments in one pipeline; returns how many fields."""
+        increments = self.drain()
+        if not increments:
+            return 0
+        pipe = client.pipeline(transaction=False)
+        for inc in increments:
+            pipe.hincrby(inc.key, inc.field, inc.amount)
+        try:
+            pipe.execute()
+        except redis.RedisError:
+            self.restore(increments)
+            raise
+        return len(increments)

@@ -1,0 +1,23 @@
+-- release(token_prefixes...): a host that must exit before its reconciles finish hands back
+-- every key held under a token starting with one of the prefixes (its processes' tokens). The
+-- key is queued again at once (the caller sends a message) instead of after the lease TTL, and
+-- the old holder is fenced: its heartbeat and done() no longer find their token.
+-- KEYS: queued, active(hash key->owner), leases, dirty, stats
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local held = redis.call('HGETALL', KEYS[2])
+local send = {}
+for i = 1, #held, 2 do
+  local k, token = held[i], held[i + 1]
+  for _, prefix in ipairs(ARGV) do
+    if string.sub(token, 1, #prefix) == prefix then
+      redis.call('HDEL', KEYS[2], k)
+      redis.call('ZREM', KEYS[3], k)
+      redis.call('SREM', KEYS[4], k)
+      redis.call('HINCRBY', KEYS[5], 'released', 1)
+      if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then send[#send + 1] = k end
+      break
+    end
+  end
+end
+return send
