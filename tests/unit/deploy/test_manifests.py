@@ -15,6 +15,7 @@ import click
 import pytest
 
 from rollout_workers.cli.main import cli
+from rollout_workers.metrics.collector import QUEUE_NAMES
 from rollout_workers.pool.app import celery_config
 from rollout_workers.settings import Settings
 from tests.unit.deploy.render import DEPLOY, Obj, ident, overlays, rendered
@@ -143,19 +144,42 @@ def test_containers_are_complete(overlay: str) -> None:
         assert c.get("securityContext", {}).get("allowPrivilegeEscalation") is False, where
 
 
+def effective_port(objs: tuple[Obj, ...], c: Obj, option: str, env_name: str) -> int:
+    """The port a `rollouts` process listens on: its option, else the environment (the
+    container's env over its envFrom ConfigMaps), else the settings' default."""
+    params = parse_cli([expand(a, container_env(c)) for a in c["args"]]).params
+    if params.get(option) is not None:
+        return int(params[option])
+    env: dict[str, str] = {}
+    configmaps = {o["metadata"]["name"]: o for o in by_kind(objs, "ConfigMap")}
+    for src in c.get("envFrom", []):
+        env.update(configmaps[src["configMapRef"]["name"]].get("data") or {})
+    env.update({e["name"]: e["value"] for e in c.get("env", []) if "value" in e})
+    if env_name in env:
+        return int(env[env_name])
+    section = env_name.removeprefix("ROLLOUTS_").split("_")[0].lower()
+    return int(getattr(Settings(), section).port)
+
+
 @pytest.mark.parametrize("overlay", [o for o in OVERLAYS if o != "crds"])
 def test_probes_hit_the_health_endpoints(overlay: str) -> None:
-    for _, c in containers(rendered(overlay)):
+    objs = rendered(overlay)
+    for _, c in containers(objs):
         if not is_app(c):
             continue
         live, ready = c["livenessProbe"]["httpGet"], c["readinessProbe"]["httpGet"]
         if c["args"][0] == "flower":
             assert (live["path"], ready["path"]) == ("/healthcheck", "/healthcheck")
             assert port_number(c, live["port"]) == port_number(c, ready["port"]) == 5555
-        else:
-            assert (live["path"], ready["path"]) == ("/healthz", "/readyz"), c["name"]
-            assert port_number(c, live["port"]) == HEALTH_PORT
-            assert port_number(c, ready["port"]) == HEALTH_PORT
+            continue
+        health = effective_port(objs, c, "health_port", "ROLLOUTS_HEALTH_PORT")
+        assert health == HEALTH_PORT
+        assert (live["path"], ready["path"]) == ("/healthz", "/readyz"), c["name"]
+        assert port_number(c, live["port"]) == port_number(c, ready["port"]) == health
+        if c["args"][0] == "watcher":
+            metrics = effective_port(objs, c, "metrics_port", "ROLLOUTS_METRICS_PORT")
+            assert metrics == METRICS_PORT
+            assert port_number(c, "metrics") == metrics
 
 
 @pytest.mark.parametrize("overlay", [o for o in OVERLAYS if o != "crds"])
@@ -378,7 +402,7 @@ def test_worker_autoscaling(overlay: str) -> None:
             m["external"]["metric"]["selector"]["matchLabels"]["name"]
             for m in hpa["spec"]["metrics"]
         }
-        assert names == {"rollouts", "analysisruns", "experiments"}
+        assert names == set(QUEUE_NAMES.values())  # the labels the watcher exports
         assert by_kind(objs, "ServiceMonitor")  # the adapter's series come from the scrape
 
 
