@@ -5,4 +5,7 @@ COPY rollout_workers ./rollout_workers
 COPY beat ./beat
 RUN pip install --no-cache-dir . && useradd --uid 10001 rollouts
 USER 10001
+# Health (/healthz, /readyz) of every rollouts process; the leading watcher's metrics; Flower.
+EXPOSE 8080 8090 5555
+ENV PYTHONDONTWRITEBYTECODE=1
 ENTRYPOINT ["rollouts"]

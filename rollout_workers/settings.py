@@ -7,12 +7,13 @@ process's entry point (the CLI) and passed down explicitly; nothing below reads 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, BeforeValidator, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: The task kinds and the Celery queue each one is served from.
 KINDS: dict[str, str] = {
@@ -20,6 +21,27 @@ KINDS: dict[str, str] = {
     "analysisruns": "analysis",
     "experiments": "analysis",
 }
+
+#: The controllers a watcher can serve, and the task kind each one queues.
+CONTROLLERS: dict[str, str] = {
+    "rollouts": "rollouts",
+    "analysis": "analysisruns",
+    "experiments": "experiments",
+}
+
+
+def _names(value: Any) -> Any:
+    """A list from the environment as `a,b` (what the CLI's -Q and --controllers take) or JSON."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+#: A list of names that the environment gives comma-separated.
+Names = Annotated[list[str], NoDecode, BeforeValidator(_names)]
 
 
 class RedisSettings(BaseModel):
@@ -102,7 +124,7 @@ class WorkerSettings(BaseModel):
         description="Seconds a SIGTERMed worker host lets reconciles in hand finish before it "
         "hands their keys back and exits; keep it below terminationGracePeriodSeconds.",
     )
-    queues: list[str] = Field(
+    queues: Names = Field(
         default_factory=lambda: ["rollouts", "analysis", "system"],
         description="Queues a worker consumes.",
     )
@@ -152,6 +174,19 @@ class WatcherSettings(BaseModel):
     backoff_max: float = Field(
         default=30.0, gt=0, description="Longest wait between retries after API errors."
     )
+    controllers: Names = Field(
+        default_factory=lambda: list(CONTROLLERS),
+        description="Controllers served (rollouts, analysis, experiments): the types watched "
+        "and the keys queued.",
+    )
+
+    @field_validator("controllers")
+    @classmethod
+    def _known_controllers(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(CONTROLLERS))
+        if unknown or not value:
+            raise ValueError(f"unknown controllers {unknown}; choose from {', '.join(CONTROLLERS)}")
+        return value
 
 
 class MetricsSettings(BaseModel):

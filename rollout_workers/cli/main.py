@@ -28,7 +28,7 @@ from rollout_workers.cli.common import (
     wait_for_signal,
 )
 from rollout_workers.local import redis_server
-from rollout_workers.settings import KINDS, Settings
+from rollout_workers.settings import CONTROLLERS, KINDS, Settings
 
 
 @click.group(
@@ -194,6 +194,16 @@ def flower(
     sys.exit(create_app(settings, url).start(argv=argv) or 0)
 
 
+def _controllers(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    unknown = sorted(set(names) - set(CONTROLLERS))
+    if unknown or not names:
+        raise click.BadParameter(f"unknown {unknown}; choose from {', '.join(CONTROLLERS)}")
+    return names
+
+
 @cli.command()
 @state_dir_option
 @click.option(
@@ -203,7 +213,17 @@ def flower(
     help="Kubeconfig of the cluster (default: ROLLOUTS_KUBECONFIG, the embedded API, KUBECONFIG).",
 )
 @click.option("--instance-id", default=None, help="controller-instance-id to own.")
-@click.option("--namespace", default=None, help="Watch only this namespace.")
+@click.option(
+    "--namespace",
+    default=None,
+    help="Watch only this namespace (cluster-scoped ClusterAnalysisTemplates are not watched).",
+)
+@click.option(
+    "--controllers",
+    default=None,
+    callback=lambda _ctx, _param, value: _controllers(value),
+    help=f"Comma-separated controllers to serve, of {','.join(CONTROLLERS)} (default: all).",
+)
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Port of /metrics, served by the leader (default 8090; 0 = off).")  # fmt: skip
 @health_port_option
@@ -213,6 +233,7 @@ def watcher(
     kubeconfig: Path | None,
     instance_id: str | None,
     namespace: str | None,
+    controllers: list[str] | None,
     metrics_port: int | None,
     health_port: int | None,
 ) -> None:
@@ -223,6 +244,7 @@ def watcher(
         **{
             "kube.instance_id": instance_id,
             "kube.namespace": namespace,
+            "watcher.controllers": controllers,
             "metrics.port": metrics_port,
             "health.port": health_port,
         },

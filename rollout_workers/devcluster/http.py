@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from rollout_workers.devcluster import errors, protobuf
+from rollout_workers.devcluster.audit import AuditLog
 from rollout_workers.devcluster.conversion import storage_field_path
 from rollout_workers.devcluster.errors import ApiError, JSONDict
 from rollout_workers.devcluster.resources import Registry, ResourceType
@@ -85,6 +86,7 @@ class ApiHandler:
         self.on_compact = on_compact
         self._streams: set[asyncio.Event] = set()
         self._closing = False
+        self.audit = AuditLog()
 
     def close_streams(self) -> None:
         """End every open watch stream (server shutdown)."""
@@ -98,6 +100,8 @@ class ApiHandler:
         return app
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        if (audited := self.audit.handle(request)) is not None:  # /_devcluster/audit
+            return audited
         try:
             return await self._dispatch(request)
         except ApiError as exc:

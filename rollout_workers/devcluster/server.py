@@ -37,13 +37,14 @@ T = TypeVar("T")
 CONTEXT_NAME = "devcluster"
 
 
-def kubeconfig_for(url: str, *, namespace: str = "default") -> dict[str, Any]:
-    """A kubeconfig dict (no auth) whose current context ``devcluster`` points at ``url``."""
+def kubeconfig_for(url: str, *, namespace: str = "default", token: str = "") -> dict[str, Any]:
+    """A kubeconfig dict whose current context ``devcluster`` points at ``url``. The server
+    authenticates nobody; a ``token`` only names the caller in the audit log (audit.py)."""
     return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": CONTEXT_NAME, "cluster": {"server": url}}],
-        "users": [{"name": CONTEXT_NAME, "user": {}}],
+        "users": [{"name": CONTEXT_NAME, "user": {"token": token} if token else {}}],
         "contexts": [
             {
                 "name": CONTEXT_NAME,
@@ -190,10 +191,9 @@ class DevCluster:
         ends, and any watch or continue token from an older resourceVersion gets 410."""
         return self.store.force_gone()
 
-    def write_kubeconfig(self, path: Path, *, namespace: str = "default") -> Path:
-        _write_atomically(
-            path, yaml.safe_dump(kubeconfig_for(self.url, namespace=namespace), sort_keys=False)
-        )
+    def write_kubeconfig(self, path: Path, *, namespace: str = "default", token: str = "") -> Path:
+        config = kubeconfig_for(self.url, namespace=namespace, token=token)
+        _write_atomically(path, yaml.safe_dump(config, sort_keys=False))
         return path
 
 
@@ -261,8 +261,19 @@ class DevClusterThread:
     def apply_crd(self, crd: JSONDict) -> JSONDict:
         return self.call(lambda c: c.apply_crd(crd))
 
-    def write_kubeconfig(self, path: Path, *, namespace: str = "default") -> Path:
-        return self.call(lambda c: c.write_kubeconfig(path, namespace=namespace))
+    def write_kubeconfig(self, path: Path, *, namespace: str = "default", token: str = "") -> Path:
+        return self.call(lambda c: c.write_kubeconfig(path, namespace=namespace, token=token))
+
+    def audit(self, *, clear: bool = False) -> list[dict[str, Any]]:
+        """The audit log's distinct calls with counts (audit.py); ``clear`` empties it after."""
+
+        def read(c: DevCluster) -> list[dict[str, Any]]:
+            calls = c.handler.audit.calls()
+            if clear:
+                c.handler.audit.clear()
+            return calls
+
+        return self.call(read)
 
     def stop(self, timeout: float = 30.0) -> None:
         if self.cluster is not None and self._thread.is_alive():

@@ -25,6 +25,7 @@ from rollout_workers.pool.app import create_app
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
+from rollout_workers.watcher.controllers import queued_kinds, watched
 from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.reflector import Reflector
@@ -59,8 +60,9 @@ class Watcher:
                 stop=self.stop,
                 backoff_max=settings.watcher.backoff_max,
             )
-            for res in WATCHED.values()
+            for res in watched(settings.watcher.controllers, namespace=settings.kube.namespace)
         ]
+        self.kinds = queued_kinds(settings.watcher.controllers)
         self.threads: list[threading.Thread] = []
 
     def lookup(self, plural: str, index: str, value: str) -> list[str]:
@@ -72,6 +74,8 @@ class Watcher:
             for kind, keys in route(resource, change, self.lookup).items():
                 wanted[kind].update(keys)
         for kind, keys in wanted.items():
+            if kind not in self.kinds:  # a controller this watcher does not serve
+                continue
             valid = []
             for key in sorted(keys):
                 try:
@@ -172,8 +176,8 @@ def run(settings: Settings, redis_url: str) -> int:
     if stop.is_set():
         return 0
     leading.set()
-    log.info("%s leads; starting %d reflectors", identity, len(WATCHED))
     watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop)
+    log.info("%s leads; starting %d reflectors", identity, len(watcher.reflectors))
     watcher.start()
     health.leading(watcher.reflectors, watcher.threads)
 

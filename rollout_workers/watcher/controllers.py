@@ -1,0 +1,59 @@
+"""Which types a watcher mirrors, given the controllers it serves and its namespace.
+
+A controller is served when its keys are queued; it needs every type its reconcile reads from
+the cache, and every type whose events wake its keys (watcher/routing.py). Like Argo's
+analysis-only manager, `--controllers analysis` mirrors only analysis runs and their Jobs, so a
+watcher (and its RBAC) can serve a subset; the worker pool for it consumes only that kind's
+Celery queue.
+
+With `--namespace`, cluster-scoped types (ClusterAnalysisTemplate) are not watched: a
+namespaced install's Role cannot grant them, and a Rollout that references one is Degraded with
+InvalidSpec "ClusterAnalysisTemplate '<name>' not found".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rollout_workers.kube import resources as r
+from rollout_workers.settings import CONTROLLERS
+
+#: The types each controller's reconcile reads from the cache or is woken by.
+NEEDS: dict[str, frozenset[r.Resource]] = {
+    "rollouts": frozenset(
+        {
+            r.ROLLOUTS,
+            r.REPLICASETS,
+            r.SERVICES,
+            r.ANALYSISRUNS,
+            r.ANALYSISTEMPLATES,
+            r.CLUSTERANALYSISTEMPLATES,
+            r.EXPERIMENTS,
+            r.INGRESSES,
+        }
+    ),
+    "analysis": frozenset({r.ANALYSISRUNS, r.JOBS}),
+    "experiments": frozenset(
+        {
+            r.EXPERIMENTS,
+            r.REPLICASETS,
+            r.SERVICES,
+            r.ANALYSISRUNS,
+            r.ANALYSISTEMPLATES,
+            r.CLUSTERANALYSISTEMPLATES,
+        }
+    ),
+}
+
+
+def watched(controllers: Iterable[str], *, namespace: str) -> list[r.Resource]:
+    """The types to run a Reflector for, in `resources.WATCHED` order."""
+    needed = set().union(*(NEEDS[c] for c in controllers))
+    return [
+        res for res in r.WATCHED.values() if res in needed and (res.namespaced or not namespace)
+    ]
+
+
+def queued_kinds(controllers: Iterable[str]) -> set[str]:
+    """The task kinds whose keys this watcher queues."""
+    return {CONTROLLERS[c] for c in controllers}
