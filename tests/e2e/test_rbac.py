@@ -51,11 +51,6 @@ UNUSED_BUT_NEEDED = {
         "and delete them when the experiment ends"),
 }  # fmt: skip
 
-#: Scenarios left out: they fail on main without this test's changes (analysis_6 finds one
-#: Step run after the promote where it expects a fresh second one). Their calls are of kinds
-#: the other analysis scenarios make.
-KNOWN_FAILING = {e2e.analysis_6_inconclusive_then_promote}
-
 #: Calls every authenticated identity may make through the default system:discovery role.
 DISCOVERY_PREFIXES = ("/api", "/apis", "/version", "/openapi")
 
@@ -213,7 +208,7 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
 
     saved = list(e2e.SCENARIOS)
     e2e.SCENARIOS[:] = [
-        *(s for s in saved if s not in KNOWN_FAILING),
+        *saved,
         secret_argument_then_promote,
         experiment_aborted,
         history_is_pruned,
