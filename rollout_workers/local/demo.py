@@ -36,7 +36,7 @@ from rollout_workers.settings import Settings
 from rollout_workers.workqueue import WorkQueue
 
 NAMESPACE = "rollouts-demo"
-EXAMPLES = Path(__file__).resolve().parents[1] / "deploy" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
 CANARY, BLUEGREEN = "canary-demo", "bluegreen-demo"
 PASSING, FAILING = "canary-pass", "canary-fail"  # the canaries with an analysis step
 ROLLOUT_NAMES = (CANARY, BLUEGREEN, PASSING, FAILING)
@@ -101,7 +101,10 @@ class Demo:
 
         self.echo(f"== applying deploy/examples/ to namespace {NAMESPACE}")
         manifests.ensure_namespace(self.kube, NAMESPACE)
-        for doc in manifests.load(sorted(EXAMPLES.glob("*.yaml"))):
+        files = sorted(EXAMPLES.glob("*.yaml"))
+        if not files:
+            raise DemoFailed(f"no examples in {EXAMPLES}: the demo runs from a source checkout")
+        for doc in manifests.load(files):
             manifests.apply(self.kube, doc, NAMESPACE)
         self.wait_for(CANARY, lambda o: phase(o) == "Healthy", "the canary's first deploy")
         self.wait_for(BLUEGREEN, lambda o: phase(o) == "Healthy", "the blue-green's first deploy")
