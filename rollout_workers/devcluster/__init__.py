@@ -6,13 +6,13 @@ API over real HTTP (aiohttp), so the official ``kubernetes`` client and kubectl 
 an ordinary kubeconfig and cannot tell the difference. Pointing the controller at a real cluster
 needs no code change.
 
-What it serves: core/v1 namespaces, services, pods, events, secrets, configmaps; apps/v1
-replicasets and deployments; batch/v1 jobs; networking.k8s.io/v1 ingresses; events.k8s.io/v1
-events (the core/v1 events seen through the v1 field mapping, see conversion.py);
-apiextensions.k8s.io/v1 customresourcedefinitions and every type they define; discovery,
-``/version`` and ``/healthz``. The argoproj.io types are CRDs like any other: ``DevCluster``
-installs the project's (``rollout_workers.api.crdgen.calculate_crds()``) at start unless
-``install_crds=False`` (``rollouts devcluster --no-crds``).
+What it serves: core/v1 namespaces, services, pods, podtemplates, events, secrets,
+configmaps; apps/v1 replicasets and deployments; batch/v1 jobs; networking.k8s.io/v1
+ingresses; events.k8s.io/v1 events (the core/v1 events seen through the v1 field mapping,
+see conversion.py); apiextensions.k8s.io/v1 customresourcedefinitions and every type they
+define; discovery, ``/version`` and ``/healthz``. The argoproj.io types are CRDs like any
+other: ``DevCluster`` installs the project's (``rollout_workers.api.crdgen.calculate_crds()``)
+at start unless ``install_crds=False`` (``rollouts devcluster --no-crds``).
 
 Behaviour worth knowing (each mirrors a real API server unless marked):
 

@@ -194,6 +194,7 @@ MESSAGES: dict[str, dict[int, Field]] = {
         5: _s("reason"),
         6: _s("message"),
     },
+    "PodTemplate": {1: _m("metadata", "ObjectMeta"), 2: _m("template", "PodTemplateSpec")},
     "ConfigMap": {
         1: _m("metadata", "ObjectMeta"),
         2: _map("data"),
@@ -692,6 +693,7 @@ MESSAGES: dict[str, dict[int, Field]] = {
 ROOTS: dict[tuple[str, str], str] = {
     ("v1", "Namespace"): "Namespace",
     ("v1", "ConfigMap"): "ConfigMap",
+    ("v1", "PodTemplate"): "PodTemplate",
     ("v1", "Secret"): "Secret",
     ("v1", "Service"): "Service",
     ("v1", "Pod"): "Pod",

@@ -56,6 +56,8 @@ class ResourceType:
     scale: ScaleSpec | None = None
     # metadata.generation is set to 1 and bumped on spec changes.
     has_generation: bool = False
+    # The field whose changes bump the generation (a PodTemplate has `template`, no spec).
+    generation_field: str = "spec"
     # Custom resources: generation bumps on any non-metadata, non-status change, PUT needs a
     # resourceVersion, strategic merge patch is refused (all as for a real CRD).
     custom: bool = False
@@ -220,6 +222,15 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
         singular="secret",
         kind="Secret",
         field_labels=("type",),
+    ),
+    ResourceType(
+        group="",
+        version="v1",
+        plural="podtemplates",
+        singular="podtemplate",
+        kind="PodTemplate",
+        has_generation=True,
+        generation_field="template",
     ),
     ResourceType(
         group="",

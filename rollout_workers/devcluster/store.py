@@ -927,7 +927,7 @@ class Store:
                 skip.add("status")
             keys = (set(old) | set(new)) - skip
             return any(old.get(k) != new.get(k) for k in keys)
-        return old.get("spec") != new.get("spec")
+        return old.get(rt.generation_field) != new.get(rt.generation_field)
 
     def update(
         self,
