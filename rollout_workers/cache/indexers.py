@@ -20,6 +20,11 @@ SERVICE = "svc"
 TEMPLATE = "tpl"
 CLUSTER_TEMPLATE = "ctpl"
 INGRESS = "ing"
+#: Rollouts by the workload their `workloadRef` names: `namespace/Kind.group/name`.
+WORKLOAD = "wl"
+#: Rollouts by the kind of workload they reference (`Kind.group`): which on-demand
+#: reflectors the watcher must run.
+WORKLOAD_KIND = "wlkind"
 
 
 def object_key(obj: Obj) -> str:
@@ -89,6 +94,24 @@ def rollout_references(rollout: Obj) -> Iterator[tuple[str, str]]:
         yield from _templates(_list(_get(bluegreen, field, "templates")))
 
 
+def group_kind(api_version: str, kind: str) -> str:
+    """`Kind.group` (`Kind` for the core group), from an apiVersion and a kind."""
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    return f"{kind}.{group}" if group else kind
+
+
+def workload_value(namespace: str, group_kind_: str, name: str) -> str:
+    return f"{namespace}/{group_kind_}/{name}"
+
+
+def workload_reference(rollout: Obj) -> tuple[str, str] | None:
+    """(`Kind.group`, name) of the rollout's `workloadRef`, or None."""
+    ref = _get(rollout, "spec", "workloadRef")
+    if not isinstance(ref, dict) or not ref.get("name") or not ref.get("kind"):
+        return None
+    return group_kind(str(ref.get("apiVersion") or ""), str(ref["kind"])), str(ref["name"])
+
+
 def index_values(resource: Resource, obj: Obj) -> list[tuple[str, str]]:
     """(index, value) pairs for an object. Namespaced references are qualified `ns/name`."""
     meta = obj.get("metadata") or {}
@@ -106,4 +129,8 @@ def index_values(resource: Resource, obj: Obj) -> list[tuple[str, str]]:
         refs = _templates(_list(_get(obj, "spec", "analyses")))
     for index, name in dict.fromkeys(refs):
         values.append((index, name if index == CLUSTER_TEMPLATE else f"{namespace}/{name}"))
+    workload = workload_reference(obj) if resource == ROLLOUTS else None
+    if workload is not None:
+        values.append((WORKLOAD, workload_value(namespace, *workload)))
+        values.append((WORKLOAD_KIND, workload[0]))
     return values

@@ -42,13 +42,13 @@ class Keys:
     """Redis key names of one type's cache."""
 
     def __init__(self, prefix: str, resource: Resource) -> None:
-        base = f"{prefix}:cache:{resource.plural}"
+        base = f"{prefix}:cache:{resource.cache_name}"
         self.objects = f"{base}:obj"
         self.versions = f"{base}:rv"
         self.memberships = f"{base}:idx"
         self.type_rv = f"{base}:typerv"
         self._index = f"{base}:i"
-        self._prefix, self._plural = prefix, resource.plural
+        self._prefix, self._plural = prefix, resource.cache_name
 
     def index(self, name: str, value: str) -> str:
         return f"{self._index}:{name}:{value}"

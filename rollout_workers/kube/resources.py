@@ -12,6 +12,12 @@ class Resource:
     version: str
     kind: str
     namespaced: bool = True
+    #: The cache's name for the type when it differs from `plural` (two caches of one type).
+    cache: str = ""
+
+    @property
+    def cache_name(self) -> str:
+        return self.cache or self.plural
 
     @property
     def api_version(self) -> str:
@@ -42,6 +48,21 @@ JOBS = Resource("jobs", "batch", "v1", "Job")
 INGRESSES = Resource("ingresses", "networking.k8s.io", "v1", "Ingress")
 EVENTS = Resource("events", "", "v1", "Event")
 PODS = Resource("pods", "", "v1", "Pod")
+DEPLOYMENTS = Resource("deployments", "apps", "v1", "Deployment")
+PODTEMPLATES = Resource("podtemplates", "", "v1", "PodTemplate")
+#: ReplicaSets without the pod-template-hash label (a `workloadRef` may name one): the
+#: REPLICASETS cache holds only those with it, so these get a cache of their own.
+UNHASHED_REPLICASETS = Resource(
+    "replicasets", "apps", "v1", "ReplicaSet", cache="replicasets-unhashed"
+)
+
+#: What a Rollout's `workloadRef` may name, by (group, kind): the types whose reflectors the
+#: watcher starts on demand (Argo's `infoByGroupKind`), most specific cache first.
+WORKLOADS: dict[tuple[str, str], tuple[Resource, ...]] = {
+    ("apps", "Deployment"): (DEPLOYMENTS,),
+    ("apps", "ReplicaSet"): (UNHASHED_REPLICASETS, REPLICASETS),
+    ("", "PodTemplate"): (PODTEMPLATES,),
+}
 
 #: What the watcher mirrors into the cache, by plural name.
 WATCHED: dict[str, Resource] = {
@@ -75,6 +96,8 @@ def watch_selector(resource: Resource, instance_id: str) -> str | None:
         return instance_id_selector(instance_id)
     if resource is REPLICASETS:
         return POD_TEMPLATE_HASH_LABEL
+    if resource is UNHASHED_REPLICASETS:
+        return f"!{POD_TEMPLATE_HASH_LABEL}"
     if resource is JOBS:
         return ANALYSIS_RUN_UID_LABEL
     return None

@@ -18,6 +18,7 @@ from collections import defaultdict
 from rollout_workers import health as endpoints
 from rollout_workers.cache import CacheWriter, Change, Lister
 from rollout_workers.keys import InvalidKey, parse_key
+from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.resources import WATCHED, Resource, watch_selector
@@ -28,6 +29,7 @@ from rollout_workers.settings import Settings
 from rollout_workers.watcher.controllers import queued_kinds, watched
 from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
+from rollout_workers.watcher.ondemand import OnDemandReflectors, referenced_kinds
 from rollout_workers.watcher.reflector import Reflector
 from rollout_workers.watcher.routing import route
 
@@ -47,28 +49,46 @@ class Watcher:
         self.listers = {
             plural: Lister(client, prefix=prefix, resource=res) for plural, res in WATCHED.items()
         }
-        namespace = settings.kube.namespace or None
+        self._kube = kube
         self.reflectors = [
-            Reflector(
-                kube=kube,
-                writer=CacheWriter(client, prefix=prefix, resource=res),
-                resource=res,
-                settings=settings.kube,
-                on_changes=self.on_changes,
-                label_selector=watch_selector(res, settings.kube.instance_id),
-                namespace=namespace if res.namespaced else None,
-                stop=self.stop,
-                backoff_max=settings.watcher.backoff_max,
-            )
+            self._reflector(res)
             for res in watched(settings.watcher.controllers, namespace=settings.kube.namespace)
         ]
         self.kinds = queued_kinds(settings.watcher.controllers)
         self.threads: list[threading.Thread] = []
+        self.on_demand: OnDemandReflectors | None = None
+        if "rollouts" in self.kinds:
+            self.on_demand = OnDemandReflectors(
+                make=self._reflector,
+                rollouts=self.listers[r.ROLLOUTS.plural],
+                client=client,
+                prefix=prefix,
+                stop=stop,
+            )
+
+    def _reflector(self, res: Resource) -> Reflector:
+        settings = self.settings
+        namespace = settings.kube.namespace or None
+        return Reflector(
+            kube=self._kube,
+            writer=CacheWriter(self.runtime.redis, prefix=settings.redis.key_prefix, resource=res),
+            resource=res,
+            settings=settings.kube,
+            on_changes=self.on_changes,
+            label_selector=watch_selector(res, settings.kube.instance_id),
+            namespace=namespace if res.namespaced else None,
+            stop=self.stop,
+            backoff_max=settings.watcher.backoff_max,
+        )
 
     def lookup(self, plural: str, index: str, value: str) -> list[str]:
         return self.listers[plural].keys_by_index(index, value)
 
     def on_changes(self, resource: Resource, changes: list[Change]) -> None:
+        if resource is r.ROLLOUTS and self.on_demand is not None:
+            # Before the rollouts are queued: their workload's reflector is starting, and its
+            # first LIST wakes them again (routing: workload -> referencing rollouts).
+            self.on_demand.ensure(referenced_kinds(changes))
         wanted: dict[str, set[str]] = defaultdict(set)
         for change in changes:
             for kind, keys in route(resource, change, self.lookup).items():
@@ -93,17 +113,23 @@ class Watcher:
             )
             thread.start()
             self.threads.append(thread)
+        if self.on_demand is not None:
+            try:  # rollouts cached by an earlier leader may reference workloads already
+                self.on_demand.ensure_indexed()
+            except Exception as err:
+                log.warning("cannot read the workload kinds rollouts reference: %s", err)
 
     def synced(self) -> bool:
-        return all(r.stats.synced.is_set() for r in self.reflectors)
+        return all(ref.stats.synced.is_set() for ref in self.reflectors)
 
     def publish_stats(self) -> None:
         """Counters per type in Redis, for `rollouts queue stats` and metrics."""
         key = f"{self.settings.redis.key_prefix}:watcher:stats"
         pipe = self.runtime.redis.pipeline(transaction=False)
-        for r in self.reflectors:
-            for name, value in r.stats.counters().items():
-                pipe.hset(key, f"{r.resource.plural}.{name}", value)
+        extra = list(self.on_demand.reflectors.values()) if self.on_demand else []
+        for ref in [*self.reflectors, *extra]:
+            for name, value in ref.stats.counters().items():
+                pipe.hset(key, f"{ref.resource.cache_name}.{name}", value)
         pipe.hset(key, "updated", time.time())
         pipe.execute()
 
@@ -199,6 +225,8 @@ def run(settings: Settings, redis_url: str) -> int:
                 return 1
             continue
         try:
+            if watcher.on_demand is not None:
+                watcher.on_demand.ensure_indexed()
             watcher.publish_stats()
             runtime.counts.flush(runtime.redis)
         except Exception as err:

@@ -12,7 +12,10 @@ from rollout_workers.cache.indexers import (
     INGRESS,
     SERVICE,
     TEMPLATE,
+    WORKLOAD,
     controller_owner,
+    group_kind,
+    workload_value,
 )
 from rollout_workers.kube import resources as r
 
@@ -72,4 +75,14 @@ def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
         referencing(TEMPLATE, qualified, "rollouts", "experiments")
     elif resource is r.CLUSTERANALYSISTEMPLATES:
         referencing(CLUSTER_TEMPLATE, qualified, "rollouts", "experiments")
+    elif resource in (r.DEPLOYMENTS, r.PODTEMPLATES, r.UNHASHED_REPLICASETS):
+        # A referenced workload (reflector started on demand): the rollouts whose workloadRef
+        # names it resolve their pod template from it.
+        meta = change.obj.get("metadata") or {}
+        value = workload_value(
+            str(meta.get("namespace", "")),
+            group_kind(resource.api_version, resource.kind),
+            str(meta.get("name", "")),
+        )
+        referencing(WORKLOAD, value, "rollouts")
     return {kind: found for kind, found in keys.items() if found}

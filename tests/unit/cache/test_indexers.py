@@ -92,6 +92,22 @@ CASES = {
         {"metadata": meta("e"), "spec": {"analyses": [{"templateName": "t"}]}},
         [("ns", "prod"), ("tpl", "prod/t")],
     ),
+    "workload reference": (
+        r.ROLLOUTS,
+        {
+            "metadata": meta("w"),
+            "spec": {"workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}},
+        },
+        [("ns", "prod"), ("wl", "prod/Deployment.apps/d"), ("wlkind", "Deployment.apps")],
+    ),
+    "pod template reference (core group)": (
+        r.ROLLOUTS,
+        {
+            "metadata": meta("w"),
+            "spec": {"workloadRef": {"apiVersion": "v1", "kind": "PodTemplate", "name": "t"}},
+        },
+        [("ns", "prod"), ("wl", "prod/PodTemplate/t"), ("wlkind", "PodTemplate")],
+    ),
     "garbage spec is ignored": (
         r.ROLLOUTS,
         {"metadata": meta("w"), "spec": {"strategy": {"canary": {"steps": "nonsense"}}}},
@@ -116,3 +132,7 @@ def test_watch_selectors_follow_argo() -> None:
     assert r.watch_selector(r.REPLICASETS, "a") == "rollouts-pod-template-hash"
     assert r.watch_selector(r.JOBS, "") == "analysisrun.argoproj.io/uid"
     assert r.watch_selector(r.SERVICES, "a") is None
+    # a referenced ReplicaSet without the label: the complement, in a cache of its own
+    assert r.watch_selector(r.UNHASHED_REPLICASETS, "a") == "!rollouts-pod-template-hash"
+    assert r.UNHASHED_REPLICASETS.cache_name != r.REPLICASETS.cache_name
+    assert r.watch_selector(r.DEPLOYMENTS, "a") is None

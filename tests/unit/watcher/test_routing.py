@@ -16,6 +16,9 @@ REFS = {
     ("experiments", "tpl", "prod/rate"): ["prod/exp"],
     ("rollouts", "ctpl", "global"): ["a/x", "b/y"],
     ("rollouts", "ing", "prod/web-ing"): ["prod/web"],
+    ("rollouts", "wl", "prod/Deployment.apps/web"): ["prod/web"],
+    ("rollouts", "wl", "prod/ReplicaSet.apps/plain"): ["prod/old"],
+    ("rollouts", "wl", "prod/PodTemplate/tpl"): ["prod/t"],
 }
 
 
@@ -90,6 +93,14 @@ CASES = {
         {"rollouts": {"a/x", "b/y"}},
     ),
     "ingress": (r.INGRESSES, change("web-ing"), {"rollouts": {"prod/web"}}),
+    "referenced deployment": (r.DEPLOYMENTS, change("web"), {"rollouts": {"prod/web"}}),
+    "unreferenced deployment": (r.DEPLOYMENTS, change("other"), {}),
+    "referenced replicaset without the hash label": (
+        r.UNHASHED_REPLICASETS,
+        change("plain"),
+        {"rollouts": {"prod/old"}},
+    ),
+    "referenced pod template": (r.PODTEMPLATES, change("tpl"), {"rollouts": {"prod/t"}}),
 }
 
 
