@@ -22,6 +22,7 @@ from rollout_workers.kube.writer import Writer
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.pause import PauseContext
 from rollout_workers.rollout.phase import replicas_or_default
+from rollout_workers.rollout.templateref import Resolved
 from rollout_workers.timefmt import format_time
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,9 @@ class RolloutContext:
     new_status: RolloutStatus = field(default_factory=RolloutStatus)
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
+    workload_ref: Resolved | None = None  # the resolved spec.workloadRef (templateref)
+    workload: Obj | None = None  # the referenced workload; replaced after a write
+    persisted: RolloutStatus | None = None  # the status the one status patch computed
 
     @classmethod
     def build(
@@ -71,6 +75,7 @@ class RolloutContext:
         analysis_runs: list[Obj] | None = None,
         experiments: list[Obj] | None = None,
         template_lookup: TemplateLookup | None = None,
+        workload_ref: Resolved | None = None,
     ) -> RolloutContext:
         rollout = Rollout.from_dict(obj)
         status = (rollout.status or RolloutStatus()).model_copy(deep=True)
@@ -94,6 +99,8 @@ class RolloutContext:
             analysis_runs=list(analysis_runs or []),
             experiments=list(experiments or []),
             template_lookup=template_lookup or (lambda name, cluster: None),
+            workload_ref=workload_ref,
+            workload=workload_ref.workload if workload_ref is not None else None,
         )
 
     # -- identity ------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from rollout_workers.cache.indexers import (
     TEMPLATE,
     rollout_references,
 )
+from rollout_workers.cache.synced import is_synced
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
@@ -35,7 +36,7 @@ from rollout_workers.kube.errors import Conflict, NotFound
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest
 from rollout_workers.pool.runtime import Runtime
-from rollout_workers.rollout import bluegreen, canary, sync, validation
+from rollout_workers.rollout import bluegreen, canary, sync, templateref, validation, workload
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.analysis import AnalysisTemplateError
@@ -53,6 +54,11 @@ Clock = Callable[[], dt.datetime]
 STALE_REQUEUE = 0.5
 #: InvalidSpec is re-checked this often: the cause may be timing (a Service applied later).
 INVALID_SPEC_REQUEUE = 20.0
+#: How soon a workloadRef rollout is looked at again while its workload type is being listed.
+WORKLOAD_LIST_REQUEUE = 1.0
+
+#: Whether the watcher has listed a type into the cache (on-demand workload reflectors).
+Listed = Callable[[r.Resource], bool]
 
 
 def utcnow() -> dt.datetime:
@@ -72,8 +78,11 @@ class RolloutController:
         cluster_templates: Lister | None = None,
         analysis_runs: Lister | None = None,
         experiments: Lister | None = None,
+        workloads: dict[str, Lister] | None = None,
+        listed: Listed = lambda resource: True,
         clock: Clock = utcnow,
     ) -> None:
+        self.workloads, self.listed = dict(workloads or {}), listed
         self.analysis_runs, self.experiments = analysis_runs, experiments
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
         self.templates, self.cluster_templates = templates, cluster_templates
@@ -93,6 +102,15 @@ class RolloutController:
         if self._stale(request.key, obj, rss) or self._unseen(obj, runs, experiments):
             log.info("cache behind our last write for %s; requeueing", request.key)
             return Result.requeue_after(STALE_REQUEUE)
+        resolve_error = ""
+        resolved = None
+        try:
+            resolved = templateref.resolve(obj, self._workload, listed=self.listed)
+        except templateref.NotListed as err:
+            log.info("%s: waiting for the watcher to list %s", request.key, err)
+            return Result.requeue_after(WORKLOAD_LIST_REQUEUE)
+        except templateref.ResolveError as err:
+            resolve_error = str(err)
         namespace = str(meta.get("namespace", ""))
         names = {name for index, name in rollout_references(obj) if index == SERVICE}
         found = self.services.get_many(f"{namespace}/{name}" for name in names)
@@ -105,10 +123,11 @@ class RolloutController:
                 self.cluster_templates, None, obj, CLUSTER_TEMPLATE
             ),
         )
-        error = validation.validate_raw(obj, references)
+        checked = templateref.unresolved_for_validation(resolved.obj) if resolved else obj
+        error = validation.validate_raw(checked, references)
         now = self.clock()
         try:
-            Rollout.from_dict(obj)
+            Rollout.from_dict(resolved.obj if resolved is not None else obj)
         except pydantic.ValidationError:
             assert error is not None
             write_unparseable(
@@ -119,7 +138,7 @@ class RolloutController:
             )
             return Result.requeue_after(INVALID_SPEC_REQUEUE)
         ctx = RolloutContext.build(
-            obj=obj,
+            obj=resolved.obj if resolved is not None else obj,
             rss=rss,
             now=now,
             writer=self.writer,
@@ -127,9 +146,10 @@ class RolloutController:
             analysis_runs=runs,
             experiments=experiments,
             template_lookup=self._lookup(namespace),
+            workload_ref=resolved,
         )
         try:
-            reconcile(ctx, error)
+            reconcile(ctx, error, resolve_error=resolve_error)
         except Conflict as err:
             log.info("write race on %s (%s); retrying", request.key, err.message)
             return Result.retry()
@@ -141,6 +161,10 @@ class RolloutController:
         if ctx.requeue_after is not None:
             return Result.requeue_after(ctx.requeue_after)
         return Result.done()
+
+    def _workload(self, resource: r.Resource, key: str) -> Obj | None:
+        lister = self.workloads.get(resource.cache_name)
+        return lister.get(key) if lister is not None else None
 
     def _lookup(self, namespace: str) -> TemplateLookup:
         return spec_lookup(self.templates, self.cluster_templates, namespace)
@@ -200,12 +224,21 @@ class RolloutController:
         return False
 
 
-def reconcile(ctx: RolloutContext, error: validation.ValidationError | None = None) -> None:
-    message = validation.invalid_spec_message(ctx.name, error) if error else unsupported(ctx)
+def reconcile(
+    ctx: RolloutContext,
+    error: validation.ValidationError | None = None,
+    *,
+    resolve_error: str = "",
+) -> None:
+    if resolve_error:  # Argo resolves the workloadRef first: its error wins
+        message = f'The Rollout "{ctx.name}" is invalid: {resolve_error}'
+    else:
+        message = validation.invalid_spec_message(ctx.name, error) if error else unsupported(ctx)
     if message:
         invalid_spec(ctx, message)
         return
     c.remove_condition(ctx.status, T.INVALID_SPEC)
+    workload.persist_workload_generation(ctx)
     sync.check_paused_conditions(ctx)
     inconclusive = ctx.pause.get(PauseReason.INCONCLUSIVE_ANALYSIS) is not None
     try:
@@ -221,6 +254,8 @@ def reconcile(ctx: RolloutContext, error: validation.ValidationError | None = No
         invalid_spec(ctx, f"cannot create the AnalysisRun: {err}")
     except ExperimentStepError as err:
         invalid_spec(ctx, f"cannot create the Experiment: {err}")
+        return
+    workload.reconcile_workload_scale_down(ctx)
 
 
 def unsupported(ctx: RolloutContext) -> str:
@@ -309,6 +344,12 @@ def make_handler(runtime: Runtime) -> Handler:
         cluster_templates=Lister(runtime.redis, prefix=prefix, resource=r.CLUSTERANALYSISTEMPLATES),
         analysis_runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),
         experiments=Lister(runtime.redis, prefix=prefix, resource=r.EXPERIMENTS),
+        workloads={
+            res.cache_name: Lister(runtime.redis, prefix=prefix, resource=res)
+            for resources in r.WORKLOADS.values()
+            for res in resources
+        },
+        listed=lambda res: is_synced(runtime.redis, prefix, res),
         written=written,
         writer=KubeWriter(kube, on_written=written.record),
     )

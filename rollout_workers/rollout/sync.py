@@ -527,8 +527,12 @@ def persist_status(ctx: RolloutContext, new: RolloutStatus) -> None:
     previous = ctx.rollout.status or RolloutStatus()
     calculate_pause_status(ctx.pause, new, ctx.now)
     new.observed_generation = str(ctx.obj["metadata"].get("generation", 0))
+    # Argo: the generation of the referenced workload this status describes ("" without one).
+    resolved = ctx.workload_ref
+    new.workload_observed_generation = resolved.generation if resolved is not None else None
     phase, message = calculate_phase(ctx.rollout.spec, new)
     new.phase, new.message = phase, message or None
+    ctx.persisted = new
     old_json, new_json = normalize(previous), normalize(new)
     patch = merge_patch(old_json, new_json)
     if not patch:
