@@ -377,6 +377,7 @@ class RolloutInfo:
     replica_sets: list[ReplicaSetInfo]
     experiments: list[ExperimentInfo]
     analysis_runs: list[AnalysisRunInfo]
+    workload_ref: str = ""  # `Kind/name` of spec.workloadRef, with its scaleDown mode
 
 
 def replica_set_health(rs: Obj) -> str:
@@ -684,6 +685,7 @@ def calculate_rollout_info(
             uid, experiments, replica_sets=replica_sets, pods=pods, analysis_runs=analysis_runs
         ),
         analysis_runs=analysis_run_infos(uid, analysis_runs),
+        workload_ref=workload_ref_text(ro),
     )
     canary = _canary(ro)
     if canary is not None:
@@ -945,6 +947,20 @@ def _field(label: str, value: object) -> str:
     return f"{label:<17}{value}".rstrip()
 
 
+def workload_ref_text(ro: Obj) -> str:
+    """`Deployment/web (scaleDown: onsuccess)`: what spec.workloadRef names ('' without one).
+    The plugin has no such line; it is shown here in its `Label: value` style."""
+    ref = _get(ro, "spec", "workloadRef")
+    if not isinstance(ref, dict) or not ref.get("name"):
+        return ""
+    text = f"{ref.get('kind', '')}/{ref['name']}"
+    generation = _get(ro, "status", "workloadObservedGeneration")
+    details = [f"scaleDown: {ref.get('scaleDown') or 'never'}"]
+    if generation:
+        details.append(f"observed generation {generation}")
+    return f"{text} ({', '.join(details)})"
+
+
 def render_rollout(info: RolloutInfo, *, now: datetime, color: bool = False) -> str:
     """The whole `get rollout` screen: the summary, a blank line, the tree."""
     p = Painter(color)
@@ -955,6 +971,8 @@ def render_rollout(info: RolloutInfo, *, now: datetime, color: bool = False) -> 
     ]
     if info.message:
         lines.append(_field("Message:", info.message))
+    if info.workload_ref:
+        lines.append(_field("WorkloadRef:", info.workload_ref))
     lines.append(_field("Strategy:", info.strategy))
     if info.strategy == "Canary":
         lines += [

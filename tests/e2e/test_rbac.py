@@ -29,6 +29,7 @@ from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.settings import Settings
 from tests.e2e import test_rollouts as e2e
+from tests.e2e import test_workloadref as wref
 from tests.support.metrics import MetricsServer
 from tests.support.procs import Processes
 from tests.unit.deploy.render import rendered
@@ -147,6 +148,17 @@ def experiment_aborted(w: e2e.World) -> None:
         time.sleep(0.25)
 
 
+def replicaset_reference(w: e2e.World) -> None:
+    """A workloadRef to a plain ReplicaSet (no pod-template-hash label) at 0 replicas."""
+    rs = wref.deployment("plain", 0)
+    rs["kind"] = "ReplicaSet"
+    w.apply(rs)
+    ro = wref.referencing("plain", 1)
+    ro["spec"]["workloadRef"] = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "plain"}
+    w.apply(ro)
+    w.wait("plain", e2e.promoted, "healthy from the ReplicaSet's template")
+
+
 def granted(overlay: str) -> dict[str, set[tuple[str, str, str]]]:
     """(group, resource, verb) each ServiceAccount may use, from the rendered RBAC."""
     objs = rendered(overlay)
@@ -212,6 +224,12 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
         secret_argument_then_promote,
         experiment_aborted,
         history_is_pruned,
+        # workloadRef: the watcher's on-demand Deployment and PodTemplate reflectors (and the
+        # unlabelled ReplicaSets' one, started with a ReplicaSet reference), the worker's
+        # scale-down of the Deployment.
+        wref.scale_down_on_success,
+        wref.pod_template_reference,
+        replicaset_reference,
     ]
     try:
         e2e.run_all(kube, kubeconfigs["user"])

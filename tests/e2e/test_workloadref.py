@@ -111,8 +111,21 @@ def missing_deployment_then_created(w: World) -> None:
     w.wait("web", promoted, "healthy once the deployment exists", TIMEOUT)
 
 
+def pod_template_reference(w: World) -> None:
+    """A v1 PodTemplate as the template source (the rollout names its own selector)."""
+    body = deployment("tpl", 1)["spec"]["template"]
+    w.apply({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "tpl"},
+             "template": body})  # fmt: skip
+    ro = referencing("tpl", 1)
+    ro["spec"]["workloadRef"] = {"apiVersion": "v1", "kind": "PodTemplate", "name": "tpl"}
+    ro["spec"]["selector"] = {"matchLabels": {"app": "tpl"}}
+    w.apply(ro)
+    w.wait("tpl", promoted, "healthy from the pod template", TIMEOUT)
+
+
 SCENARIOS: list[Callable[[World], None]] = [
     healthy_then_deployment_update,
+    pod_template_reference,
     scale_down_on_success,
     scale_down_progressively,
     missing_deployment_then_created,

@@ -94,6 +94,28 @@ def test_blue_green_screen() -> None:
     assert view.render_rollout(info, now=f.NOW) == BLUE_GREEN_SCREEN
 
 
+def test_workload_ref_line() -> None:
+    objects = f.canary_objects()
+    ro = objects["rollout"]
+    ro["spec"]["workloadRef"] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "shop-web",
+        "scaleDown": "progressively",
+    }
+    ro["status"]["workloadObservedGeneration"] = "3"
+    screen = view.render_rollout(rollout_info(objects), now=f.NOW).splitlines()
+    assert screen[4:6] == [
+        "WorkloadRef:     Deployment/shop-web (scaleDown: progressively, observed generation 3)",
+        "Strategy:        Canary",
+    ]
+    del ro["spec"]["workloadRef"]["scaleDown"]
+    assert (
+        view.workload_ref_text(ro)
+        == "Deployment/shop-web (scaleDown: never, observed generation 3)"
+    )
+
+
 def test_colour_codes_do_not_shift_columns() -> None:
     info = rollout_info(f.canary_objects())
     coloured = view.render_rollout(info, now=f.NOW, color=True)
