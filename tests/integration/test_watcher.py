@@ -355,3 +355,56 @@ def test_watcher_owns_only_its_instance_id(
     expected = {"": ["team-b/unlabelled"], "blue": ["team-b/blue"]}[instance_id]
     assert sorted(_key(o).lstrip("/") for o in lister.list()) == expected
     assert queued(rdb) == set(expected)
+
+
+def test_workload_reflectors_start_when_a_rollout_references_the_kind(
+    watchers: Processes, api: k8s.ApiClient, rdb: redis.Redis
+) -> None:
+    """Argo's getInformer: Deployments (and ReplicaSets without the pod-template-hash label) are
+    listed only once a Rollout's workloadRef names the kind; their events then wake exactly the
+    referencing rollouts."""
+    custom, apps = k8s.CustomObjectsApi(api), k8s.AppsV1Api(api)
+    ns = "team-b"
+    labels = {"app": "wl"}
+    template = {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+    }
+    spec = {"replicas": 0, "selector": {"matchLabels": labels}, "template": template}
+    apps.create_namespaced_deployment(ns, {"metadata": {"name": "wl"}, "spec": spec})
+    apps.create_namespaced_replica_set(ns, {"metadata": {"name": "plain"}, "spec": spec})
+    watcher = watchers.spawn("watcher", "watcher")
+    watcher.wait_log(r"leads; starting", timeout=30)
+    deployments = Lister(rdb, prefix="rw", resource=r.DEPLOYMENTS)
+    unhashed = Lister(rdb, prefix="rw", resource=r.UNHASHED_REPLICASETS)
+    hashed = Lister(rdb, prefix="rw", resource=r.REPLICASETS)
+    time.sleep(1.0)
+    assert deployments.count() == 0 and not rdb.smembers("rw:watcher:workloads:synced")
+
+    for name, kind, target in (
+        ("uses-deploy", "Deployment", "wl"),
+        ("uses-rs", "ReplicaSet", "plain"),
+    ):
+        body = rollout_body(name, "svc", 1)
+        del body["spec"]["template"], body["spec"]["selector"]
+        body["spec"]["workloadRef"] = {"apiVersion": "apps/v1", "kind": kind, "name": target}
+        custom.create_namespaced_custom_object("argoproj.io", "v1alpha1", ns, "rollouts", body)
+    wait_for(lambda: deployments.get(f"{ns}/wl") is not None, 15, "the deployment cached")
+    wait_for(lambda: unhashed.get(f"{ns}/plain") is not None, 15, "the plain RS cached")
+    assert hashed.get(f"{ns}/plain") is None  # each ReplicaSet is cached once
+    wait_for(
+        lambda: (
+            {b"deployments", b"replicasets-unhashed"} <= rdb.smembers("rw:watcher:workloads:synced")
+        ),
+        15,
+        "both listed",
+    )
+    watcher.wait_log(r"references Deployment: starting its reflector", timeout=5)
+
+    time.sleep(0.5)
+    rdb.delete("rw:wq:rollouts:queued")
+    apps.patch_namespaced_deployment("wl", ns, {"spec": {"template": {"spec": {
+        "containers": [{"name": "c", "image": "x:2"}]}}}})  # fmt: skip
+    wait_for(lambda: queued(rdb), 10, "the deployment change queued a key")
+    time.sleep(0.5)
+    assert queued(rdb) == {f"{ns}/uses-deploy"}
