@@ -64,9 +64,21 @@ class QueueSettings(BaseModel):
     )
     system: str = Field(default="system", description="Celery queue of timer and resync tasks.")
     lease_ttl: float = Field(
-        default=30.0,
+        default=15.0,
         gt=0,
-        description="Seconds a claim on a key lives without a heartbeat before it is requeued.",
+        description="Seconds a claim on a key lives without a heartbeat before it is requeued "
+        "(extended every lease_ttl/3 while the reconcile runs).",
+    )
+    host_heartbeat: float = Field(
+        default=1.0,
+        gt=0,
+        description="Seconds between a worker host's heartbeats in Redis.",
+    )
+    host_lapse: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds without a heartbeat after which a worker host counts as dead and "
+        "the messages it had reserved or was publishing are sent again.",
     )
     backoff_base: float = Field(
         default=0.005, gt=0, description="Seconds of the first retry delay after a failure."
