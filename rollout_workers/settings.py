@@ -64,9 +64,21 @@ class QueueSettings(BaseModel):
     )
     system: str = Field(default="system", description="Celery queue of timer and resync tasks.")
     lease_ttl: float = Field(
-        default=30.0,
+        default=15.0,
         gt=0,
-        description="Seconds a claim on a key lives without a heartbeat before it is requeued.",
+        description="Seconds a claim on a key lives without a heartbeat before it is requeued "
+        "(extended every lease_ttl/3 while the reconcile runs).",
+    )
+    host_heartbeat: float = Field(
+        default=1.0,
+        gt=0,
+        description="Seconds between a worker host's heartbeats in Redis.",
+    )
+    host_lapse: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds without a heartbeat after which a worker host counts as dead and "
+        "the messages it had reserved or was publishing are sent again.",
     )
     backoff_base: float = Field(
         default=0.005, gt=0, description="Seconds of the first retry delay after a failure."
@@ -227,6 +239,32 @@ class AnalysisSettings(BaseModel):
     )
 
 
+class PluginSettings(BaseModel):
+    step: Names = Field(
+        default_factory=list,
+        description="Enabled step plugins, by name (Argo's argo-rollouts-config stepPlugins): "
+        "entry points of the rollout_workers.step_plugins group.",
+    )
+    step_requeue_min: float = Field(
+        default=10.0,
+        ge=0,
+        description="Seconds a Running step plugin's requested requeue must exceed to be used.",
+    )
+    step_requeue_default: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds before a Running step plugin is called again when it asks for less.",
+    )
+    step_error_backoff: float = Field(
+        default=30.0, gt=0, description="Seconds before a step plugin that errored is retried."
+    )
+    step_backoff_delay: float = Field(
+        default=5.0,
+        ge=0,
+        description="Seconds added to a step plugin's backoff before the rollout is requeued.",
+    )
+
+
 class LogSettings(BaseModel):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Log level of every process."
@@ -270,6 +308,9 @@ class Settings(BaseSettings):
     flower: FlowerSettings = Field(default_factory=FlowerSettings, description="Flower UI.")
     health: HealthSettings = Field(
         default_factory=HealthSettings, description="Liveness and readiness endpoints."
+    )
+    plugins: PluginSettings = Field(
+        default_factory=PluginSettings, description="Plugins (step plugins)."
     )
     log: LogSettings = Field(default_factory=LogSettings, description="Logging.")
 

@@ -505,11 +505,8 @@ class TrafficWeights(KubeModel):
 
 
 class StepPluginStatus(KubeModel):
-    """What a step plugin reported for one operation of one step (Argo 1.8).
-
-    Modelled so that the CRD keeps what Argo's controller wrote; this controller does not run
-    step plugins, so it never writes one.
-    """
+    """What a step plugin reported for one operation (Run, Terminate, Abort) of one step
+    (Argo 1.8); written by rollout/stepplugin.py."""
 
     index: Int32
     name: str

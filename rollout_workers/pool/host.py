@@ -10,6 +10,13 @@ pool forks), never in the children:
   when Redis cannot be read, which readiness reports) it is merely idle.
 - Ready: Redis answers a PING within a second.
 
+Heartbeat: a thread of the main process stamps the host alive in Redis every
+`queue.host_heartbeat` (Redis time). The host's id (`hostname:pid` of the main process) is what
+its transport records against every message it reserves and what its processes record against
+every message they publish; when the heartbeat is `queue.host_lapse` old the beat's tick sends
+those keys again (workqueue: dead hosts), so a kill -9 loses no prefetched message for longer
+than that.
+
 Graceful shutdown (SIGTERM to the main process, as the kubelet sends it): Celery stops
 consuming and waits for the tasks in hand; meanwhile a thread hands back, through the
 workqueue, every key whose message this host reserved but did not start (`requeue`), so another
@@ -25,6 +32,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 from collections import defaultdict
@@ -41,7 +49,9 @@ from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.pool.runner import token_prefix
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime, sync_task_name
+from rollout_workers.pool.transport import HELD_OPTION, HOST_OPTION
 from rollout_workers.settings import KINDS, Settings
+from rollout_workers.workqueue import Hosts, held_key
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +69,7 @@ class WorkerHost:
     ) -> None:
         self.app, self.settings, self.url = app, settings, redis_url
         self._clock = clock
+        self.id = host_id(os.getpid())
         # Shared with the children through fork: they stamp it at task start and finish.
         self._progress = RawValue("d", clock())
         self._worker: Any = None
@@ -76,6 +87,29 @@ class WorkerHost:
     def progress_age(self) -> float:
         last: float = self._progress.value
         return max(0.0, self._clock() - last)
+
+    # -- heartbeat ---------------------------------------------------------------------------
+
+    def heartbeat(self) -> None:
+        """The heartbeat thread: stamp this host alive until the process exits (also while
+        shutting down: the host still has messages in hand until it is gone)."""
+        period = self.settings.queue.host_heartbeat
+        client = redis.Redis.from_url(
+            self.url, socket_timeout=period + 1, socket_connect_timeout=period + 1
+        )
+        hosts = Hosts(client, prefix=self.settings.redis.key_prefix)
+        failing = False
+        while True:
+            try:
+                hosts.alive(self.id)
+                if failing:
+                    log.info("host heartbeat restored")
+                failing = False
+            except redis.RedisError as err:
+                if not failing:
+                    log.warning("host heartbeat failed: %s", err)
+                failing = True
+            time.sleep(period)
 
     # -- probes ------------------------------------------------------------------------------
 
@@ -194,6 +228,7 @@ class WorkerHost:
     def on_worker_init(self, sender: Any = None, **_: Any) -> None:
         self._worker = sender
         self.stamp()
+        threading.Thread(target=self.heartbeat, name="host heartbeat", daemon=True).start()
         h = self.settings.health
         self.server = endpoints.serve(
             address=h.address, port=h.port, live=self.live, ready=self.ready
@@ -243,9 +278,21 @@ def progress_step(host: WorkerHost) -> type[bootsteps.StartStopStep]:
     return ConsumerProgress
 
 
+def host_id(pid: int) -> str:
+    """A worker host's id: the hostname and its main process' pid."""
+    return f"{socket.gethostname()}:{pid}"
+
+
 def install(app: Celery, settings: Settings, redis_url: str) -> WorkerHost:
-    """Wire the host's probes and shutdown into this worker's Celery signals."""
+    """Wire the host's heartbeat, probes and shutdown into this worker's Celery signals, and
+    name the host to its transport (which records the messages it reserves) and to its
+    processes' work queues (which record the messages they publish)."""
     host = WorkerHost(app, settings, redis_url)
+    options = dict(app.conf.broker_transport_options or {})
+    prefix = settings.redis.key_prefix
+    options[HOST_OPTION] = host.id
+    options[HELD_OPTION] = {sync_task_name(kind): held_key(prefix, kind) for kind in KINDS}
+    app.conf.broker_transport_options = options
     app.steps["consumer"].add(progress_step(host))
     signals.worker_init.connect(host.on_worker_init, weak=False)
     signals.task_prerun.connect(host.on_task_event, weak=False)

@@ -22,6 +22,7 @@ from rollout_workers.metrics.store import PendingCounts
 from rollout_workers.pool.handlers import Handler, load_handler
 from rollout_workers.pool.runner import LeaseKeeper, SyncReport, run_sync
 from rollout_workers.pool.runtime import Runtime
+from rollout_workers.pool.transport import KEY_HEADER, worker_host
 from rollout_workers.settings import KINDS, Settings
 from rollout_workers.workqueue import Sender, WorkQueue
 
@@ -33,19 +34,23 @@ def sync_task_name(kind: str) -> str:
 
 
 def make_sender(app: Celery, kind: str, queue: str) -> Sender:
-    """Send one `<kind>.sync` message per key, over one pooled producer."""
+    """Send one `<kind>.sync` message per key, over one pooled producer. The key also rides in
+    a header, so a consumer's transport can record who reserved it without decoding the body."""
     name = sync_task_name(kind)
 
     def send(keys: Sequence[ObjectKey]) -> None:
         with app.producer_or_acquire() as producer:
             for key in keys:
-                app.send_task(name, args=(key,), queue=queue, producer=producer)
+                app.send_task(
+                    name, args=(key,), queue=queue, producer=producer, headers={KEY_HEADER: key}
+                )
 
     return send
 
 
 def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
     client = redis_server.client(redis_url, settings)
+    host = worker_host(app)
     queues = {
         kind: WorkQueue(
             client,
@@ -53,6 +58,7 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
             prefix=settings.redis.key_prefix,
             settings=settings.queue,
             send=make_sender(app, kind, settings.queue.for_kind(kind)),
+            host=host,
         )
         for kind in KINDS
     }

@@ -5,17 +5,42 @@ that is not a kombu envelope (a stray LPUSH, a truncated write, another tool's d
 of the worker's event loop and Celery stops with "Unrecoverable error". Here such an entry is
 logged with a prefix of its bytes and dropped; the worker keeps serving. Dropping loses nothing
 of ours: a message only wakes a key, and the workqueue resends for keys left queued.
+
+On a worker host it also records, as it takes a message off the broker (reserves or prefetches
+it), which host has that key's message in hand: `HSET <prefix>:wq:<kind>:held key host`, in
+the pipeline kombu already sends to record the message as unacked, so it costs no round trip.
+If the host dies before a process claims the key, the workqueue's tick sends the key again as
+soon as the host's heartbeat lapses, instead of the message's visibility timeout or the
+workqueue's `stale_after` later.
 """
 
 from __future__ import annotations
 
 import logging
 from queue import Empty
+from time import time
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
+from kombu.utils.json import dumps
 
 log = logging.getLogger(__name__)
+
+#: The message header that carries a sync message's key (set by the sender).
+KEY_HEADER = "rollouts_key"
+#: Transport options set on a worker host only: its id, and for each sync task's name the
+#: workqueue hash that records who holds its messages.
+HOST_OPTION = "rollouts_host"
+HELD_OPTION = "rollouts_held"
+
+
+def worker_host(app: Any) -> str | None:
+    """The id of the worker host this process belongs to (its main process and prefork
+    children); None in other processes (watcher, beat, CLI)."""
+    options = app.conf.broker_transport_options or {}
+    host = options.get(HOST_OPTION)
+    return str(host) if host else None
+
 
 #: Errors that mean "this entry is not a message", as opposed to connection failures.
 MALFORMED = (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError)
@@ -31,7 +56,44 @@ def _check_envelope(payload: Any) -> None:
         raise KeyError("message has no body")
 
 
+class QoS(kombu_redis.QoS):
+    def append(self, message: Any, delivery_tag: Any) -> None:
+        # kombu's append (redis-py >= 3), plus the workqueue's record of who holds the message.
+        delivery = message.delivery_info
+        exchange, routing_key = delivery["exchange"], delivery["routing_key"]
+        record = self.channel.held_record(message)
+        with self.pipe_or_acquire() as pipe:
+            pipe.zadd(self.unacked_index_key, {delivery_tag: time()})
+            pipe.hset(self.unacked_key, delivery_tag, dumps([message._raw, exchange, routing_key]))  # type: ignore[no-untyped-call]
+            if record is not None:
+                pipe.hset(*record)
+            pipe.execute()
+            super(kombu_redis.QoS, self).append(message, delivery_tag)  # type: ignore[no-untyped-call]
+
+
 class Channel(kombu_redis.Channel):
+    QoS = QoS
+    from_transport_options = (  # type: ignore[assignment]
+        *kombu_redis.Channel.from_transport_options,
+        HOST_OPTION,
+        HELD_OPTION,
+    )
+    rollouts_host: str | None = None
+    rollouts_held: dict[str, str] | None = None
+
+    def held_record(self, message: Any) -> tuple[str, str, str] | None:
+        """(hash, key, host) to record that this host reserved a sync message, else None."""
+        if not self.rollouts_host or not self.rollouts_held:
+            return None
+        try:
+            headers = message.headers or {}
+            held, key = self.rollouts_held.get(str(headers.get("task"))), headers.get(KEY_HEADER)
+        except MALFORMED:
+            return None
+        if held is None or not isinstance(key, str):
+            return None
+        return held, key, self.rollouts_host
+
     def _brpop_read(self, **options: Any) -> bool:
         try:
             result: bool = super()._brpop_read(**options)  # type: ignore[no-untyped-call]

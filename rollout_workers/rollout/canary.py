@@ -12,7 +12,7 @@ import logging
 
 from rollout_workers.api.analysis import AnalysisPhase
 from rollout_workers.api.rollout import PauseReason, RolloutStatus
-from rollout_workers.rollout import analysis, experiment, restart, service, sync
+from rollout_workers.rollout import analysis, experiment, restart, service, stepplugin, sync
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicas as rmath
@@ -141,6 +141,7 @@ def reconcile_canary(ctx: RolloutContext) -> None:
         sync_status(ctx)
         return
     reconcile_pause(ctx)
+    stepplugin.reconcile_step_plugins(ctx)
     sync_status(ctx)
 
 
@@ -273,9 +274,11 @@ def reset_status(ctx: RolloutContext, new: RolloutStatus) -> None:
 def completed_current_step(ctx: RolloutContext) -> bool:
     if ctx.rollout.spec.paused:
         return False
-    step, _ = ctx.current_step()
-    if step is None:
+    step, index = ctx.current_step()
+    if step is None or index is None:
         return False
+    if step.plugin is not None:
+        return stepplugin.is_step_completed(ctx, index)
     if step.pause is not None:
         return ctx.pause.completed_pause_step(step.pause, ctx.now)
     if step.set_weight is not None:
@@ -294,6 +297,7 @@ def completed_current_step(ctx: RolloutContext) -> bool:
 
 def sync_status(ctx: RolloutContext) -> None:
     new = sync.calculate_base_status(ctx)
+    stepplugin.update_status(ctx, new)
     all_rss = list(ctx.all_rss)
     new.available_replicas = rsutil.total(all_rss, "availableReplicas")
     new.hpa_replicas = rsutil.total(all_rss, "replicas")
@@ -304,6 +308,7 @@ def sync_status(ctx: RolloutContext) -> None:
 
     if template_or_steps_changed(ctx):
         reset_status(ctx, new)
+        stepplugin.reset_status(ctx, new)
         status = ctx.rollout.status or RolloutStatus()
         if (
             ctx.new_rs is not None

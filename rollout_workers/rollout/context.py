@@ -22,6 +22,7 @@ from rollout_workers.kube.writer import Writer
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.pause import PauseContext
 from rollout_workers.rollout.phase import replicas_or_default
+from rollout_workers.rollout.stepplugins.registry import StepPluginState
 from rollout_workers.rollout.templateref import Resolved
 from rollout_workers.timefmt import format_time
 
@@ -59,6 +60,7 @@ class RolloutContext:
     new_status: RolloutStatus = field(default_factory=RolloutStatus)
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
+    step_plugins: StepPluginState = field(default_factory=StepPluginState)  # set by the controller
     workload_ref: Resolved | None = None  # the resolved spec.workloadRef (templateref)
     workload: Obj | None = None  # the referenced workload; replaced after a write
     persisted: RolloutStatus | None = None  # the status the one status patch computed

@@ -36,13 +36,27 @@ from rollout_workers.kube.errors import Conflict, NotFound
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest
 from rollout_workers.pool.runtime import Runtime
-from rollout_workers.rollout import bluegreen, canary, sync, templateref, validation, workload
+from rollout_workers.rollout import (
+    bluegreen,
+    canary,
+    stepplugin,
+    sync,
+    templateref,
+    validation,
+    workload,
+)
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.analysis import AnalysisTemplateError
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.experiment import ExperimentStepError
 from rollout_workers.rollout.service import ServiceNotFound
+from rollout_workers.rollout.stepplugins.registry import (
+    StepPluginRegistry,
+    StepPluginState,
+    StepPluginTimings,
+)
+from rollout_workers.settings import PluginSettings
 from rollout_workers.timefmt import format_time
 
 log = logging.getLogger(__name__)
@@ -81,8 +95,10 @@ class RolloutController:
         workloads: dict[str, Lister] | None = None,
         listed: Listed = lambda resource: True,
         clock: Clock = utcnow,
+        step_plugins: StepPluginRegistry | None = None,
     ) -> None:
         self.workloads, self.listed = dict(workloads or {}), listed
+        self.step_plugins = step_plugins or StepPluginRegistry()
         self.analysis_runs, self.experiments = analysis_runs, experiments
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
         self.templates, self.cluster_templates = templates, cluster_templates
@@ -148,6 +164,7 @@ class RolloutController:
             template_lookup=self._lookup(namespace),
             workload_ref=resolved,
         )
+        ctx.step_plugins = StepPluginState(registry=self.step_plugins)
         try:
             reconcile(ctx, error, resolve_error=resolve_error)
         except Conflict as err:
@@ -234,6 +251,7 @@ def reconcile(
         message = f'The Rollout "{ctx.name}" is invalid: {resolve_error}'
     else:
         message = validation.invalid_spec_message(ctx.name, error) if error else unsupported(ctx)
+    message = message or stepplugin.spec_error(ctx)
     if message:
         invalid_spec(ctx, message)
         return
@@ -352,5 +370,19 @@ def make_handler(runtime: Runtime) -> Handler:
         listed=lambda res: is_synced(runtime.redis, prefix, res),
         written=written,
         writer=KubeWriter(kube, on_written=written.record),
+        step_plugins=step_plugin_registry(settings.plugins),
     )
     return controller.sync
+
+
+def step_plugin_registry(plugins: PluginSettings) -> StepPluginRegistry:
+    """The step plugins the settings enable, with Argo's timings unless tuned."""
+    return StepPluginRegistry(
+        enabled=frozenset(plugins.step),
+        timings=StepPluginTimings(
+            requeue_min=plugins.step_requeue_min,
+            requeue_default=plugins.step_requeue_default,
+            error_backoff=plugins.step_error_backoff,
+            backoff_delay=plugins.step_backoff_delay,
+        ),
+    )

@@ -74,6 +74,8 @@ def canary_step_string(step: CanaryStep) -> str:
         return "experiment"
     if step.analysis is not None:
         return "analysis"
+    if step.plugin is not None:
+        return f"plugin: {step.plugin.name}"
     scale = step.set_canary_scale
     if scale is not None:
         if scale.weight is not None:

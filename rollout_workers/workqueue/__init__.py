@@ -21,8 +21,19 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
   wins. The beat-driven `tick` moves due keys onto the queue. There is no Celery eta/countdown.
 * Dead workers: a lease not extended by heartbeat expires and `tick` queues the key again. The
   old holder is fenced off: its heartbeat and its `done` find another token and change nothing.
+* Dead hosts: a key whose worker host dies (kill -9, lost node) is reconciled again within
+  `lease_ttl` + 2 s at default settings, whether the host held it (claimed: its lease expires)
+  or only had its message in hand: reserved or prefetched (the transport records key -> host in
+  the `held` hash as it takes the message off the broker, in the pipeline that already records
+  the unacked message), or being published (a worker host's add/done/requeue/release records
+  `host|pub` in the script that queues the key, cleared once sent). Hosts stamp a heartbeat
+  every `host_heartbeat`; once one is `host_lapse` old, `tick` sends again every still-queued
+  key recorded against that host. `claim` clears the record, so the common path costs one
+  HSET and one HDEL inside calls that are made anyway, and no round trip.
 * Lost or duplicated messages: a duplicate finds the key not queued and is dropped (`stale`);
-  a lost one leaves the key queued, and `tick` sends it again once it has waited `stale_after`.
+  a message lost otherwise (a publisher that is not a worker host dying between queuing a key
+  and sending it, a host dying between popping a message and recording it) leaves the key
+  queued, and `tick` sends it again once it has waited `stale_after`: the last-resort net.
   Either costs at most one extra reconcile.
 * Metrics: the scripts keep client-go's workqueue metrics beside the state they describe (adds,
   retries, the queue-duration histogram at claim, claim times for unfinished work), and `done`
@@ -38,6 +49,7 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
 All times come from Redis' own clock (`TIME`), so hosts with skewed clocks agree on deadlines.
 """
 
+from rollout_workers.workqueue.hosts import Hosts
 from rollout_workers.workqueue.queue import (
     AddResult,
     Claim,
@@ -46,6 +58,19 @@ from rollout_workers.workqueue.queue import (
     Sender,
     TickResult,
     WorkQueue,
+    held_key,
+    hosts_key,
 )
 
-__all__ = ["AddResult", "Claim", "Outcome", "QueueStats", "Sender", "TickResult", "WorkQueue"]
+__all__ = [
+    "AddResult",
+    "Claim",
+    "Hosts",
+    "Outcome",
+    "QueueStats",
+    "Sender",
+    "TickResult",
+    "WorkQueue",
+    "held_key",
+    "hosts_key",
+]

@@ -1,23 +1,29 @@
--- add(keys...): mark each key as needing a reconcile.
+-- add(holder, keys...): mark each key as needing a reconcile.
 -- KEYS: queued(zset key->enqueued ms), active(hash key->owner), dirty(set), known(set),
---       metrics(hash: `adds` counts what client-go's Add counts, i.e. keys not already waiting)
--- ARGV: the object keys
+--       metrics(hash: `adds` counts what client-go's Add counts, i.e. keys not already waiting),
+--       held(hash key->who has its message in hand)
+-- ARGV: holder ('' for none: the caller is not a worker host), then the object keys. A worker
+-- host records itself as the publisher of each key it queues until its message is sent
+-- (sent.lua): if it dies in between, the tick sends the message once the host has lapsed.
 -- Returns one code per key: 1 queued (the caller sends a message), 0 coalesced with a queued
 -- key, 2 marked dirty because a worker holds it (done() queues it again).
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local holder = ARGV[1]
 local out = {}
 local adds = 0
-for i, k in ipairs(ARGV) do
+for i = 2, #ARGV do
+  local k = ARGV[i]
   redis.call('SADD', KEYS[4], k)
   if redis.call('HEXISTS', KEYS[2], k) == 1 then
     adds = adds + redis.call('SADD', KEYS[3], k)
-    out[i] = 2
+    out[i - 1] = 2
   elseif redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     adds = adds + 1
-    out[i] = 1
+    out[i - 1] = 1
+    if holder ~= '' then redis.call('HSET', KEYS[6], k, holder) end
   else
-    out[i] = 0
+    out[i - 1] = 0
   end
 end
 if adds > 0 then redis.call('HINCRBY', KEYS[5], 'adds', adds) end

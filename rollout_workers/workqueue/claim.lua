@@ -1,12 +1,16 @@
 -- claim(key, token, ttl_ms, bounds_ms...): take exclusive hold of a key for one reconcile.
 -- KEYS: queued, active(hash key->owner), leases(zset key->deadline ms), dirty, stats,
 --       started(hash key->claim ms, for unfinished work), metrics(hash: the queue-duration
---       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us)
+--       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us),
+--       held(hash key->who has its message in hand)
 -- Returns 1 claimed, 0 stale (the key is not queued: a duplicate or late message), 2 busy
 -- (another live owner holds it: the key is marked dirty so that owner's done() requeues it).
 local k, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
+-- Whatever the outcome, no host has this key's message in hand any more: a claim removes the
+-- key from `queued`, and a stale claim finds it not queued, when no record matters.
+redis.call('HDEL', KEYS[8], k)
 local enqueued = redis.call('ZSCORE', KEYS[1], k)
 if not enqueued then
   redis.call('HINCRBY', KEYS[5], 'stale', 1)

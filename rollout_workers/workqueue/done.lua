@@ -1,8 +1,11 @@
--- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep, increments...):
+-- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep, holder,
+--      increments...):
 -- release a claim and record the outcome in one step.
 -- KEYS: queued, active, leases, dirty, failures(hash key->count), timers(zset key->due ms),
 --       known, stats(hash), durations(list of recent reconcile milliseconds), started(hash),
---       metrics(hash: `retries`), then the hashes the increments name
+--       metrics(hash: `retries`), held(hash key->who has its message in hand), then the
+--       hashes the increments name
+-- holder: the caller's host ('' for none), recorded as the publisher of a dirty key's message
 -- increments: triples (index into KEYS, field, amount), applied with the outcome (the
 -- caller's metrics ride on this call instead of costing another round trip)
 -- outcome: ok (reset backoff), after (reset backoff, run again after delay_ms),
@@ -21,7 +24,7 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call('HDEL', KEYS[2], k)
 redis.call('ZREM', KEYS[3], k)
 redis.call('HDEL', KEYS[10], k)
-for i = 9, #ARGV, 3 do
+for i = 10, #ARGV, 3 do
   redis.call('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
 end
 redis.call('HINCRBY', KEYS[8], 'reconciles', 1)
@@ -52,6 +55,9 @@ end
 local send = 0
 if redis.call('SREM', KEYS[4], k) == 1 then
   if outcome == 'gone' then redis.call('SADD', KEYS[7], k) end
-  if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then send = 1 end
+  if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
+    send = 1
+    if ARGV[9] ~= '' then redis.call('HSET', KEYS[12], k, ARGV[9]) end
+  end
 end
 return {1, send}

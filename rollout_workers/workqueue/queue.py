@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -16,11 +17,16 @@ from rollout_workers.metrics.store import WORKQUEUE_BUCKETS, Increment
 from rollout_workers.metrics.store import Keys as MetricKeys
 from rollout_workers.settings import QueueSettings
 
+log = logging.getLogger(__name__)
+
 #: Sends one Celery message per key. Injected so this package never imports Celery.
 Sender = Callable[[Sequence[ObjectKey]], None]
 
 #: Recent reconcile durations kept per kind, for percentiles.
 DURATIONS_KEPT = 10_000
+
+#: A lapsed host is forgotten after this many lapse periods, once every kind's tick saw it.
+FORGET_LAPSED = 4
 
 
 class Claim(enum.Enum):
@@ -49,6 +55,7 @@ class TickResult:
     due: int
     expired: int
     resent: int
+    lapsed: int = 0  # keys sent again because the host holding their message lapsed
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,23 @@ class QueueStats:
 @functools.cache
 def _source(name: str) -> str:
     return resources.files(__package__).joinpath(f"{name}.lua").read_text()
+
+
+def held_key(prefix: str, kind: str) -> str:
+    """The hash key -> host that has the key's message in hand: the worker host that reserved
+    it (written by the transport when it takes the message off the broker), or `host|pub`
+    while a worker host publishes it. Cleared by claim."""
+    return f"{prefix}:wq:{kind}:held"
+
+
+def hosts_key(prefix: str) -> str:
+    """The zset of worker hosts scored by their last heartbeat (ms, Redis time)."""
+    return f"{prefix}:wq:hosts"
+
+
+def publisher(host: str) -> str:
+    """How a worker host records itself as the publisher of a key's message."""
+    return f"{host}|pub"
 
 
 def _ms(seconds: float) -> int:
@@ -88,11 +112,15 @@ class WorkQueue:
         prefix: str,
         settings: QueueSettings,
         send: Sender,
+        host: str | None = None,
     ) -> None:
+        """`host` names the worker host this process belongs to (None elsewhere): messages it
+        publishes are recorded as in its hands until sent, so its death cannot lose them."""
         self.kind = kind
         self._redis = client
         self._settings = settings
         self._send = send
+        self._holder = publisher(host) if host else ""
         base = f"{prefix}:wq:{kind}"
         self.k_queued = f"{base}:queued"
         self.k_active = f"{base}:active"
@@ -104,6 +132,8 @@ class WorkQueue:
         self.k_stats = f"{base}:stats"
         self.k_durations = f"{base}:durations"
         self.k_started = f"{base}:started"
+        self.k_held = held_key(prefix, kind)
+        self.k_hosts = hosts_key(prefix)
         self.k_metrics = MetricKeys(prefix).workqueue(kind)
         script = client.register_script
         self._add = script(_source("add"))
@@ -115,6 +145,7 @@ class WorkQueue:
         self._tick = script(_source("tick"))
         self._requeue = script(_source("requeue"))
         self._release = script(_source("release"))
+        self._sent = script(_source("sent"))
 
     # -- producers -------------------------------------------------------------------------
 
@@ -124,14 +155,21 @@ class WorkQueue:
         if not checked:
             return AddResult()
         codes = self._add(
-            keys=[self.k_queued, self.k_active, self.k_dirty, self.k_known, self.k_metrics],
-            args=checked,
+            keys=[
+                self.k_queued,
+                self.k_active,
+                self.k_dirty,
+                self.k_known,
+                self.k_metrics,
+                self.k_held,
+            ],
+            args=[self._holder, *checked],
         )
         result = AddResult()
         for key, code in zip(checked, codes, strict=True):
             {1: result.queued, 0: result.coalesced, 2: result.dirty}[int(code)].append(key)
         if result.queued:
-            self._send(result.queued)
+            self._publish(result.queued)
         return result
 
     def add_after(self, keys: Iterable[str], seconds: float) -> None:
@@ -174,6 +212,7 @@ class WorkQueue:
                 self.k_stats,
                 self.k_started,
                 self.k_metrics,
+                self.k_held,
             ],
             args=[key, token, _ms(self._settings.lease_ttl), *_BOUNDS_MS],
         )
@@ -213,6 +252,7 @@ class WorkQueue:
             self.k_durations,
             self.k_started,
             self.k_metrics,
+            self.k_held,
         ]
         extra: list[str | int] = []
         index: dict[str, int] = {}
@@ -231,11 +271,12 @@ class WorkQueue:
                 f"{duration * 1000:.3f}",
                 *self._backoff_args(),
                 DURATIONS_KEPT,
+                self._holder,
                 *extra,
             ],
         )
         if int(send):
-            self._send([key])
+            self._publish([key])
         return bool(int(owned))
 
     # -- hand-back on shutdown --------------------------------------------------------------
@@ -248,10 +289,12 @@ class WorkQueue:
             return []
         sent = [
             ObjectKey(_text(k))
-            for k in self._requeue(keys=[self.k_queued, self.k_stats], args=checked)
+            for k in self._requeue(
+                keys=[self.k_queued, self.k_stats, self.k_held], args=[self._holder, *checked]
+            )
         ]
         if sent:
-            self._send(sent)
+            self._publish(sent)
         return sent
 
     def release(self, token_prefixes: Sequence[str]) -> list[ObjectKey]:
@@ -260,12 +303,19 @@ class WorkQueue:
         if not token_prefixes:
             return []
         reply = self._release(
-            keys=[self.k_queued, self.k_active, self.k_leases, self.k_dirty, self.k_stats],
-            args=list(token_prefixes),
+            keys=[
+                self.k_queued,
+                self.k_active,
+                self.k_leases,
+                self.k_dirty,
+                self.k_stats,
+                self.k_held,
+            ],
+            args=[self._holder, *token_prefixes],
         )
         sent = [ObjectKey(_text(k)) for k in reply]
         if sent:
-            self._send(sent)
+            self._publish(sent)
         return sent
 
     # -- system ----------------------------------------------------------------------------
@@ -283,14 +333,31 @@ class WorkQueue:
                 self.k_stats,
                 self.k_started,
                 self.k_metrics,
+                self.k_held,
+                self.k_hosts,
             ],
-            args=[limit, _ms(self._settings.stale_after)],
+            args=[
+                limit,
+                _ms(self._settings.stale_after),
+                _ms(self._settings.host_lapse),
+                _ms(FORGET_LAPSED * self._settings.host_lapse),
+            ],
         )
-        *keys, due, expired, resent = reply
+        *keys, due, expired, resent, lapsed = reply
         to_send = [ObjectKey(_text(k)) for k in keys]
         if to_send:
-            self._send(to_send)
-        return TickResult(sent=len(to_send), due=int(due), expired=int(expired), resent=int(resent))
+            self._publish(to_send)
+        return TickResult(
+            sent=len(to_send),
+            due=int(due),
+            expired=int(expired),
+            resent=int(resent),
+            lapsed=int(lapsed),
+        )
+
+    def held(self) -> dict[ObjectKey, str]:
+        """Who has each queued key's message in hand: a host, or `host|pub` (publishing)."""
+        return {ObjectKey(_text(k)): _text(v) for k, v in self._redis.hgetall(self.k_held).items()}
 
     def known(self, namespace: str | None = None) -> list[ObjectKey]:
         """Every key this queue has been given and not removed, optionally in one namespace."""
@@ -340,6 +407,17 @@ class WorkQueue:
     def durations(self) -> list[float]:
         """Recent reconcile durations in seconds, newest first."""
         return [float(v) / 1000 for v in self._redis.lrange(self.k_durations, 0, -1)]
+
+    def _publish(self, keys: Sequence[ObjectKey]) -> None:
+        """Send the keys' messages; a worker host then drops its "publishing" records (one
+        script call per batch, only where a worker host publishes: dirty requeues, hand-backs)."""
+        self._send(keys)
+        if self._holder:
+            try:
+                self._sent(keys=[self.k_held], args=[self._holder, *keys])
+            except redis.RedisError as err:
+                # The messages are sent; a record left behind costs at most a duplicate.
+                log.warning("cannot clear the publish records of %d keys: %s", len(keys), err)
 
     def _backoff_args(self) -> tuple[int, int]:
         return _ms(self._settings.backoff_base), _ms(self._settings.backoff_max)

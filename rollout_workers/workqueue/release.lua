@@ -1,21 +1,26 @@
--- release(token_prefixes...): a host that must exit before its reconciles finish hands back
--- every key held under a token starting with one of the prefixes (its processes' tokens). The
+-- release(holder, token_prefixes...): a host that must exit before its reconciles finish hands
+-- back every key held under a token starting with one of the prefixes (its processes' tokens). The
 -- key is queued again at once (the caller sends a message) instead of after the lease TTL, and
 -- the old holder is fenced: its heartbeat and done() no longer find their token.
--- KEYS: queued, active(hash key->owner), leases, dirty, stats
+-- KEYS: queued, active(hash key->owner), leases, dirty, stats, held(hash key->who has its
+--       message in hand: the caller, as publisher, until its new message is sent)
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local held = redis.call('HGETALL', KEYS[2])
 local send = {}
 for i = 1, #held, 2 do
   local k, token = held[i], held[i + 1]
-  for _, prefix in ipairs(ARGV) do
+  for j = 2, #ARGV do
+    local prefix = ARGV[j]
     if string.sub(token, 1, #prefix) == prefix then
       redis.call('HDEL', KEYS[2], k)
       redis.call('ZREM', KEYS[3], k)
       redis.call('SREM', KEYS[4], k)
       redis.call('HINCRBY', KEYS[5], 'released', 1)
-      if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then send[#send + 1] = k end
+      if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
+        send[#send + 1] = k
+        if ARGV[1] ~= '' then redis.call('HSET', KEYS[6], k, ARGV[1]) end
+      end
       break
     end
   end

@@ -1,10 +1,15 @@
--- tick(limit, stale_ms): move work whose time has come onto the queue.
+-- tick(limit, stale_ms, lapse_ms, forget_ms): move work whose time has come onto the queue.
 --   due timers      -> added (dirty if a worker holds the key)
 --   expired leases  -> the dead or stalled holder loses the key; it is queued again
+--   lapsed hosts    -> a still-queued key whose message a host without a heartbeat for lapse_ms
+--                      had reserved (or was publishing) is sent again
 --   stale queued    -> a key queued longer than stale_ms whose message was lost is sent again
--- KEYS: queued, active, leases, dirty, timers, stats, started, metrics(hash: `adds`)
--- Returns {keys to send..., } followed by three counts: due, expired, stale.
+-- KEYS: queued, active, leases, dirty, timers, stats, started, metrics(hash: `adds`),
+--       held(hash key->host, or host|pub while that host publishes the key's message),
+--       hosts(zset host->last heartbeat ms, shared by every kind)
+-- Returns {keys to send..., } followed by four counts: due, expired, stale, lapsed.
 local limit, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
+local lapse, forget = tonumber(ARGV[3]), tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local send = {}
@@ -31,6 +36,29 @@ for _, k in ipairs(expired) do
     send[#send + 1] = k
   end
 end
+-- Only when some host has lapsed is the (small: one entry per message in hand) held hash read.
+-- A lapsed host stays listed for forget_ms so that every kind's tick sees it.
+local resent_lapsed = 0
+local lapsed = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', now - lapse, 'LIMIT', 0, limit)
+if #lapsed > 0 then
+  local dead, sending = {}, {}
+  for _, h in ipairs(lapsed) do dead[h] = true end
+  for _, k in ipairs(send) do sending[k] = true end
+  local held = redis.call('HGETALL', KEYS[9])
+  for i = 1, #held, 2 do
+    local k, host = held[i], string.match(held[i + 1], '^[^|]*')
+    if dead[host] then
+      redis.call('HDEL', KEYS[9], k)
+      if not sending[k] and redis.call('ZSCORE', KEYS[1], k) then
+        redis.call('ZADD', KEYS[1], 'XX', now, k)
+        send[#send + 1] = k
+        resent_lapsed = resent_lapsed + 1
+      end
+    end
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now - forget)
+  if resent_lapsed > 0 then redis.call('HINCRBY', KEYS[6], 'host_lapsed', resent_lapsed) end
+end
 local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - stale, 'LIMIT', 0, limit)
 for _, k in ipairs(old) do
   redis.call('ZADD', KEYS[1], 'XX', now, k)
@@ -41,4 +69,5 @@ if adds > 0 then redis.call('HINCRBY', KEYS[8], 'adds', adds) end
 send[#send + 1] = #due
 send[#send + 1] = #expired
 send[#send + 1] = #old
+send[#send + 1] = resent_lapsed
 return send

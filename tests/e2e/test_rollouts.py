@@ -12,6 +12,7 @@ import datetime as dt
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -30,12 +31,15 @@ from rollout_workers.devcluster.server import DevClusterThread
 from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
+from rollout_workers.settings import KINDS, Settings
+from rollout_workers.workqueue import held_key
 from tests.e2e.conftest import start_system
 from tests.support.metrics import MetricsServer
 from tests.support.procs import REPO, Processes
 
 Obj = dict[str, Any]
-TIMEOUT = 90.0
+# Each wait may span several kills at default settings: a killed claim waits out its lease.
+TIMEOUT = 150.0
 
 
 @dataclass
@@ -507,6 +511,102 @@ def run_all(kube: Kube, kubeconfig: Path) -> None:
     assert not failures, "\n".join(failures)
 
 
+@dataclass
+class Orphan:
+    """A key a killed host held (claimed) or had in hand (reserved, publishing)."""
+
+    kind: str
+    key: str
+    how: str  # "claimed" or "reserved"
+    killed_at: float  # Redis time, s
+    victim: tuple[str, ...]  # token prefixes of the killed host's processes
+    moved: float | None = None  # seconds from the kill to its next reconcile start
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of `pid` (forked by any of its threads)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+class OrphanTracker:
+    """Takes, right after each kill, what the killed host held from the workqueue's records
+    (`active` tokens of its processes; `held`: the messages it had reserved or was publishing),
+    then polls each key until another process claims it: the claim time (`started`, Redis
+    time) is the key's next reconcile start. A key claimed and finished between two polls
+    counts at the poll that finds it gone, so the figures are upper bounds."""
+
+    def __init__(self, rdb: redis.Redis, prefix: str) -> None:
+        self.rdb, self.prefix = rdb, prefix
+        self.orphans: list[Orphan] = []
+        self._pending: list[Orphan] = []
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        s, us = self.rdb.time()
+        return int(s) + int(us) / 1e6
+
+    def killed(self, host_pid: int, child_pids: list[int]) -> None:
+        killed_at = self.now()
+        hostname = socket.gethostname()
+        host = f"{hostname}:{host_pid}"
+        victim = tuple(f"{hostname}:{pid}:" for pid in [host_pid, *child_pids])
+        found: list[Orphan] = []
+        for kind in KINDS:
+            base = f"{self.prefix}:wq:{kind}"
+            for key, token in self.rdb.hgetall(f"{base}:active").items():
+                if token.decode().startswith(victim):
+                    found.append(Orphan(kind, key.decode(), "claimed", killed_at, victim))
+            for key, holder in self.rdb.hgetall(held_key(self.prefix, kind)).items():
+                if holder.decode().split("|")[0] == host:
+                    found.append(Orphan(kind, key.decode(), "reserved", killed_at, victim))
+        with self._lock:
+            self.orphans += found
+            self._pending += found
+
+    def poll(self) -> None:
+        with self._lock:
+            pending = list(self._pending)
+        if not pending:
+            return
+        pipe = self.rdb.pipeline(transaction=False)
+        for o in pending:
+            base = f"{self.prefix}:wq:{o.kind}"
+            pipe.zscore(f"{base}:queued", o.key)
+            pipe.hget(f"{base}:active", o.key)
+            pipe.hget(f"{base}:started", o.key)
+        replies = pipe.execute()
+        now = self.now()
+        for i, o in enumerate(pending):
+            queued, token, started = replies[3 * i : 3 * i + 3]
+            if token is not None and not token.decode().startswith(o.victim) and started:
+                o.moved = max(0.0, int(started) / 1000 - o.killed_at)
+            elif token is None and queued is None:
+                o.moved = now - o.killed_at
+        with self._lock:
+            self._pending = [o for o in self._pending if o.moved is None]
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(0.02):
+            self.poll()
+
+    def report(self) -> str:
+        moved = sorted((o for o in self.orphans if o.moved is not None), key=lambda o: o.moved or 0)
+        lines = [f"keys held by killed hosts: {len(self.orphans)}, reconciled again: {len(moved)}"]
+        for how in ("claimed", "reserved"):
+            some = [o for o in moved if o.how == how]
+            if some:
+                worst = some[-1]
+                lines.append(f"  {how}: {len(some)}, worst kill-to-reconcile {worst.moved:.2f}s "
+                             f"({worst.kind} {worst.key})")  # fmt: skip
+        return "\n".join(lines)
+
+
 # The scenarios run once, under chaos: every end state they assert must hold while worker hosts
 # are killed with SIGKILL. A calm run of the same scenarios added half a minute and no coverage.
 @pytest.mark.slow
@@ -516,20 +616,26 @@ def test_scenarios_survive_kill_9_of_workers(
     """On both CRD shapes (Argo's: no status subresource on AnalysisRun and Experiment; and
     one on every type). Nothing the controller writes may be pruned by the schemas."""
     cluster = shaped_cluster
-    # A host killed with messages reserved loses them; the key stays queued and tick sends it
-    # again after stale_after (60 s by default, shortened so a lost message cannot outlast a wait).
-    procs.env["ROLLOUTS_QUEUE_STALE_AFTER"] = "5"
+    # The shipped queue settings: a killed host's reserved messages are sent again once its
+    # heartbeat lapses, its claims once their leases expire (not after stale_after).
+    procs.env.pop("ROLLOUTS_QUEUE_LEASE_TTL", None)
+    defaults = Settings().queue
     kube, kubeconfig, hosts = start_system(procs, cluster, tmp_path, workers=3)
     stop = threading.Event()
     kills: list[str] = []
     rng = random.Random(42)
+    tracker = OrphanTracker(rdb, Settings().redis.key_prefix)
+    polling = threading.Thread(target=tracker.run, args=(stop,), daemon=True)
+    polling.start()
 
     def chaos() -> None:
         generation = 0
         while not stop.wait(rng.uniform(0.5, 1.5)):
             index = rng.randrange(len(hosts))
             victim = hosts[index]
+            pids = children(victim.pid)
             victim.kill_group(signal.SIGKILL)
+            tracker.killed(victim.pid, pids)
             kills.append(f"{victim.name} at {dt.datetime.now(dt.UTC):%H:%M:%S}")
             generation += 1
             hosts[index] = procs.worker(f"host-{index}-{generation}", concurrency=2)
@@ -541,7 +647,18 @@ def test_scenarios_survive_kill_9_of_workers(
     finally:
         stop.set()
         thread.join(30)
+    # The last kills' keys: the system is still up; let them move before reading the figures.
+    deadline = time.monotonic() + defaults.lease_ttl + 5
+    while any(o.moved is None for o in tracker.orphans) and time.monotonic() < deadline:
+        tracker.poll()
+        time.sleep(0.05)
+    polling.join(5)
     assert len(kills) >= 3, kills
     print(f"kill -9 of worker hosts during the run: {len(kills)}")
+    print(tracker.report())
+    stuck = [o for o in tracker.orphans if o.moved is None]
+    worst = max((o.moved or 0.0 for o in tracker.orphans), default=0.0)
+    # Before hosts had heartbeats, a reserved message waited stale_after (60 s) here.
+    assert not stuck and worst < defaults.stale_after / 2, (worst, stuck)
     pruned = {t: paths for t, paths in cluster.pruned_fields().items() if "argoproj.io" in t}
     assert not pruned, f"written fields the CRD schemas lack: {pruned}"

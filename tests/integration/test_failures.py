@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+import socket
 import time
 from collections import Counter
 from pathlib import Path
@@ -201,3 +202,56 @@ def test_worker_keeps_serving_across_a_redis_restart(
     finally:
         procs.stop_all()
         server.stop()
+
+
+def test_kill_9_of_a_host_moves_its_reserved_and_claimed_keys_within_lease_ttl(
+    procs: Processes, runtime: Runtime, rdb: redis.Redis
+) -> None:
+    """At default settings (lease TTL 15 s, heartbeat 1 s, lapse 5 s, stale_after 60 s), a host
+    killed with two reconciles in hand and two messages reserved behind them: every one of its
+    keys is reconciled by another host within lease TTL + 2 s, the reserved ones within the
+    lapse + 2 s, and none by the stale_after net."""
+    procs.env.pop("ROLLOUTS_QUEUE_LEASE_TTL")
+    defaults = Settings().queue
+    queue = runtime.queue("rollouts")
+    procs.beat()
+    host_a = procs.worker("host-a", concurrency=2)
+    claimed, reserved = (
+        ["default/claimed-1", "default/claimed-2"],
+        ["default/res-1", "default/res-2"],
+    )
+    for key in claimed:
+        rdb.set(f"rw:test:sleep:{key}", 120)
+    queue.add(claimed)
+    for key in claimed:
+        wait_for(lambda k=key: rdb.get(f"rw:test:started:{k}"), 15, f"{key} began on host-a")
+    queue.add(reserved)  # both of host-a's processes are busy: it prefetches both messages
+    host = f"{socket.gethostname()}:{host_a.pid}"
+    wait_for(lambda: queue.held() == {k: host for k in reserved}, 10, "host-a reserved both")
+    assert rdb.llen("rollouts") == 0
+    assert {k.decode() for k in rdb.hkeys(queue.k_active)} == set(claimed), "host-a holds both"
+    host_b = procs.worker("host-b", concurrency=2)
+    assert not trace(rdb), "nobody else could have had host-a's keys"
+
+    killed_at = time.time()
+    host_a.kill_group(signal.SIGKILL)
+
+    keys = claimed + reserved
+    wait_for(lambda: {t["key"] for t in trace(rdb)} >= set(keys), defaults.lease_ttl + 10,
+             "every key of host-a reconciled elsewhere")  # fmt: skip
+    records = trace(rdb)
+    first = {k: next(t for t in records if t["key"] == k) for k in keys}
+    moved = {k: float(t["start"]) - killed_at for k, t in first.items()}  # type: ignore[arg-type]
+    children = {int(t["pid"]) for t in first.values()}  # type: ignore[arg-type]
+    print("kill -9 of a host: its keys started elsewhere after "
+          + ", ".join(f"{k} {s:.2f}s" for k, s in moved.items()))  # fmt: skip
+    assert all(_ppid(pid) == host_b.pid for pid in children), "host-b reconciled them"
+    for key in reserved:
+        assert moved[key] <= defaults.host_lapse + 2, f"{key} (reserved) after {moved[key]:.2f}s"
+    for key in claimed:
+        assert moved[key] <= defaults.lease_ttl + 2, f"{key} (claimed) after {moved[key]:.2f}s"
+    assert all([t["key"] for t in records].count(k) == 1 for k in keys), "each once"
+    stats = {k.decode(): int(v) for k, v in rdb.hgetall("rw:wq:rollouts:stats").items()}
+    assert stats.get("host_lapsed") == 2 and stats.get("lease_expired") == 2, stats
+    assert "resent" not in stats, "the stale_after net was not needed"
+    assert queue.held() == {}

@@ -8,7 +8,10 @@ import pytest
 import redis
 
 from rollout_workers.keys import InvalidKey, ObjectKey
-from rollout_workers.workqueue import Claim, Outcome, WorkQueue
+from rollout_workers.pool.app import create_app
+from rollout_workers.pool.tasks import build_runtime
+from rollout_workers.settings import Settings
+from rollout_workers.workqueue import Claim, Hosts, Outcome, WorkQueue
 from tests.integration.conftest import SentLog
 
 A = ObjectKey("default/a")
@@ -236,3 +239,117 @@ def test_release_hands_back_a_hosts_keys_and_fences_the_holders(
     assert wq.claim(A, "host-2:7:x") is Claim.CLAIMED
     assert int(rdb.hget(wq.k_stats, "released") or 0) == 2
     assert wq.release([]) == []
+
+
+# -- dead hosts ----------------------------------------------------------------------------------
+
+C = ObjectKey("default/c")
+
+
+def _host_queue(wq: WorkQueue, rdb: redis.Redis, settings: Settings, host: str) -> WorkQueue:
+    """The same queue as seen from a process of worker host `host`."""
+    return WorkQueue(
+        rdb, kind="rollouts", prefix="t", settings=settings.queue, send=wq._send, host=host
+    )
+
+
+def test_a_lapsed_hosts_reserved_keys_are_sent_again_and_its_claimed_ones_left_to_the_lease(
+    wq: WorkQueue, sent: SentLog, rdb: redis.Redis
+) -> None:
+    hosts = Hosts(rdb, prefix="t")
+    wq.add([A, B, C])
+    hosts.alive("h1")
+    hosts.alive("h2")
+    # h1 reserved A and C (the transport's record), h2 reserved B; h1 then claimed C.
+    rdb.hset(wq.k_held, mapping={A: "h1", B: "h2", C: "h1"})
+    assert wq.claim(C, "h1:7:x") is Claim.CLAIMED
+    assert wq.held() == {A: "h1", B: "h2"}, "a claim clears the record"
+    assert wq.tick().lapsed == 0, "both hosts are alive"
+
+    rdb.zadd(hosts.key, {"h1": 1})  # h1's last heartbeat was long ago: it died
+    result = wq.tick()
+    assert result.lapsed == 1 and result.expired == 0
+    assert sent.sent == [A, B, C, A]
+    assert wq.held() == {B: "h2"}
+    assert wq.tick().lapsed == 0, "sent once"
+    assert wq.claim(A, "h2:8:y") is Claim.CLAIMED
+    assert wq.claim(A, "h2:8:z") is Claim.STALE, "h1's message, if it ever came back"
+
+
+def test_a_lapsed_host_is_forgotten_after_every_kind_could_see_it(
+    wq: WorkQueue, rdb: redis.Redis
+) -> None:
+    hosts = Hosts(rdb, prefix="t")
+    hosts.alive("h1")
+    now = float(rdb.time()[0])
+    rdb.zadd(hosts.key, {"h1": (now - 6) * 1000})  # lapsed (5 s), not yet forgotten (20 s)
+    wq.tick()
+    assert "h1" in hosts.last_seen()
+    rdb.zadd(hosts.key, {"h1": (now - 30) * 1000})
+    wq.tick()
+    assert hosts.last_seen() == {}
+
+
+def test_a_host_dying_while_publishing_leaves_a_record_that_the_tick_honours(
+    wq: WorkQueue, sent: SentLog, rdb: redis.Redis, settings: Settings
+) -> None:
+    hosts = Hosts(rdb, prefix="t")
+    hosts.alive("h1")
+
+    def die(keys: object) -> None:
+        raise ConnectionError("killed between queuing and sending")
+
+    dying = WorkQueue(
+        rdb, kind="rollouts", prefix="t", settings=settings.queue, send=die, host="h1"
+    )
+    with pytest.raises(ConnectionError):
+        dying.add([A])
+    assert wq.held() == {A: "h1|pub"}
+    assert wq.tick().lapsed == 0 and sent.sent == []
+    rdb.zadd(hosts.key, {"h1": 1})
+    assert wq.tick().lapsed == 1
+    assert sent.sent == [A]
+
+
+def test_a_sent_message_drops_only_its_own_publish_record(
+    wq: WorkQueue, sent: SentLog, rdb: redis.Redis, settings: Settings
+) -> None:
+    h1 = _host_queue(wq, rdb, settings, "h1")
+    h1.add([A])
+    assert wq.held() == {}, "cleared once sent"
+    # done() of a dirty key publishes it again; its record is cleared after the send too.
+    assert h1.claim(A, "h1:1:x") is Claim.CLAIMED
+    h1.add([A])
+    records: list[dict[ObjectKey, str]] = []
+
+    def reserved_during_send(keys: object) -> None:
+        records.append(wq.held())
+        rdb.hset(wq.k_held, A, "h2")  # another host reserved it before the sender returned
+
+    h1._send = reserved_during_send
+    assert h1.done(A, "h1:1:x", Outcome.OK) is True
+    assert records == [{A: "h1|pub"}]
+    assert wq.held() == {A: "h2"}, "the reservation stays"
+    assert wq.claim(A, "h2:1:y") is Claim.CLAIMED
+    assert wq.held() == {}
+
+
+def test_the_transport_records_the_host_that_reserves_a_sync_message(
+    rdb: redis.Redis, settings: Settings
+) -> None:
+    assert settings.redis.url
+    app = create_app(settings, settings.redis.url)
+    queue = build_runtime(app, settings, settings.redis.url).queue("rollouts")
+    queue.add([A])
+    assert queue.held() == {}, "not a worker host: no publish record"
+    options = dict(app.conf.broker_transport_options)
+    options.update(rollouts_host="h9", rollouts_held={"rollouts.sync": queue.k_held})
+    with app.connection_for_read(transport_options=options) as conn:
+        consumer = conn.SimpleQueue("rollouts", no_ack=False)
+        message = consumer.get(timeout=5)
+        assert message.headers["rollouts_key"] == A
+        assert queue.held() == {A: "h9"}
+        message.ack()
+        consumer.close()
+    assert queue.claim(A, "h9:1:x") is Claim.CLAIMED
+    assert queue.held() == {}

@@ -7,9 +7,15 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.api.rollout import PauseReason, RolloutPause, RolloutSpec, RolloutStatus
+from rollout_workers.api.rollout import (
+    CanaryStep,
+    PauseReason,
+    RolloutPause,
+    RolloutSpec,
+    RolloutStatus,
+)
 from rollout_workers.rollout.pause import PauseContext, calculate_pause_status
-from rollout_workers.rollout.phase import calculate_phase, go_duration
+from rollout_workers.rollout.phase import calculate_phase, canary_step_string, go_duration
 from rollout_workers.rollout.status import normalize
 from rollout_workers.timefmt import duration_seconds
 
@@ -195,3 +201,21 @@ def test_normalize_follows_omitempty() -> None:
 def test_promote_completes_a_timed_pause_early() -> None:
     ctx = PauseContext(status=status(controllerPause=True))  # a user cleared our condition
     assert ctx.completed_pause_step(RolloutPause(duration="1h"), NOW)
+
+
+STEP_STRINGS = {
+    "setWeight: 20": {"setWeight": 20},
+    "pause": {"pause": {}},
+    "pause: 1m30s": {"pause": {"duration": "90s"}},
+    "experiment": {"experiment": {"templates": []}},
+    "analysis": {"analysis": {"templates": []}},
+    "plugin: rollout-workers/webhook": {"plugin": {"name": "rollout-workers/webhook"}},
+    "setCanaryScale{replicas: 2}": {"setCanaryScale": {"replicas": 2}},
+    "invalid": {},
+}
+
+
+@pytest.mark.parametrize(("text", "step"), STEP_STRINGS.items(), ids=list(STEP_STRINGS))
+def test_canary_step_string(text: str, step: dict[str, Any]) -> None:
+    """As Argo's CanaryStepString, used in the step events' messages."""
+    assert canary_step_string(CanaryStep.model_validate(step)) == text
