@@ -38,7 +38,7 @@ from rollout_workers.kube.errors import Conflict, NotFound
 from rollout_workers.kube.events import event_body
 from rollout_workers.kube.patch import merge_patch, prune_empty
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
-from rollout_workers.pool.handlers import Handler, Result, SyncRequest
+from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.timefmt import format_time, parse_time
 
@@ -552,4 +552,4 @@ def make_handler(runtime: Runtime) -> Handler:
         providers=lambda metric: provider_for(metric, deps),
         secrets=KubeSecretReader(kube),
     )
-    return controller.sync
+    return when_cache_synced(runtime, controller.sync)

@@ -38,6 +38,7 @@ from celery.worker import state as worker_state
 from rollout_workers import health as endpoints
 from rollout_workers.health import Clock, Status
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
+from rollout_workers.pool import outage
 from rollout_workers.pool.runner import token_prefix
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime, sync_task_name
@@ -246,6 +247,7 @@ def progress_step(host: WorkerHost) -> type[bootsteps.StartStopStep]:
 def install(app: Celery, settings: Settings, redis_url: str) -> WorkerHost:
     """Wire the host's probes and shutdown into this worker's Celery signals."""
     host = WorkerHost(app, settings, redis_url)
+    outage.install()
     app.steps["consumer"].add(progress_step(host))
     signals.worker_init.connect(host.on_worker_init, weak=False)
     signals.task_prerun.connect(host.on_task_event, weak=False)

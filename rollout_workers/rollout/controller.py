@@ -33,7 +33,7 @@ from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
-from rollout_workers.pool.handlers import Handler, Result, SyncRequest
+from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.rollout import bluegreen, canary, sync, validation
 from rollout_workers.rollout import conditions as c
@@ -312,4 +312,4 @@ def make_handler(runtime: Runtime) -> Handler:
         written=written,
         writer=KubeWriter(kube, on_written=written.record),
     )
-    return controller.sync
+    return when_cache_synced(runtime, controller.sync)
