@@ -31,7 +31,7 @@ from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
-from rollout_workers.kube.errors import Conflict, NotFound
+from rollout_workers.kube.errors import Conflict, NotFound, Unavailable
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
@@ -135,6 +135,10 @@ class RolloutController:
             return Result.retry()
         except NotFound as err:
             log.info("object gone while reconciling %s (%s); retrying", request.key, err.message)
+            return Result.retry()
+        except Unavailable as err:
+            # The API server is down or overloaded: the key's backoff spaces the retries.
+            log.info("API unavailable while reconciling %s (%s); backing off", request.key, err)
             return Result.retry()
         except sync.HashCollision:
             return Result.requeue_after(0)

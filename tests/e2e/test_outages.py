@@ -9,6 +9,7 @@ outage once rather than once per attempt.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
-from rollout_workers.local.redis_server import EmbeddedRedis
+from rollout_workers.local.redis_server import EmbeddedRedis, free_port
 from tests.e2e.conftest import start_system
 from tests.e2e.test_rollouts import bluegreen, canary, phase, status
 from tests.support.procs import Proc, Processes
@@ -136,3 +137,44 @@ def test_rollouts_finish_across_a_redis_restart(
     finally:
         procs.stop_all()
         server.stop()
+
+
+def sync_count(proc: Proc) -> int:
+    """Reconciles the worker host has finished so far (Celery logs one line per task)."""
+    return len(re.findall(r"rollouts\.sync\[[^]]+\] succeeded", proc.text()))
+
+
+@pytest.mark.slow
+def test_rollouts_finish_across_an_api_server_outage(procs: Processes, tmp_path: Path) -> None:
+    state, port = tmp_path / "devcluster.json", free_port()
+    cluster = run_in_thread(ready_delay=0.3, port=port, state_file=state)
+    try:
+        kube, _, hosts = start_system(procs, cluster, tmp_path, workers=1)
+        start_mid_rollout(kube)
+
+        cluster.stop()  # state saved; every request is refused until it is back
+        before = sync_count(hosts[0])
+        time.sleep(OUTAGE)  # the outage itself: nothing to poll for
+        during = sync_count(hosts[0]) - before
+        cluster = run_in_thread(ready_delay=0.3, port=port, state_file=state)
+        back = time.monotonic()
+        for name in ("cn", "bg"):
+            wait(kube, name, finished(kube, name), "finished after the API outage", 60)
+        took = time.monotonic() - back
+        print(f"API outage: {during} reconciles in {OUTAGE:g}s; finished {took:.1f}s after")
+
+        # Per key, failures back off 5 ms, 10 ms, ... doubling: about log2(10 s / 5 ms) + 1 = 12
+        # attempts in 10 s; the two rollouts' timers add a few. A hot loop would be thousands.
+        assert during <= 2 * 14, f"{during} reconciles during a {OUTAGE:g}s outage"
+        for proc in procs.procs:
+            assert proc.popen.poll() is None, f"{proc.name} exited:\n{proc.text()[-3000:]}"
+        # Reflectors back off too (0.5 s, 1 s, 2 s, ... per type): a handful of retries each.
+        retries = len(re.findall(r"reflector: \w+: .*Unavailable", procs.procs[0].text()))
+        assert retries <= 8 * len(r.WATCHED), f"{retries} list/watch retries"
+    finally:
+        procs.stop_all()
+        with contextlib.suppress(Exception):  # already stopped when the test failed mid-outage
+            cluster.stop()
+
+
+OUTAGE = 10.0
