@@ -107,8 +107,11 @@ class RedisCheck:
             if self._reason == "start":
                 # A first list routes every object that differs from the cache, which is every
                 # object when Redis is new or was emptied; an intact Redis keeps its queues.
-                if self.epoch is None or self._epoch.get() != self.epoch:
+                if self.epoch is None:
                     self.epoch = self._epoch.mark()
+                elif self._epoch.get() != self.epoch:  # lost while the first lists ran
+                    self._begin("the cache epoch is gone")
+                    return
             else:
                 self.epoch = self._epoch.mark()
                 requeued = self._requeue()

@@ -162,3 +162,15 @@ def test_reflector_relist_generations() -> None:
     refl._applied = 1
     generation = refl.request_relist()
     assert generation == 2 and refl._relist_wanted() and not refl.relisted(2)
+
+
+def test_an_epoch_lost_during_the_first_lists_starts_a_full_recovery() -> None:
+    w = World("e0")
+    assert w.check.poll() and w.check.recovering
+    w.relist_all()
+    w.redis.data.clear()  # flushed after some types had been listed
+    w.check.poll()
+    assert w.check.recovering and [r.wanted for r in w.reflectors] == [2, 2]
+    w.relist_all()
+    w.check.poll()
+    assert not w.check.recovering and w.requeues == 1 and w.redis.data[w.epoch.key]
