@@ -31,6 +31,7 @@ from redbeat.schedulers import RedBeatSchedulerEntry
 from beat.schedule import RETIRED, build_schedule
 from rollout_workers import health as endpoints
 from rollout_workers.health import Clock, Status
+from rollout_workers.logs import OutageLog
 from rollout_workers.pool.app import create_app
 from rollout_workers.pool.tasks import build_runtime, run_tick
 from rollout_workers.settings import Settings
@@ -56,6 +57,14 @@ class Ticker:
         self.last_tick: float | None = None
         self._next = 0.0
         self._probe: redis.Redis | None = None
+        self.outage = OutageLog("redis", log, clock)
+
+    def standby(self) -> None:
+        """The lock is another beat's now: health reports a standby until it is ours again."""
+        with self._lock:
+            if self.leading_since is not None:
+                log.warning("beat: another beat holds the lock; waiting for it")
+            self.leading_since = None
 
     def maybe_tick(self) -> float:
         """Tick if one is due; returns the seconds until the next is."""
@@ -72,11 +81,12 @@ class Ticker:
             try:
                 report = self._tick()
             except redis.RedisError as err:
-                log.warning("timer tick failed: %s", err)
+                self.outage.failed(err)
             except Exception:
                 # Beat keeps its loop (and the resync); liveness reports the missing ticks.
                 log.exception("timer tick failed")
             else:
+                self.outage.ok()
                 with self._lock:
                     self.last_tick = self._clock()
                 if report:
@@ -106,13 +116,54 @@ class Ticker:
         return Status.good("connected to Redis")
 
 
+#: Seconds between attempts while Redis is unreachable or the lock is held by another beat.
+RETRY_INTERVAL = 1.0
+
+
 def scheduler_class(ticker: Ticker) -> type[RedBeatScheduler]:
     class TickingScheduler(RedBeatScheduler):  # type: ignore[misc]
-        """redbeat's scheduler, plus the timer tick on every pass of the lock holder's loop."""
+        """redbeat's scheduler, plus the timer tick on every pass of the lock holder's loop.
+
+        Stock redbeat lets a Redis error out of its lock extension, and Celery beat exits on
+        it. Here a lost connection is logged once ("redis unavailable", then "redis back
+        after N s") and retried every second. A lock Redis lost (a restart without
+        persistence, or one that outlived the lock's timeout) is taken again if free, and the
+        schedule entries are written again (they were lost with it); a lock another beat took
+        meanwhile leaves this one waiting as a standby.
+        """
 
         def tick(self, *args: Any, **kwargs: Any) -> float:
-            remaining: float = super().tick(*args, **kwargs)  # extends the lock first
+            try:
+                remaining: float = super().tick(*args, **kwargs)  # extends the lock first
+            except redis.exceptions.LockError:
+                return self._regain_lock()
+            except redis.RedisError as err:
+                ticker.outage.failed(err)
+                return RETRY_INTERVAL
+            if ticker.outage.ok() is not None:
+                self._restore_schedule()
             return min(remaining, ticker.maybe_tick())
+
+        def _regain_lock(self) -> float:
+            try:
+                taken = self.lock is not None and self.lock.acquire(blocking=False)
+            except redis.RedisError as err:
+                ticker.outage.failed(err)
+                return RETRY_INTERVAL
+            ticker.outage.ok()
+            if not taken:
+                ticker.standby()
+                return RETRY_INTERVAL
+            log.warning("beat: the lock was gone from Redis; took it again")
+            self._restore_schedule()
+            return 0.0
+
+        def _restore_schedule(self) -> None:
+            """Write the static schedule entries again (a no-op when Redis kept them)."""
+            try:
+                self.setup_schedule()
+            except redis.RedisError as err:
+                ticker.outage.failed(err)
 
     return TickingScheduler
 

@@ -34,11 +34,11 @@ from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
-from rollout_workers.kube.errors import Conflict, NotFound
+from rollout_workers.kube.errors import Conflict, NotFound, Unavailable
 from rollout_workers.kube.events import event_body
 from rollout_workers.kube.patch import merge_patch, prune_empty
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
-from rollout_workers.pool.handlers import Handler, Result, SyncRequest
+from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.timefmt import format_time, parse_time
 
@@ -103,6 +103,9 @@ class AnalysisRunController:
             self._persist(obj, new_status)
         except Conflict as err:
             log.info("write race on %s (%s); retrying", request.key, err.message)
+            return Result.retry()
+        except Unavailable as err:
+            log.info("API unavailable while reconciling %s (%s); backing off", request.key, err)
             return Result.retry()
         if wake is not None:
             return Result.requeue_after(max(0.0, (wake - now).total_seconds()))
@@ -552,4 +555,4 @@ def make_handler(runtime: Runtime) -> Handler:
         providers=lambda metric: provider_for(metric, deps),
         secrets=KubeSecretReader(kube),
     )
-    return controller.sync
+    return when_cache_synced(runtime, controller.sync)

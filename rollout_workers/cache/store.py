@@ -195,3 +195,7 @@ class Lister:
 
     def count(self) -> int:
         return int(self._redis.hlen(self.keys.objects))
+
+    def object_keys(self) -> builtins.list[str]:
+        """The key of every cached object."""
+        return sorted(_text(k) for k in self._redis.hkeys(self.keys.objects))

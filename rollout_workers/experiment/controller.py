@@ -32,7 +32,7 @@ from rollout_workers.kube.errors import Conflict, Unavailable
 from rollout_workers.kube.events import event_body
 from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
-from rollout_workers.pool.handlers import Handler, Result, SyncRequest
+from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.timefmt import format_time
 
@@ -216,4 +216,4 @@ def make_handler(runtime: Runtime) -> Handler:
         written=written,
         writer=KubeWriter(kube, on_written=written.record),
     )
-    return controller.sync
+    return when_cache_synced(runtime, controller.sync)

@@ -154,9 +154,11 @@ class Kube:
         label_selector: str | None = None,
         timeout_seconds: int = 300,
         on_open: Callable[[], None] | None = None,
+        on_response: Callable[[urllib3.HTTPResponse], None] | None = None,
     ) -> Iterator[Obj]:
         """Watch events as parsed JSON, until the server ends the stream. `on_open` is called
-        once the server has answered (the watch is established, events or not)."""
+        once the server has answered (the watch is established, events or not); `on_response`
+        gets the open response, so another thread can end the stream (`shutdown()`)."""
         response = self.request(
             "GET",
             resource.path(namespace),
@@ -172,6 +174,8 @@ class Kube:
         )
         if on_open is not None:
             on_open()
+        if on_response is not None:
+            on_response(response)
         try:
             for line in iter_lines(response):
                 yield json.loads(line)

@@ -106,6 +106,8 @@ class EmbeddedRedis:
     directory: Path
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    #: AOF with fsync every second: a restart loses at most the last second of writes.
+    appendonly: bool = True
 
     @property
     def url(self) -> str:
@@ -125,7 +127,7 @@ class EmbeddedRedis:
             "--port", str(self.port),
             "--dir", str(self.directory.resolve()),
             "--logfile", str(self.log_file.resolve()),
-            "--appendonly", "yes",
+            "--appendonly", "yes" if self.appendonly else "no",
             "--appendfsync", "everysec",
             "--save", "",
             "--protected-mode", "yes",

@@ -39,6 +39,9 @@ def celery_config(settings: Settings, redis_url: str) -> dict[str, Any]:
         "result_backend": None,
         "task_acks_late": False,
         "worker_prefetch_multiplier": 1,
+        # Cancels only acks_late tasks (none here) when the broker connection is lost; set so
+        # that Celery 5's deprecation warning is not logged on every outage.
+        "worker_cancel_long_running_tasks_on_connection_loss": True,
         "worker_send_task_events": True,
         # Workers' events give Flower every state it shows; a sent event per message would
         # double the producer's publishes (bench/queue_overhead.py).

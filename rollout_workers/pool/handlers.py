@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from rollout_workers.cache.epoch import CacheEpoch
 from rollout_workers.keys import ObjectKey
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.workqueue import Outcome
@@ -79,6 +80,23 @@ def load_handler(spec: str, runtime: Runtime) -> Handler:
         raise HandlerNotFound(f"cannot load handler {spec!r}: {err}") from err
     handler: Handler = factory(runtime)
     return handler
+
+
+#: How soon a key that found the cache incomplete is tried again.
+CACHE_WAIT = 1.0
+
+
+def when_cache_synced(runtime: Runtime, handler: Handler) -> Handler:
+    """Run `handler` only over a complete cache (see cache/epoch.py): while the watcher has not
+    relisted every type since Redis lost its data, the key is requeued after CACHE_WAIT."""
+    epoch = CacheEpoch(runtime.redis, prefix=runtime.settings.redis.key_prefix)
+
+    def handle(request: SyncRequest) -> Result | None:
+        if not epoch.synced():
+            return Result.requeue_after(CACHE_WAIT)
+        return handler(request)
+
+    return handle
 
 
 def noop(runtime: Runtime) -> Handler:

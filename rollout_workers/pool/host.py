@@ -46,6 +46,7 @@ from celery.worker import state as worker_state
 from rollout_workers import health as endpoints
 from rollout_workers.health import Clock, Status
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
+from rollout_workers.pool import outage
 from rollout_workers.pool.runner import token_prefix
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime, sync_task_name
@@ -293,6 +294,7 @@ def install(app: Celery, settings: Settings, redis_url: str) -> WorkerHost:
     options[HOST_OPTION] = host.id
     options[HELD_OPTION] = {sync_task_name(kind): held_key(prefix, kind) for kind in KINDS}
     app.conf.broker_transport_options = options
+    outage.install()
     app.steps["consumer"].add(progress_step(host))
     signals.worker_init.connect(host.on_worker_init, weak=False)
     signals.task_prerun.connect(host.on_task_event, weak=False)

@@ -32,9 +32,9 @@ from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
-from rollout_workers.kube.errors import Conflict, NotFound
+from rollout_workers.kube.errors import Conflict, NotFound, Unavailable
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
-from rollout_workers.pool.handlers import Handler, Result, SyncRequest
+from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.rollout import (
     bluegreen,
@@ -172,6 +172,10 @@ class RolloutController:
             return Result.retry()
         except NotFound as err:
             log.info("object gone while reconciling %s (%s); retrying", request.key, err.message)
+            return Result.retry()
+        except Unavailable as err:
+            # The API server is down or overloaded: the key's backoff spaces the retries.
+            log.info("API unavailable while reconciling %s (%s); backing off", request.key, err)
             return Result.retry()
         except sync.HashCollision:
             return Result.requeue_after(0)
@@ -372,7 +376,7 @@ def make_handler(runtime: Runtime) -> Handler:
         writer=KubeWriter(kube, on_written=written.record),
         step_plugins=step_plugin_registry(settings.plugins),
     )
-    return controller.sync
+    return when_cache_synced(runtime, controller.sync)
 
 
 def step_plugin_registry(plugins: PluginSettings) -> StepPluginRegistry:

@@ -15,13 +15,17 @@ import threading
 import time
 from collections import defaultdict
 
+import redis
+
 from rollout_workers import health as endpoints
 from rollout_workers.cache import CacheWriter, Change, Lister
+from rollout_workers.cache.epoch import CacheEpoch
 from rollout_workers.keys import InvalidKey, parse_key
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.resources import WATCHED, Resource, watch_selector
+from rollout_workers.logs import OutageLog
 from rollout_workers.pool.app import create_app
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime
@@ -30,6 +34,7 @@ from rollout_workers.watcher.controllers import queued_kinds, watched
 from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.ondemand import OnDemandReflectors, referenced_kinds
+from rollout_workers.watcher.recovery import RedisCheck
 from rollout_workers.watcher.reflector import Reflector
 from rollout_workers.watcher.routing import route
 
@@ -105,6 +110,22 @@ class Watcher:
             queue = self.runtime.queue(kind)
             for i in range(0, len(valid), ADD_BATCH):
                 queue.add(valid[i : i + ADD_BATCH])
+
+    def requeue_all(self) -> dict[str, int]:
+        """Add every cached object of every task kind to its queue (as a resync does)."""
+        counts: dict[str, int] = {}
+        for kind in sorted(self.kinds):
+            keys = []
+            for key in self.listers[kind].object_keys():
+                try:
+                    keys.append(parse_key(key))
+                except InvalidKey as err:
+                    log.error("not queueing %s: %s", kind, err)
+            queue = self.runtime.queue(kind)
+            for i in range(0, len(keys), ADD_BATCH):
+                queue.add(keys[i : i + ADD_BATCH])
+            counts[kind] = len(keys)
+        return counts
 
     def start(self) -> None:
         for reflector in self.reflectors:
@@ -188,41 +209,59 @@ def run(settings: Settings, redis_url: str) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
 
+    outage = OutageLog("redis", log)
     while not stop.is_set():
         try:
             if lease.try_acquire():
+                outage.ok()
                 break
+            outage.ok()
             holder = lease.holder()
             health.standby(holder)
             log.info("standby: the leader is %s", holder)
         except Exception as err:  # Redis down: keep waiting
             health.failed(err)
-            log.warning("cannot reach the leader lease: %s", err)
+            outage.failed(err)
         stop.wait(1.0)
     if stop.is_set():
         return 0
     leading.set()
     watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop)
     log.info("%s leads; starting %d reflectors", identity, len(watcher.reflectors))
+    check = RedisCheck(
+        runtime.redis,
+        epoch=CacheEpoch(runtime.redis, prefix=settings.redis.key_prefix),
+        reflectors=watcher.reflectors,
+        requeue=watcher.requeue_all,
+    )
     watcher.start()
     health.leading(watcher.reflectors, watcher.threads)
 
+    # Redis is checked every second (cheap: one pipelined GET + INFO), the lease renewed every
+    # ttl/3. While Redis is unreachable nobody can take the lease, so the leader keeps leading
+    # and renews at once when Redis answers again; a lease Redis lost (a restart without
+    # persistence) is taken again, one another watcher took meanwhile ends this one (exit 1).
     interval = settings.watcher.lease_ttl / 3
-    renewed = time.monotonic()
-    while not stop.wait(interval):
+    renew_at = time.monotonic() + interval
+    while not stop.wait(min(1.0, interval)):
+        was_down = check.outage.down
+        if not check.poll():
+            health.failed(ConnectionError(f"redis unavailable since {check.outage.since}"))
+            continue
+        if not was_down and time.monotonic() < renew_at:
+            continue
+        renew_at = time.monotonic() + interval
         try:
             if not lease.renew():
-                leading.clear()
-                log.error("leadership lost to %s; stopping", lease.holder())
-                return 1
-            renewed = time.monotonic()
+                if not lease.try_acquire():
+                    leading.clear()
+                    log.error("leadership lost to %s; stopping", lease.holder())
+                    return 1
+                log.warning("the leader lease was gone from Redis; took it again")
             health.renewed()
-        except Exception as err:
+        except redis.RedisError as err:
             health.failed(err)
-            log.warning("cannot renew the leader lease: %s", err)
-            if time.monotonic() - renewed > settings.watcher.lease_ttl:
-                log.error("lease could not be renewed within its TTL; stopping")
-                return 1
+            check.outage.failed(err)
             continue
         try:
             if watcher.on_demand is not None:

@@ -6,12 +6,18 @@ relists at once; connection and server errors back off exponentially; a watch th
 under a second having delivered nothing counts as an error (a server that keeps hanging up
 must not be hammered).
 
+A relist can be asked for from another thread (`request_relist`, after the watcher noticed that
+Redis lost or may have lost writes): the open watch is shut down and the loop lists again, in
+the reflector's own thread, so a relist never races the watch's writes to the cache.
+`relisted` tells the caller when a relist asked for has been applied.
+
 Ordering: every change is written to the cache *before* its keys are handed to `on_changes`,
 so a reconcile that claims a key after the add reads state at least as new as the event.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -20,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import redis
+import urllib3
 
 from rollout_workers.cache import CacheWriter, Change
 from rollout_workers.kube.client import Kube
@@ -90,13 +97,45 @@ class Reflector:
         self._stop = stop
         self._backoff_max = backoff_max
         self._rng = rng or random.Random()
+        self._lock = threading.Lock()
+        self._wanted = 1  # relists asked for (a generation number); the first list is 1
+        self._applied = 0  # the generation the last completed relist answered
+        self._response: urllib3.HTTPResponse | None = None
+
+    def request_relist(self) -> int:
+        """Ask for a relist from any thread; returns its generation (see `relisted`)."""
+        with self._lock:
+            self._wanted += 1
+            wanted, response = self._wanted, self._response
+        if response is not None:
+            # Wakes the reflector thread out of its blocking read of the watch stream.
+            with contextlib.suppress(Exception):
+                response.shutdown()
+        return wanted
+
+    def relisted(self, generation: int) -> bool:
+        """Whether a relist asked for as `generation` (or a later one) has been applied."""
+        with self._lock:
+            return self._applied >= generation
+
+    def _relist_wanted(self) -> bool:
+        with self._lock:
+            return self._wanted > self._applied
+
+    def _opened(self, response: urllib3.HTTPResponse) -> None:
+        with self._lock:
+            self._response = response
+            wanted = self._wanted > self._applied
+        if wanted:  # asked for between the check and the open
+            with contextlib.suppress(Exception):
+                response.shutdown()
 
     def run(self) -> None:
         rv: str | None = None
         delay = 0.0
         while not self._stop.is_set():
             try:
-                if rv is None:
+                if rv is None or self._relist_wanted():
                     rv = self._relist()
                 rv = self._watch(rv)
                 delay = 0.0
@@ -104,14 +143,31 @@ class Reflector:
                 log.info("%s: resourceVersion %s is too old; relisting", self.resource.plural, rv)
                 rv = None
             except (KubeError, redis.RedisError, ValueError) as err:
+                if self._relist_wanted() and not isinstance(err, redis.RedisError):
+                    continue  # the watch was shut down on purpose: relist at once
                 self.stats.failed(err)
                 delay = min(self._backoff_max, max(0.5, delay * 2))
                 log.warning(
                     "%s: %s; retrying in %.1fs", self.resource.plural, err, delay, exc_info=False
                 )
-                self._stop.wait(delay * self._rng.uniform(0.8, 1.2))
+                self._sleep(delay * self._rng.uniform(0.8, 1.2))
+
+    def _sleep(self, seconds: float) -> None:
+        """Back off, cut short by stop or by a relist asked for meanwhile (the watcher asks
+        once Redis is back, when the backoff may have grown long on its failed writes)."""
+        with self._lock:
+            asked = self._wanted
+        deadline = time.monotonic() + seconds
+        while not self._stop.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return
+            with self._lock:
+                if self._wanted > asked:
+                    return
 
     def _relist(self) -> str:
+        with self._lock:
+            generation = self._wanted
         items, rv = self._kube.list(
             self.resource, namespace=self._namespace, label_selector=self._selector
         )
@@ -128,6 +184,8 @@ class Reflector:
         )
         if changes:
             self._on_changes(self.resource, changes)
+        with self._lock:
+            self._applied = max(self._applied, generation)
         return rv
 
     def _watch(self, rv: str) -> str:
@@ -145,12 +203,19 @@ class Reflector:
             label_selector=self._selector,
             timeout_seconds=timeout,
             on_open=self.stats.succeeded,
+            on_response=self._opened,
         )
-        for event in stream:
-            if self._stop.is_set():
-                break
-            delivered += 1
-            rv = self._handle(event, rv)
+        try:
+            for event in stream:
+                if self._stop.is_set() or self._relist_wanted():
+                    break
+                delivered += 1
+                rv = self._handle(event, rv)
+        finally:
+            with self._lock:
+                self._response = None
+        if self._relist_wanted():
+            return rv
         if not delivered and time.monotonic() - started < 1.0:
             raise KubeError(0, "WatchClosed", "watch closed in under 1s with no events")
         return rv
