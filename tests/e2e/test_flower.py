@@ -13,6 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rollout_workers.devcluster.server import DevClusterThread
 from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
@@ -52,6 +54,7 @@ def get(port: int, path: str) -> Any:
         return None
 
 
+@pytest.mark.slow
 def test_flower_lists_reconciles_with_keys_and_outcomes_and_no_ticks(
     procs: Processes, cluster: DevClusterThread, tmp_path: Path
 ) -> None:

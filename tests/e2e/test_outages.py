@@ -109,6 +109,7 @@ def cluster() -> Iterator[DevClusterThread]:
     handle.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("persistence", ["none", "aof"])
 def test_rollouts_finish_across_a_redis_restart(
     persistence: str, procs: Processes, cluster: DevClusterThread, tmp_path: Path

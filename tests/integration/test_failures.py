@@ -26,6 +26,7 @@ def _ppid(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("victim", ["child", "host"])
 def test_killed_worker_key_is_reconciled_within_lease_ttl(
     victim: str, procs: Processes, runtime: Runtime, rdb: redis.Redis
@@ -204,6 +205,7 @@ def test_worker_keeps_serving_across_a_redis_restart(
         server.stop()
 
 
+@pytest.mark.slow
 def test_kill_9_of_a_host_moves_its_reserved_and_claimed_keys_within_lease_ttl(
     procs: Processes, runtime: Runtime, rdb: redis.Redis
 ) -> None:

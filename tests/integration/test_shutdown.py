@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from rollout_workers.pool.runtime import Runtime
@@ -26,6 +27,7 @@ def records(rdb: redis.Redis, key: str) -> list[dict[str, object]]:
     return [t for t in trace(rdb) if t["key"] == key]
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_the_reconcile_in_hand_and_hands_back_reserved_and_dirty_keys(
     procs: Processes, runtime: Runtime, rdb: redis.Redis
 ) -> None:
@@ -66,6 +68,7 @@ def test_sigterm_finishes_the_reconcile_in_hand_and_hands_back_reserved_and_dirt
           f"{exited:.1f}s")  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_reconcile_longer_than_the_grace_period_is_abandoned_and_its_key_released(
     procs: Processes, runtime: Runtime, rdb: redis.Redis
 ) -> None:
