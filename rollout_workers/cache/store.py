@@ -68,6 +68,8 @@ class Change:
     # Exactly the last write of the object's own controller (see cache.written): the object
     # itself need not be reconciled again for it.
     own_write: bool = False
+    # Older than the cached object, so not applied (see apply.lua): it changes nothing.
+    older: bool = False
 
 
 class CacheWriter:
@@ -79,7 +81,9 @@ class CacheWriter:
         self._redis = client
         self._apply = client.register_script(_apply_source())
 
-    def _args(self, op: str, obj: Obj, type_rv: str) -> tuple[list[str], list[str]]:
+    def _args(
+        self, op: str, obj: Obj, type_rv: str, *, ordered: bool = False
+    ) -> tuple[list[str], list[str]]:
         sets = [self.keys.index(n, v) for n, v in index_values(self.resource, obj)]
         meta = obj.get("metadata") or {}
         k = self.keys
@@ -92,6 +96,7 @@ class CacheWriter:
                 str(meta.get("resourceVersion", "")),
                 json.dumps(sets),
                 type_rv,
+                "1" if ordered else "",
             ],
         )
 
@@ -99,10 +104,15 @@ class CacheWriter:
         """Apply one watch event (ADDED, MODIFIED, DELETED) and record its resourceVersion."""
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         op = "del" if event_type == "DELETED" else "put"
-        keys, args = self._args(op, obj, rv)
-        previous, own = self._apply(keys=keys, args=args)
+        keys, args = self._args(op, obj, rv, ordered=True)
+        previous, own, older = self._apply(keys=keys, args=args)
         return Change(
-            event_type, object_key(obj), obj, _text(previous) or None, own_write=bool(own)
+            event_type,
+            object_key(obj),
+            obj,
+            _text(previous) or None,
+            own_write=bool(own),
+            older=bool(older),
         )
 
     def set_resource_version(self, rv: str) -> None:

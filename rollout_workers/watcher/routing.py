@@ -35,6 +35,8 @@ def _owner_key(change: Change, kind: str) -> str | None:
 
 def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
     keys: Keys = defaultdict(set)
+    if change.older:
+        return {}
     qualified = change.key  # ns/name, or name for cluster-scoped types
 
     def owner(kind: str, task_kind: str) -> None:

@@ -94,3 +94,22 @@ def test_an_event_that_is_only_the_own_controllers_write_is_marked(rdb: redis.Re
     assert not cache.apply("DELETED", rollout("run", 14, "s")).own_write
     # The stale-cache guard sees every write, own or not.
     assert runs.stale("analysisruns", {"prod/run": "12"}) == ["prod/run"]
+
+
+def test_an_event_older_than_the_cache_is_refused(rdb: redis.Redis) -> None:
+    """A deposed leader's reflector may write what it read before another watcher took over:
+    it must not put an object back in time. A relist is the truth and always applies."""
+    cache = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
+    lister = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
+    cache.apply("ADDED", rollout("a", 12, "new"))
+    older = cache.apply("MODIFIED", rollout("a", 11, "old"))
+    assert older.older
+    assert lister.get("prod/a")["metadata"]["resourceVersion"] == "12"
+    assert lister.keys_by_index("svc", "prod/new") == ["prod/a"]
+    assert cache.apply("DELETED", rollout("a", 10, "old")).older
+    assert lister.get("prod/a") is not None
+    assert not cache.apply("MODIFIED", rollout("a", 13, "new")).older
+    # After an etcd restore resourceVersions may go down: the relist applies them.
+    cache.replace([rollout("a", 5, "restored")], "5")
+    assert lister.get("prod/a")["metadata"]["resourceVersion"] == "5"
+    assert not cache.apply("MODIFIED", rollout("a", 6, "restored")).older

@@ -126,3 +126,9 @@ def test_an_own_write_wakes_the_owner_but_not_the_object(
     base = change("x", owners=owners)
     own = Change(base.type, base.key, base.obj, base.previous_rv, own_write=True)
     assert route(resource, own, lookup) == expected
+
+
+def test_an_older_change_wakes_nothing() -> None:
+    base = change("web")
+    older = Change(base.type, base.key, base.obj, base.previous_rv, older=True)
+    assert route(r.ROLLOUTS, older, lookup) == {}
