@@ -218,9 +218,8 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
     settings = Settings(kubeconfig=kubeconfigs["user"])
     kube = Kube(api_client(settings), settings.kube)
 
-    saved = list(e2e.SCENARIOS)
-    e2e.SCENARIOS[:] = [
-        *saved,
+    scenarios = [
+        *e2e.SCENARIOS,
         secret_argument_then_promote,
         experiment_aborted,
         history_is_pruned,
@@ -231,10 +230,7 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
         wref.pod_template_reference,
         replicaset_reference,
     ]
-    try:
-        e2e.run_all(kube, kubeconfigs["user"])
-    finally:
-        e2e.SCENARIOS[:] = saved
+    e2e.run_all(kube, kubeconfigs["user"], scenarios)
 
     calls = resource_calls(cluster.audit())
     print(json.dumps({who: sorted(map(list, made)) for who, made in calls.items()}, indent=1))

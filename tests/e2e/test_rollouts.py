@@ -489,12 +489,21 @@ SCENARIOS = [
 # -- the system ---------------------------------------------------------------------------------
 
 
-def run_all(kube: Kube, kubeconfig: Path) -> None:
+def run_all(
+    kube: Kube,
+    kubeconfig: Path,
+    scenarios: list[Callable[[World], None]] | None = None,
+    *,
+    prefix: str = "s",
+) -> None:
+    """Run the scenarios (default: SCENARIOS) concurrently, one namespace `<prefix><n>` each;
+    every failure is reported at the end."""
+    scenarios = SCENARIOS if scenarios is None else scenarios
     failures: list[str] = []
     metrics = MetricsServer().start()
 
     def one(index: int, scenario: Callable[[World], None]) -> None:
-        ns = f"s{index + 1}"
+        ns = f"{prefix}{index + 1}"
         manifests.ensure_namespace(kube, ns)
         started = time.monotonic()
         try:
@@ -504,8 +513,8 @@ def run_all(kube: Kube, kubeconfig: Path) -> None:
         print(f"{scenario.__name__}: {time.monotonic() - started:.1f} s")
 
     try:
-        with ThreadPoolExecutor(len(SCENARIOS)) as pool:
-            list(pool.map(one, range(len(SCENARIOS)), SCENARIOS))
+        with ThreadPoolExecutor(len(scenarios)) as pool:
+            list(pool.map(one, range(len(scenarios)), scenarios))
     finally:
         metrics.stop()
     assert not failures, "\n".join(failures)

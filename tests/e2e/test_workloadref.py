@@ -5,19 +5,14 @@ Deployments. The scenarios run concurrently, one namespace each."""
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from rollout_workers.devcluster.server import DevClusterThread
-from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
-from rollout_workers.kube.client import Kube
 from tests.e2e.conftest import start_system
-from tests.e2e.test_rollouts import World, phase, promoted, status
-from tests.support.metrics import MetricsServer
+from tests.e2e.test_rollouts import World, phase, promoted, run_all, status
 from tests.support.procs import Processes
 
 Obj = dict[str, Any]
@@ -136,26 +131,4 @@ def test_workload_ref_scenarios(
     procs: Processes, cluster: DevClusterThread, tmp_path: Path
 ) -> None:
     kube, kubeconfig, _ = start_system(procs, cluster, tmp_path, workers=1)
-    run(kube, kubeconfig)
-
-
-def run(kube: Kube, kubeconfig: Path) -> None:
-    failures: list[str] = []
-    metrics = MetricsServer().start()
-
-    def one(index: int, scenario: Callable[[World], None]) -> None:
-        ns = f"w{index + 1}"
-        manifests.ensure_namespace(kube, ns)
-        started = time.monotonic()
-        try:
-            scenario(World(kube, kubeconfig, ns, metrics))
-        except Exception:
-            failures.append(f"{scenario.__name__}:\n{traceback.format_exc()}")
-        print(f"{scenario.__name__}: {time.monotonic() - started:.1f} s")
-
-    try:
-        with ThreadPoolExecutor(len(SCENARIOS)) as pool:
-            list(pool.map(one, range(len(SCENARIOS)), SCENARIOS))
-    finally:
-        metrics.stop()
-    assert not failures, "\n".join(failures)
+    run_all(kube, kubeconfig, SCENARIOS, prefix="w")
