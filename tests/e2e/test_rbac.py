@@ -74,9 +74,14 @@ def secret_argument_then_promote(w: e2e.World) -> None:
     body = e2e.canary("sec", 2, [{"setWeight": 50}, {"analysis": {"templates": [
         {"templateName": "sec-rate"}]}}])  # fmt: skip
     w.apply(body)
-    w.wait("sec", lambda o: e2e.phase(o) == "Healthy", "first deploy")
+    first = w.wait("sec", lambda o: e2e.phase(o) == "Healthy", "first deploy")
     w.cli("set", "image", "sec", "app=demo:2")
-    w.wait("sec", e2e.promoted, "promoted after the analysis step")
+    # The status still shows the first revision promoted until a worker has seen the new image.
+    w.wait(
+        "sec",
+        lambda o: e2e.promoted(o) and e2e.status(o)["stableRS"] != e2e.status(first)["stableRS"],
+        "promoted after the analysis step",
+    )
     (run,) = [x for x in e2e.runs_of(w, "Step") if x["metadata"]["name"].startswith("sec-")]
     assert run["status"]["phase"] == "Successful"
 
