@@ -47,3 +47,11 @@ def split_key(key: ObjectKey) -> tuple[str, str]:
     """The namespace and name of a valid key."""
     namespace, _, name = key.partition("/")
     return namespace, name
+
+
+def own_key(prefix: str, plural: str, key: str) -> str:
+    """The Redis key of the newest resourceVersion the controller of `plural` objects wrote to
+    the object `key` and recorded as settling it (`cache.written`): the watcher does not queue
+    the object again for that version's event, nor does the workqueue's `done` for a dirty
+    mark only such events made."""
+    return f"{prefix}:written-own:{plural}:{key}"

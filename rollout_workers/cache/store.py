@@ -19,7 +19,7 @@ from typing import Any
 import redis
 
 from rollout_workers.cache.indexers import NAMESPACE, OWNER, index_values, object_key
-from rollout_workers.cache.written import own_key
+from rollout_workers.keys import own_key
 from rollout_workers.kube.resources import Resource
 
 Obj = dict[str, Any]

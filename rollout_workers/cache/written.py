@@ -12,10 +12,12 @@ writer's own kind (`own_key`), and an event whose resourceVersion is exactly tha
 queue the object again — the reconcile that wrote it has already acted on everything before
 it, and anything after it is another event with a newer version. Only the writer's own kind is
 skipped: a Rollout's write to an AnalysisRun still wakes the AnalysisRun controller, and an
-AnalysisRun's write still wakes its Rollout. A controller opts in (`own=`) only where its
-reconcile never relies on the event of its own write to take its next step: the AnalysisRun
-controller schedules its next measurement itself; the Rollout reconcile still takes some steps
-on the reconcile its status write triggers.
+AnalysisRun's write still wakes its Rollout. The AnalysisRun controller records every write of
+its own (`own=`): it schedules its next measurement itself and never relies on the event of its
+write. The Rollout reconcile takes some steps on the reconcile its status write brings, so it
+records only writes that settled the rollout (`record_own`). An own event that arrives while
+the writer still holds the key marks it dirty with its version, and the workqueue's `done`
+does not queue it again once that version is no newer than the recorded one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 import redis
+
+from rollout_workers.keys import own_key
 
 _RECORD = """
 for _, key in ipairs(KEYS) do
@@ -35,11 +39,6 @@ return 1
 """
 
 TTL_SECONDS = 300
-
-
-def own_key(prefix: str, plural: str, key: str) -> str:
-    """Where the last resourceVersion the controller of `plural` wrote to `key` is kept."""
-    return f"{prefix}:written-own:{plural}:{key}"
 
 
 class WrittenVersions:
@@ -61,6 +60,15 @@ class WrittenVersions:
             if plural == self._own:
                 keys.append(own_key(self._root, plural, key))
             self._record(keys=keys, args=[resource_version, TTL_SECONDS])
+
+    def record_own(self, plural: str, key: str, resource_version: str) -> None:
+        """Record a write of the object's own controller that settled it (a reconcile of the
+        written version would find nothing to do), so its watch event does not queue it
+        again; `record` already did what the stale-cache guard needs."""
+        if resource_version.isdigit():
+            self._record(
+                keys=[own_key(self._root, plural, key)], args=[resource_version, TTL_SECONDS]
+            )
 
     def stale(self, plural: str, items: dict[str, str]) -> list[str]:
         """The keys whose cached resourceVersion is older than the one a worker wrote."""

@@ -64,6 +64,10 @@ class RolloutContext:
     workload_ref: Resolved | None = None  # the resolved spec.workloadRef (templateref)
     workload: Obj | None = None  # the referenced workload; replaced after a write
     persisted: RolloutStatus | None = None  # the status the one status patch computed
+    # The resourceVersion of this reconcile's last write to the rollout when every such write
+    # was settled (see replaced_rollout); None after any other write, or none.
+    settled_version: str | None = None
+    unsettled: bool = False  # some write to the rollout needs the reconcile its event brings
 
     @classmethod
     def build(
@@ -199,6 +203,13 @@ class RolloutContext:
         name = rsutil.name(rs)
         return next((x for x in self.all_rss if rsutil.name(x) == name), rs)
 
-    def replaced_rollout(self, written: Obj) -> None:
-        """After a write of the rollout: keep its new metadata (resourceVersion, annotations)."""
+    def replaced_rollout(self, written: Obj, *, settled: bool = False) -> None:
+        """After a write of the rollout: keep its new metadata (resourceVersion, annotations).
+
+        `settled`: a reconcile of the written object would find nothing more to do (see
+        sync.SETTLED_STATUS), so the write's own watch event need not queue the rollout again.
+        """
         self.obj = {**self.obj, "metadata": written.get("metadata", self.obj["metadata"])}
+        self.unsettled = self.unsettled or not settled
+        version = str(self.obj["metadata"].get("resourceVersion", ""))
+        self.settled_version = None if self.unsettled else version

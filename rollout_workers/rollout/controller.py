@@ -179,6 +179,8 @@ class RolloutController:
             return Result.retry()
         except sync.HashCollision:
             return Result.requeue_after(0)
+        if ctx.settled_version:
+            self.written.record_own(r.ROLLOUTS.plural, request.key, ctx.settled_version)
         if ctx.requeue_after is not None:
             return Result.requeue_after(ctx.requeue_after)
         return Result.done()

@@ -522,6 +522,25 @@ def replica_failure(ctx: RolloutContext) -> Any:
     return None
 
 
+#: Status fields that describe what was observed and decide nothing a later reconcile does
+#: differently: a status patch of only these is settled (the reconcile its watch event would
+#: bring finds nothing to do), and its event does not queue the rollout again. Every other
+#: field (step index, pause and abort state, stable and current hashes, analysis and experiment
+#: references, observedGeneration, selectors) takes the next step on that reconcile, as in Argo.
+SETTLED_STATUS = frozenset(
+    {
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "HPAReplicas",
+        "conditions",
+        "phase",
+        "message",
+    }
+)
+
+
 def persist_status(ctx: RolloutContext, new: RolloutStatus) -> None:
     """Send the one status patch of this reconcile (nothing when nothing changed)."""
     previous = ctx.rollout.status or RolloutStatus()
@@ -535,12 +554,13 @@ def persist_status(ctx: RolloutContext, new: RolloutStatus) -> None:
     ctx.persisted = new
     old_json, new_json = normalize(previous), normalize(new)
     patch = merge_patch(old_json, new_json)
+    # The progress deadline's check does not rest on the watch event of a write (Argo's does).
+    requeue_stuck_rollout(ctx, new)
     if not patch:
-        requeue_stuck_rollout(ctx, new)
         return
     body = fenced({"status": patch}, ctx.obj["metadata"].get("resourceVersion"))
     written = ctx.writer.patch(r.ROLLOUTS, ctx.namespace, ctx.name, body, status=True)
-    ctx.replaced_rollout(written)
+    ctx.replaced_rollout(written, settled=set(patch) <= SETTLED_STATUS)
     log.info("patched status of %s: %s", ctx.key, patch)
     was_paused, now_paused = bool(previous.pause_conditions), bool(new.pause_conditions)
     if was_paused != now_paused:
@@ -551,15 +571,14 @@ def persist_status(ctx: RolloutContext, new: RolloutStatus) -> None:
             ctx.event(c.ROLLOUT_RESUMED_REASON, c.ROLLOUT_RESUMED_MESSAGE)
 
 
-def requeue_stuck_rollout(ctx: RolloutContext, new: RolloutStatus) -> None:
-    """No visible change: come back when the progress deadline would pass."""
-    status = ctx.rollout.status or RolloutStatus()
+def requeue_stuck_rollout(ctx: RolloutContext, status: RolloutStatus) -> None:
+    """Come back when the progress deadline of the status being persisted would pass."""
     current = c.get_condition(status, T.PROGRESSING)
     if current is None or not current.last_update_time:
         return
     paused = bool(status.pause_conditions) or bool(ctx.rollout.spec.paused)
     if (
-        rollout_healthy(ctx, new)
+        rollout_healthy(ctx, status)
         or current.reason == c.TIMED_OUT_REASON
         or paused
         or status.abort

@@ -36,7 +36,7 @@ from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.ondemand import OnDemandReflectors, referenced_kinds
 from rollout_workers.watcher.recovery import RedisCheck
 from rollout_workers.watcher.reflector import Reflector
-from rollout_workers.watcher.routing import route
+from rollout_workers.watcher.routing import own_event, route
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +95,17 @@ class Watcher:
             # first LIST wakes them again (routing: workload -> referencing rollouts).
             self.on_demand.ensure(referenced_kinds(changes))
         wanted: dict[str, set[str]] = defaultdict(set)
+        own: dict[str, dict[str, str]] = defaultdict(dict)  # kind -> key -> newest own event
+        other: dict[str, set[str]] = defaultdict(set)  # kind -> keys woken by anything else
         for change in changes:
+            mine = own_event(resource, change)
             for kind, keys in route(resource, change, self.lookup).items():
                 wanted[kind].update(keys)
+                for key in keys:
+                    if mine is not None and mine[0] == kind and key == change.key:
+                        own[kind][key] = max(own[kind].get(key, mine[1]), mine[1], key=int)
+                    else:
+                        other[kind].add(key)
         for kind, keys in wanted.items():
             if kind not in self.kinds:  # a controller this watcher does not serve
                 continue
@@ -108,8 +116,9 @@ class Watcher:
                 except InvalidKey as err:
                     log.error("not queueing %s: %s", kind, err)
             queue = self.runtime.queue(kind)
+            only_own = {k: v for k, v in own[kind].items() if k not in other[kind]}
             for i in range(0, len(valid), ADD_BATCH):
-                queue.add(valid[i : i + ADD_BATCH])
+                queue.add(valid[i : i + ADD_BATCH], own=only_own)
 
     def requeue_all(self) -> dict[str, int]:
         """Add every cached object of every task kind to its queue (as a resync does)."""

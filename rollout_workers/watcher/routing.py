@@ -33,6 +33,20 @@ def _owner_key(change: Change, kind: str) -> str | None:
     return None
 
 
+#: The task kind that reconciles objects of the type: an object's change wakes the object itself.
+SELF = {r.ROLLOUTS: "rollouts", r.ANALYSISRUNS: "analysisruns", r.EXPERIMENTS: "experiments"}
+
+
+def own_event(resource: r.Resource, change: Change) -> tuple[str, str] | None:
+    """(task kind, resourceVersion) when the change wakes its own object: an event its own
+    controller may have written, and which then needs no reconcile (see WorkQueue.add `own`)."""
+    kind = SELF.get(resource)
+    version = str((change.obj.get("metadata") or {}).get("resourceVersion", ""))
+    if kind is None or change.type == "DELETED" or not version.isdigit():
+        return None
+    return kind, version
+
+
 def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
     keys: Keys = defaultdict(set)
     if change.older:
@@ -54,17 +68,12 @@ def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
         if not change.own_write:
             keys[task_kind].add(change.key)
 
-    if resource is r.ROLLOUTS:
-        itself("rollouts")
-    elif resource is r.REPLICASETS:
-        owner("Rollout", "rollouts")
-        owner("Experiment", "experiments")
-    elif resource is r.ANALYSISRUNS:
-        itself("analysisruns")
+    if resource in SELF:
+        itself(SELF[resource])
+    if resource in (r.REPLICASETS, r.ANALYSISRUNS):
         owner("Rollout", "rollouts")
         owner("Experiment", "experiments")
     elif resource is r.EXPERIMENTS:
-        itself("experiments")
         owner("Rollout", "rollouts")
     elif resource is r.JOBS:
         owner("AnalysisRun", "analysisruns")

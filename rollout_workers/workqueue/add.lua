@@ -1,10 +1,13 @@
--- add(holder, keys...): mark each key as needing a reconcile.
+-- add(holder, key, own, key, own, ...): mark each key as needing a reconcile.
 -- KEYS: queued(zset key->enqueued ms), active(hash key->owner), dirty(set), known(set),
 --       metrics(hash: `adds` counts what client-go's Add counts, i.e. keys not already waiting),
---       held(hash key->who has its message in hand)
--- ARGV: holder ('' for none: the caller is not a worker host), then the object keys. A worker
+--       held(hash key->who has its message in hand), dirty_own(hash key->resourceVersion)
+-- ARGV: holder ('' for none: the caller is not a worker host), then (key, own) pairs. A worker
 -- host records itself as the publisher of each key it queues until its message is sent
 -- (sent.lua): if it dies in between, the tick sends the message once the host has lapsed.
+-- `own` is the resourceVersion (digits) of the object's own watch event that caused the add
+-- ('' for any other cause). While every cause of a dirty mark is such an event, dirty_own keeps
+-- the newest version, and done() need not queue the key again if its holder wrote that version.
 -- Returns one code per key: 1 queued (the caller sends a message), 0 coalesced with a queued
 -- key, 2 marked dirty because a worker holds it (done() queues it again).
 local t = redis.call('TIME')
@@ -12,18 +15,25 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local holder = ARGV[1]
 local out = {}
 local adds = 0
-for i = 2, #ARGV do
-  local k = ARGV[i]
+for i = 2, #ARGV, 2 do
+  local k, own = ARGV[i], ARGV[i + 1]
   redis.call('SADD', KEYS[4], k)
   if redis.call('HEXISTS', KEYS[2], k) == 1 then
-    adds = adds + redis.call('SADD', KEYS[3], k)
-    out[i - 1] = 2
+    local first = redis.call('SADD', KEYS[3], k)
+    adds = adds + first
+    local before = redis.call('HGET', KEYS[7], k)
+    if own == '' or (first == 0 and not before) then
+      redis.call('HDEL', KEYS[7], k)
+    elseif first == 1 or tonumber(own) > tonumber(before) then
+      redis.call('HSET', KEYS[7], k, own)
+    end
+    out[#out + 1] = 2
   elseif redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     adds = adds + 1
-    out[i - 1] = 1
+    out[#out + 1] = 1
     if holder ~= '' then redis.call('HSET', KEYS[6], k, holder) end
   else
-    out[i - 1] = 0
+    out[#out + 1] = 0
   end
 end
 if adds > 0 then redis.call('HINCRBY', KEYS[5], 'adds', adds) end

@@ -2,7 +2,7 @@
 -- KEYS: queued, active(hash key->owner), leases(zset key->deadline ms), dirty, stats,
 --       started(hash key->claim ms, for unfinished work), metrics(hash: the queue-duration
 --       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us),
---       held(hash key->who has its message in hand)
+--       held(hash key->who has its message in hand), dirty_own(hash, see add.lua)
 -- Returns 1 claimed, 0 stale (the key is not queued: a duplicate or late message), 2 busy
 -- (another live owner holds it: the key is marked dirty so that owner's done() requeues it).
 local k, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -21,6 +21,7 @@ if redis.call('HEXISTS', KEYS[2], k) == 1 then
   local deadline = tonumber(redis.call('ZSCORE', KEYS[3], k) or '0')
   if deadline > now then
     redis.call('SADD', KEYS[4], k)
+    redis.call('HDEL', KEYS[9], k)
     redis.call('HINCRBY', KEYS[5], 'busy', 1)
     return 2
   end
@@ -29,6 +30,7 @@ if redis.call('HEXISTS', KEYS[2], k) == 1 then
 end
 -- The reconcile that starts now reads state at least as new as every add before this point.
 redis.call('SREM', KEYS[4], k)
+redis.call('HDEL', KEYS[9], k)
 redis.call('HSET', KEYS[2], k, token)
 redis.call('ZADD', KEYS[3], now + ttl, k)
 redis.call('HSET', KEYS[6], k, now)

@@ -3,8 +3,10 @@
 -- release a claim and record the outcome in one step.
 -- KEYS: queued, active, leases, dirty, failures(hash key->count), timers(zset key->due ms),
 --       known, stats(hash), durations(list of recent reconcile milliseconds), started(hash),
---       metrics(hash: `retries`), held(hash key->who has its message in hand), then the
---       hashes the increments name
+--       metrics(hash: `retries`), held(hash key->who has its message in hand),
+--       dirty_own(hash key->resourceVersion, see add.lua), own_written(string: the newest
+--       resourceVersion of the object that its controller wrote, kept by the caller's
+--       controller; absent when it records none), then the hashes the increments name
 -- holder: the caller's host ('' for none), recorded as the publisher of a dirty key's message
 -- increments: triples (index into KEYS, field, amount), applied with the outcome (the
 -- caller's metrics ride on this call instead of costing another round trip)
@@ -12,6 +14,9 @@
 --          error (per-key exponential backoff), gone (the object no longer exists)
 -- Returns {owned, send}: owned is 0 when the lease was lost to another owner (nothing is
 -- changed); send is 1 when the key was dirty and is queued again (the caller sends a message).
+-- A key dirty only by its own watch events, none newer than what its controller wrote, is not
+-- queued again: the reconcile that wrote it acted on everything up to its writes, which are
+-- fenced by resourceVersion, so no one else's change lies between (counted as `own_skipped`).
 local k, token, outcome = ARGV[1], ARGV[2], ARGV[3]
 local delay, duration = tonumber(ARGV[4]), ARGV[5]
 local base, max, keep = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -53,11 +58,18 @@ if due then
   end
 end
 local send = 0
+local own = redis.call('HGET', KEYS[13], k)
+redis.call('HDEL', KEYS[13], k)
 if redis.call('SREM', KEYS[4], k) == 1 then
-  if outcome == 'gone' then redis.call('SADD', KEYS[7], k) end
-  if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
-    send = 1
-    if ARGV[9] ~= '' then redis.call('HSET', KEYS[12], k, ARGV[9]) end
+  local wrote = tonumber(redis.call('GET', KEYS[14]) or '')
+  if own and wrote and outcome ~= 'gone' and tonumber(own) <= wrote then
+    redis.call('HINCRBY', KEYS[8], 'own_skipped', 1)
+  else
+    if outcome == 'gone' then redis.call('SADD', KEYS[7], k) end
+    if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
+      send = 1
+      if ARGV[9] ~= '' then redis.call('HSET', KEYS[12], k, ARGV[9]) end
+    end
   end
 end
 return {1, send}

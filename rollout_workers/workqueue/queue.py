@@ -5,14 +5,14 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 import redis
 
-from rollout_workers.keys import ObjectKey, parse_key
+from rollout_workers.keys import ObjectKey, own_key, parse_key
 from rollout_workers.metrics.store import WORKQUEUE_BUCKETS, Increment
 from rollout_workers.metrics.store import Keys as MetricKeys
 from rollout_workers.settings import QueueSettings
@@ -121,11 +121,13 @@ class WorkQueue:
         self._settings = settings
         self._send = send
         self._holder = publisher(host) if host else ""
+        self._prefix = prefix
         base = f"{prefix}:wq:{kind}"
         self.k_queued = f"{base}:queued"
         self.k_active = f"{base}:active"
         self.k_leases = f"{base}:leases"
         self.k_dirty = f"{base}:dirty"
+        self.k_dirty_own = f"{base}:dirty-own"
         self.k_failures = f"{base}:failures"
         self.k_timers = f"{base}:timers"
         self.k_known = f"{base}:known"
@@ -149,11 +151,20 @@ class WorkQueue:
 
     # -- producers -------------------------------------------------------------------------
 
-    def add(self, keys: Iterable[str]) -> AddResult:
-        """Mark keys as needing a reconcile; send a message for each one newly queued."""
+    def add(self, keys: Iterable[str], *, own: Mapping[str, str] | None = None) -> AddResult:
+        """Mark keys as needing a reconcile; send a message for each one newly queued.
+
+        `own` maps a key to the resourceVersion of the object's own watch event that is the
+        only cause of this add: a key held by a worker is then marked dirty with it, and `done`
+        does not queue the key again if its controller wrote that version itself."""
         checked = [parse_key(k) for k in keys]
         if not checked:
             return AddResult()
+        own = own or {}
+        pairs: list[str] = []
+        for key in checked:
+            version = own.get(key, "")
+            pairs += [key, version if version.isdigit() else ""]
         codes = self._add(
             keys=[
                 self.k_queued,
@@ -162,8 +173,9 @@ class WorkQueue:
                 self.k_known,
                 self.k_metrics,
                 self.k_held,
+                self.k_dirty_own,
             ],
-            args=[self._holder, *checked],
+            args=[self._holder, *pairs],
         )
         result = AddResult()
         for key, code in zip(checked, codes, strict=True):
@@ -213,6 +225,7 @@ class WorkQueue:
                 self.k_started,
                 self.k_metrics,
                 self.k_held,
+                self.k_dirty_own,
             ],
             args=[key, token, _ms(self._settings.lease_ttl), *_BOUNDS_MS],
         )
@@ -239,6 +252,8 @@ class WorkQueue:
 
         `increments` (metric counters) are applied in the same script, only when the lease
         was still held, so they cost no round trip and count each reconcile once.
+        A key dirty only by the object's own watch events (see `add`'s `own`) is not queued
+        again when its controller recorded writing that version (`keys.own_key`).
         """
         keys = [
             self.k_queued,
@@ -253,6 +268,8 @@ class WorkQueue:
             self.k_started,
             self.k_metrics,
             self.k_held,
+            self.k_dirty_own,
+            own_key(self._prefix, self.kind, key),
         ]
         extra: list[str | int] = []
         index: dict[str, int] = {}
@@ -310,6 +327,7 @@ class WorkQueue:
                 self.k_dirty,
                 self.k_stats,
                 self.k_held,
+                self.k_dirty_own,
             ],
             args=[self._holder, *token_prefixes],
         )
@@ -335,6 +353,7 @@ class WorkQueue:
                 self.k_metrics,
                 self.k_held,
                 self.k_hosts,
+                self.k_dirty_own,
             ],
             args=[
                 limit,

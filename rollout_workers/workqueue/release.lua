@@ -3,7 +3,8 @@
 -- key is queued again at once (the caller sends a message) instead of after the lease TTL, and
 -- the old holder is fenced: its heartbeat and done() no longer find their token.
 -- KEYS: queued, active(hash key->owner), leases, dirty, stats, held(hash key->who has its
---       message in hand: the caller, as publisher, until its new message is sent)
+--       message in hand: the caller, as publisher, until its new message is sent),
+--       dirty_own(hash, see add.lua)
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local held = redis.call('HGETALL', KEYS[2])
@@ -16,6 +17,7 @@ for i = 1, #held, 2 do
       redis.call('HDEL', KEYS[2], k)
       redis.call('ZREM', KEYS[3], k)
       redis.call('SREM', KEYS[4], k)
+      redis.call('HDEL', KEYS[7], k)
       redis.call('HINCRBY', KEYS[5], 'released', 1)
       if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
         send[#send + 1] = k

@@ -6,7 +6,7 @@
 --   stale queued    -> a key queued longer than stale_ms whose message was lost is sent again
 -- KEYS: queued, active, leases, dirty, timers, stats, started, metrics(hash: `adds`),
 --       held(hash key->host, or host|pub while that host publishes the key's message),
---       hosts(zset host->last heartbeat ms, shared by every kind)
+--       hosts(zset host->last heartbeat ms, shared by every kind), dirty_own(hash, see add.lua)
 -- Returns {keys to send..., } followed by four counts: due, expired, stale, lapsed.
 local limit, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
 local lapse, forget = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -19,6 +19,7 @@ for _, k in ipairs(due) do
   redis.call('ZREM', KEYS[5], k)
   if redis.call('HEXISTS', KEYS[2], k) == 1 then
     adds = adds + redis.call('SADD', KEYS[4], k)
+    redis.call('HDEL', KEYS[11], k)
   elseif redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     adds = adds + 1
     send[#send + 1] = k
@@ -29,6 +30,7 @@ for _, k in ipairs(expired) do
   redis.call('HDEL', KEYS[2], k)
   redis.call('ZREM', KEYS[3], k)
   redis.call('SREM', KEYS[4], k)
+  redis.call('HDEL', KEYS[11], k)
   redis.call('HDEL', KEYS[7], k)
   redis.call('HINCRBY', KEYS[6], 'lease_expired', 1)
   if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then

@@ -495,9 +495,11 @@ def run_all(
     scenarios: list[Callable[[World], None]] | None = None,
     *,
     prefix: str = "s",
+    logs: Path | None = None,
 ) -> None:
     """Run the scenarios (default: SCENARIOS) concurrently, one namespace `<prefix><n>` each;
-    every failure is reported at the end."""
+    every failure is reported at the end, with the lines of the process logs under `logs` that
+    name the failed scenario's namespace (what CI keeps of a flaky run)."""
     scenarios = SCENARIOS if scenarios is None else scenarios
     failures: list[str] = []
     metrics = MetricsServer().start()
@@ -509,7 +511,9 @@ def run_all(
         try:
             scenario(World(kube, kubeconfig, ns, metrics))
         except Exception:
-            failures.append(f"{scenario.__name__}:\n{traceback.format_exc()}")
+            failures.append(
+                f"{scenario.__name__}:\n{traceback.format_exc()}{log_lines(logs, f'{ns}/')}"
+            )
         print(f"{scenario.__name__}: {time.monotonic() - started:.1f} s")
 
     try:
@@ -518,6 +522,17 @@ def run_all(
     finally:
         metrics.stop()
     assert not failures, "\n".join(failures)
+
+
+def log_lines(logs: Path | None, needle: str, last: int = 60) -> str:
+    """The last lines of every log under `logs` that contain `needle`, oldest first by file."""
+    if logs is None:
+        return ""
+    found = []
+    for path in sorted(logs.glob("*.log")):
+        with path.open(errors="replace") as f:
+            found += [f"{path.stem}: {line.rstrip()}" for line in f if needle in line]
+    return "\nlog lines naming" + needle + ":\n" + "\n".join(found[-last:]) + "\n"
 
 
 @dataclass
@@ -652,7 +667,7 @@ def test_scenarios_survive_kill_9_of_workers(
     thread = threading.Thread(target=chaos, daemon=True)
     thread.start()
     try:
-        run_all(kube, kubeconfig)
+        run_all(kube, kubeconfig, logs=tmp_path / "logs")
     finally:
         stop.set()
         thread.join(30)

@@ -7,7 +7,7 @@ import time
 import pytest
 import redis
 
-from rollout_workers.keys import InvalidKey, ObjectKey
+from rollout_workers.keys import InvalidKey, ObjectKey, own_key
 from rollout_workers.pool.app import create_app
 from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
@@ -41,6 +41,68 @@ def test_add_while_active_marks_dirty_and_done_requeues(wq: WorkQueue, sent: Sen
     assert wq.done(A, "w1", Outcome.OK) is True
     assert sent.sent == [A, A]
     assert wq.claim(A, "w2") is Claim.CLAIMED
+
+
+def _own_dirty(wq: WorkQueue, rdb: redis.Redis, written: str | None, *adds: str | None) -> bool:
+    """Claim A, make the adds while it is held (a version: the object's own event of that
+    resourceVersion; None: any other cause), record `written` as the version A's controller
+    wrote, finish: whether A was queued again."""
+    rdb.delete(own_key("t", wq.kind, A))
+    wq.add([A])
+    assert wq.claim(A, "w1") is Claim.CLAIMED
+    for version in adds:
+        result = wq.add([A], own={A: version} if version is not None else None)
+        assert result.dirty == [A]
+    if written is not None:
+        rdb.set(own_key("t", wq.kind, A), written)
+    wq.done(A, "w1", Outcome.OK)
+    requeued = rdb.zscore(wq.k_queued, A) is not None
+    assert not rdb.hexists(wq.k_dirty_own, A)
+    if requeued:
+        assert wq.claim(A, "w2") is Claim.CLAIMED and wq.done(A, "w2", Outcome.OK)
+    return requeued
+
+
+@pytest.mark.parametrize(
+    ("written", "adds", "requeued"),
+    [
+        ("7", ["7"], False),  # the event of the holder's own write
+        ("9", ["7", "9"], False),  # two own writes in one reconcile
+        ("9", ["9", "7"], False),
+        ("9", ["8"], False),  # an earlier own write: everything up to 9 was seen
+        ("7", ["8"], True),  # a version the holder did not write
+        (None, ["7"], True),  # nothing recorded: the controller did not settle the object
+        ("7", ["7", None], True),  # and something else changed too
+        ("7", [None, "7"], True),
+        ("9", ["7", None, "9"], True),
+        ("7", [None], True),
+    ],
+)
+def test_a_key_dirty_only_by_its_own_write_is_not_queued_again(
+    wq: WorkQueue, rdb: redis.Redis, written: str | None, adds: list[str | None], requeued: bool
+) -> None:
+    assert _own_dirty(wq, rdb, written, *adds) is requeued
+    stats = {k.decode(): int(v) for k, v in rdb.hgetall(wq.k_stats).items()}
+    assert stats.get("own_skipped", 0) == (0 if requeued else 1)
+
+
+def test_other_dirty_marks_forget_an_own_version(wq: WorkQueue, rdb: redis.Redis) -> None:
+    """A due timer or a losing claim is another cause: the key is queued again."""
+    rdb.set(own_key("t", wq.kind, A), "7")
+    wq.add([A])
+    wq.claim(A, "w1")
+    wq.add([A], own={A: "7"})
+    wq.add_after([A], 0)
+    time.sleep(0.01)
+    wq.tick()
+    wq.done(A, "w1", Outcome.OK)
+    assert rdb.zscore(wq.k_queued, A) is not None
+    wq.claim(A, "w2")
+    wq.add([A], own={A: "7"})
+    rdb.zadd(wq.k_queued, {A: 0})
+    assert wq.claim(A, "w3") is Claim.BUSY
+    wq.done(A, "w2", Outcome.OK)
+    assert rdb.zscore(wq.k_queued, A) is not None
 
 
 def test_claim_that_loses_marks_dirty_and_drops(

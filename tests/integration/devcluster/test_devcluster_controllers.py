@@ -91,7 +91,7 @@ def test_bad_image_never_becomes_ready(
 
 def test_min_ready_seconds_delays_availability(apps: client.AppsV1Api, namespace: str) -> None:
     body = replicaset("slow", replicas=1)
-    body["spec"]["minReadySeconds"] = 1
+    body["spec"]["minReadySeconds"] = 3  # wide enough for a loaded machine to see the gap
     apps.create_namespaced_replica_set(namespace, body)
     status = wait_for(
         lambda: (
