@@ -7,7 +7,7 @@ tick, a hand-back) sends them all here at once: the route, the parent task and t
 declaration are worked out once, each message is built by Celery's own `create_task_message`
 and published through kombu's `Producer.publish`, and kombu's publish batch sends the LPUSHes
 to Redis in pipelines of `BATCH` commands. The messages are the ones `app.send_task` would
-send (tests/unit/test_sender.py compares them), so any worker consumes them.
+send (tests/integration/test_sender.py compares them), so any worker consumes them.
 
 A batch that fails raises, as a failed `send_task` did: its keys stay queued in the workqueue
 (recorded as being published when the caller is a worker host), and the tick sends them again.
