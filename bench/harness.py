@@ -146,11 +146,21 @@ def spawn(
     return proc
 
 
-def start_api(env: dict[str, str], workdir: Path, stack: contextlib.ExitStack) -> tuple[Proc, str]:
-    """The embedded API in its own process; returns it and its URL."""
-    state = workdir / "api-state"
+def start_api(
+    env: dict[str, str],
+    workdir: Path,
+    stack: contextlib.ExitStack,
+    *,
+    name: str = "api",
+    state_file: Path | None = None,
+) -> tuple[Proc, str]:
+    """The embedded API in its own process (files in workdir/<name>-state, objects loaded
+    from and saved to `state_file` if given); returns it and its URL."""
+    state = workdir / f"{name}-state"
     argv = ["-m", "rollout_workers.devcluster", "--port", "0", "--state-dir", str(state)]
-    proc = spawn("api", argv, env, workdir, stack)
+    if state_file is not None:
+        argv += ["--state", str(state_file)]
+    proc = spawn(name, argv, env, workdir, stack)
     record = state / "devcluster.json"
     wait_for(record.exists, 60, "the embedded API to start", interval=0.05, alive=proc.check_alive)
     return proc, str(json.loads(record.read_text())["url"])

@@ -119,39 +119,82 @@ class CacheWriter:
         """A bookmark: nothing changed, but the type is now current up to `rv`."""
         self._redis.set(self.keys.type_rv, rv)
 
-    def replace(self, items: list[Obj], rv: str, batch: int = 500) -> list[Change]:
-        """Make the cache equal a fresh LIST: add and update what changed, delete what vanished.
-
-        Returns the changes (unchanged objects are skipped), like DeltaFIFO's Replace.
-        """
+    def replacement(self, batch: int = 500) -> Replacement:
+        """Start making the cache equal a fresh LIST that arrives page by page."""
         known = {_text(k): _text(v) for k, v in self._redis.hgetall(self.keys.versions).items()}
-        changes: list[Change] = []
-        listed: set[str] = set()
-        pending: list[tuple[str, Obj]] = []
-        for obj in items:
-            key = object_key(obj)
-            listed.add(key)
-            obj_rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-            if known.get(key) != obj_rv:
-                pending.append(("put", obj))
-                changes.append(
-                    Change("MODIFIED" if key in known else "ADDED", key, obj, known.get(key))
-                )
-        vanished = [k for k in known if k not in listed]
-        if vanished:
-            stored = self._redis.hmget(self.keys.objects, vanished)
-            for key, raw in zip(vanished, stored, strict=True):
-                obj = json.loads(raw) if raw else _stub(self.resource, key)
-                pending.append(("del", obj))
-                changes.append(Change("DELETED", key, obj, known[key]))
+        return Replacement(self, known, batch)
+
+    def replace(self, items: list[Obj], rv: str, batch: int = 500) -> list[Change]:
+        """Make the cache equal a LIST held whole: one page, then the deletions."""
+        replacement = self.replacement(batch)
+        changes = replacement.apply_page(items)
+        for deleted in replacement.delete_vanished():
+            changes.extend(deleted)
+        replacement.commit(rv)
+        return changes
+
+    def _write(self, pending: list[tuple[str, Obj]], batch: int) -> None:
         for chunk in _chunks(pending, batch):
             pipe = self._redis.pipeline(transaction=False)
             for op, obj in chunk:
                 keys, args = self._args(op, obj, "")
                 self._apply(keys=keys, args=args, client=pipe)
             pipe.execute()
-        self._redis.set(self.keys.type_rv, rv)
+
+
+class Replacement:
+    """One relist applied as its pages arrive: DeltaFIFO's Replace, streamed.
+
+    Each page's changed objects (resourceVersion differs from the cache's) are written at once
+    and the page can then be dropped, so the watcher holds one page, not the whole list. No
+    object is deleted before every page was seen: `delete_vanished` then removes what no page
+    listed, and `commit` records the list's resourceVersion. Meanwhile a reader finds each
+    object at its old or its new version, never missing. A list that fails part way has
+    deleted nothing and left the type's resourceVersion as it was; the next relist completes it.
+    """
+
+    def __init__(self, writer: CacheWriter, known: dict[str, str], batch: int) -> None:
+        self._writer = writer
+        # Cached key -> resourceVersion; a listed key is taken out, so what is left vanished.
+        self._unlisted = known
+        self._batch = batch
+
+    def apply_page(self, items: list[Obj]) -> list[Change]:
+        """Write a page's new and changed objects; returns their changes (unchanged skipped)."""
+        changes: list[Change] = []
+        pending: list[tuple[str, Obj]] = []
+        for obj in items:
+            key = object_key(obj)
+            previous = self._unlisted.pop(key, None)
+            obj_rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+            if previous != obj_rv:
+                pending.append(("put", obj))
+                changes.append(
+                    Change("MODIFIED" if previous is not None else "ADDED", key, obj, previous)
+                )
+        self._writer._write(pending, self._batch)
         return changes
+
+    def delete_vanished(self) -> Iterator[list[Change]]:
+        """Delete, a batch at a time, every cached object no page listed; yields each batch's
+        changes (the last cached copy of each object, or a stub when there is none)."""
+        writer = self._writer
+        vanished = sorted(self._unlisted)
+        for i in range(0, len(vanished), self._batch):
+            part = vanished[i : i + self._batch]
+            stored = writer._redis.hmget(writer.keys.objects, part)
+            pending: list[tuple[str, Obj]] = []
+            changes: list[Change] = []
+            for key, raw in zip(part, stored, strict=True):
+                obj = json.loads(raw) if raw else _stub(writer.resource, key)
+                pending.append(("del", obj))
+                changes.append(Change("DELETED", key, obj, self._unlisted.pop(key)))
+            writer._write(pending, self._batch)
+            yield changes
+
+    def commit(self, rv: str) -> None:
+        """The whole list is applied: the type is current up to the list's resourceVersion."""
+        self._writer.set_resource_version(rv)
 
 
 def _stub(resource: Resource, key: str) -> Obj:

@@ -121,15 +121,15 @@ class Kube:
             query={"labelSelector": label_selector, "limit": limit, "continue": continue_token},
         )
 
-    def list(
+    def list_pages(
         self,
         resource: Resource,
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
-    ) -> tuple[list[Obj], str]:
-        """Every object (paginated), and the list's resourceVersion."""
-        items: list[Obj] = []
+    ) -> Iterator[Obj]:
+        """The pages of a paginated LIST, one at a time (each page's metadata carries the
+        list's resourceVersion), so a caller can hold one page instead of the whole list."""
         token: str | None = None
         while True:
             page = self.list_page(
@@ -139,11 +139,25 @@ class Kube:
                 limit=self.settings.page_size,
                 continue_token=token,
             )
-            items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
-            token = meta.get("continue") or None
+            token = (page.get("metadata") or {}).get("continue") or None
+            yield page
             if not token:
-                return items, str(meta.get("resourceVersion", ""))
+                return
+
+    def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> tuple[list[Obj], str]:
+        """Every object (paginated), and the list's resourceVersion."""
+        items: list[Obj] = []
+        rv = ""
+        for page in self.list_pages(resource, namespace=namespace, label_selector=label_selector):
+            items.extend(page.get("items") or [])
+            rv = str((page.get("metadata") or {}).get("resourceVersion", ""))
+        return items, rv
 
     def watch(
         self,

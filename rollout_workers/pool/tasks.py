@@ -10,19 +10,18 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 from celery import Celery
 
-from rollout_workers.keys import ObjectKey
 from rollout_workers.local import redis_server
 from rollout_workers.metrics.store import Keys as MetricKeys
 from rollout_workers.metrics.store import PendingCounts
 from rollout_workers.pool.handlers import Handler, load_handler
 from rollout_workers.pool.runner import LeaseKeeper, SyncReport, run_sync
 from rollout_workers.pool.runtime import Runtime
-from rollout_workers.pool.transport import KEY_HEADER, worker_host
+from rollout_workers.pool.sender import SyncSender
+from rollout_workers.pool.transport import worker_host
 from rollout_workers.settings import KINDS, Settings
 from rollout_workers.workqueue import Sender, WorkQueue
 
@@ -34,18 +33,10 @@ def sync_task_name(kind: str) -> str:
 
 
 def make_sender(app: Celery, kind: str, queue: str) -> Sender:
-    """Send one `<kind>.sync` message per key, over one pooled producer. The key also rides in
-    a header, so a consumer's transport can record who reserved it without decoding the body."""
-    name = sync_task_name(kind)
-
-    def send(keys: Sequence[ObjectKey]) -> None:
-        with app.producer_or_acquire() as producer:
-            for key in keys:
-                app.send_task(
-                    name, args=(key,), queue=queue, producer=producer, headers={KEY_HEADER: key}
-                )
-
-    return send
+    """Send one `<kind>.sync` message per key, in pipelined batches (pool/sender.py). The key
+    also rides in a header, so a consumer's transport can record who reserved it without
+    decoding the body."""
+    return SyncSender(app, name=sync_task_name(kind), queue=queue)
 
 
 def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:

@@ -1,10 +1,10 @@
 """The Reflector: client-go's ListAndWatch for one resource type, into the Redis cache.
 
-LIST (paginated) -> replace the type's cache (vanished objects are deleted) -> WATCH from the
-list's resourceVersion with a random 5-10 minute server timeout and bookmarks. A 410 Gone
-relists at once; connection and server errors back off exponentially; a watch that closes in
-under a second having delivered nothing counts as an error (a server that keeps hanging up
-must not be hammered).
+LIST (paginated, each page applied as it arrives) -> replace the type's cache (vanished objects
+are deleted once every page was seen) -> WATCH from the list's resourceVersion with a random
+5-10 minute server timeout and bookmarks. A 410 Gone relists at once; connection and server
+errors back off exponentially; a watch that closes in under a second having delivered nothing
+counts as an error (a server that keeps hanging up must not be hammered).
 
 A relist can be asked for from another thread (`request_relist`, after the watcher noticed that
 Redis lost or may have lost writes): the open watch is shut down and the loop lists again, in
@@ -166,27 +166,36 @@ class Reflector:
                     return
 
     def _relist(self) -> str:
+        """LIST page by page into the cache (each page written, its keys handed on, then
+        dropped), then delete what the list no longer holds."""
         with self._lock:
             generation = self._wanted
-        items, rv = self._kube.list(
+        replacement = self._writer.replacement()
+        rv, listed, changed = "", 0, 0
+        for page in self._kube.list_pages(
             self.resource, namespace=self._namespace, label_selector=self._selector
-        )
-        changes = self._writer.replace(items, rv)
+        ):
+            items = page.get("items") or []
+            rv = str((page.get("metadata") or {}).get("resourceVersion", ""))
+            listed += len(items)
+            changed += self._hand_on(replacement.apply_page(items))
+        for deleted in replacement.delete_vanished():
+            changed += self._hand_on(deleted)
+        replacement.commit(rv)
         self.stats.relists += 1
         self.stats.succeeded()
         self.stats.synced.set()
         log.info(
-            "%s: listed %d objects at %s (%d changed)",
-            self.resource.plural,
-            len(items),
-            rv,
-            len(changes),
+            "%s: listed %d objects at %s (%d changed)", self.resource.plural, listed, rv, changed
         )
-        if changes:
-            self._on_changes(self.resource, changes)
         with self._lock:
             self._applied = max(self._applied, generation)
         return rv
+
+    def _hand_on(self, changes: list[Change]) -> int:
+        if changes:
+            self._on_changes(self.resource, changes)
+        return len(changes)
 
     def _watch(self, rv: str) -> str:
         s = self._settings

@@ -113,3 +113,41 @@ def test_an_event_older_than_the_cache_is_refused(rdb: redis.Redis) -> None:
     cache.replace([rollout("a", 5, "restored")], "5")
     assert lister.get("prod/a")["metadata"]["resourceVersion"] == "5"
     assert not cache.apply("MODIFIED", rollout("a", 6, "restored")).older
+
+
+def test_a_streamed_relist_never_hides_an_object_and_deletes_only_at_the_end(
+    rdb: redis.Redis,
+) -> None:
+    w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
+    lister = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
+    for i in range(4):
+        w.apply("ADDED", rollout(f"r{i}", i + 1, "s"))
+    replacement = w.replacement(batch=1)
+    first = replacement.apply_page([rollout("r0", 1, "s"), rollout("r1", 9, "t")])
+    assert [(c.type, c.key, c.previous_rv) for c in first] == [("MODIFIED", "prod/r1", "2")]
+    # Mid-list: r2 and r3 are not listed yet, and are still there; the type is not current.
+    assert lister.object_keys() == ["prod/r0", "prod/r1", "prod/r2", "prod/r3"]
+    assert lister.get("prod/r1") == rollout("r1", 9, "t")
+    assert lister.resource_version() == "4"
+    second = replacement.apply_page([rollout("r2", 3, "s"), rollout("new", 10, "s")])
+    assert [(c.type, c.key) for c in second] == [("ADDED", "prod/new")]
+    assert len(lister.object_keys()) == 5, "nothing deleted before the list ended"
+    deleted = [[(c.type, c.key, c.obj) for c in part] for part in replacement.delete_vanished()]
+    assert deleted == [[("DELETED", "prod/r3", rollout("r3", 4, "s"))]]
+    replacement.commit("11")
+    assert lister.object_keys() == ["prod/new", "prod/r0", "prod/r1", "prod/r2"]
+    assert lister.keys_by_index("svc", "prod/s") == ["prod/new", "prod/r0", "prod/r2"]
+    assert lister.resource_version() == "11"
+
+
+def test_a_relist_that_fails_part_way_deletes_nothing(rdb: redis.Redis) -> None:
+    w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
+    lister = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
+    for i in range(3):
+        w.apply("ADDED", rollout(f"r{i}", i + 1, "s"))
+    w.replacement().apply_page([rollout("r0", 7, "s")])  # the next page never came
+    assert lister.object_keys() == ["prod/r0", "prod/r1", "prod/r2"]
+    assert lister.resource_version() == "3"
+    changes = w.replace([rollout("r0", 7, "s"), rollout("r1", 2, "s")], "8")
+    assert [(c.type, c.key) for c in changes] == [("DELETED", "prod/r2")]
+    assert lister.object_keys() == ["prod/r0", "prod/r1"]

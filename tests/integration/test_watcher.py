@@ -215,6 +215,28 @@ def test_cache_equals_a_fresh_list_after_1000_random_ops(
     assert "Traceback" not in watcher.text() and "WARNING" not in watcher.text()
 
 
+def test_a_relist_in_pages_of_three_equals_the_list(
+    watchers: Processes, api: k8s.ApiClient, rdb: redis.Redis
+) -> None:
+    watchers.env["ROLLOUTS_KUBE_PAGE_SIZE"] = "3"
+    ops = Ops(api, seed=5)
+    for _ in range(60):
+        ops.one()
+    watcher = watchers.spawn("watcher-1", "watcher")
+    watcher.wait_log(r"leads; starting", timeout=30)
+    converge(api, rdb, 30, "the first paged list equals the list")
+    watcher.kill_group(signal.SIGKILL)  # down while objects are deleted, changed and created
+    deleted = 0
+    for _ in range(80):
+        before = ops.rev
+        ops.one()
+        deleted += ops.rev == before
+    assert deleted > 3
+    watcher = watchers.spawn("watcher-2", "watcher")
+    converge(api, rdb, 60, "the paged relist removed what vanished and wrote what changed")
+    assert "Traceback" not in watcher.text()
+
+
 def test_watcher_recovers_from_api_restart_and_forced_410(
     watchers: Processes, api: k8s.ApiClient, rdb: redis.Redis, cluster: DevClusterThread,
     tmp_path: Path,

@@ -1,0 +1,75 @@
+"""The batched sync sender, real Redis: the messages it puts on the broker are the ones
+`app.send_task` would, every key gets one, and a worker host's publish records are cleared."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+
+from rollout_workers.keys import ObjectKey
+from rollout_workers.pool.app import create_app
+from rollout_workers.pool.sender import BATCH, SyncSender
+from rollout_workers.pool.tasks import build_runtime
+from rollout_workers.pool.transport import KEY_HEADER
+from rollout_workers.settings import Settings
+
+A = ObjectKey("default/a")
+
+#: Fields that hold a fresh id per message.
+FRESH = {("headers", "id"), ("headers", "root_id"), ("properties", "correlation_id")}
+
+
+def _envelopes(rdb: redis.Redis, queue: str) -> list[dict[str, Any]]:
+    return [json.loads(raw) for raw in reversed(rdb.lrange(queue, 0, -1))]
+
+
+def _without_ids(envelope: dict[str, Any]) -> dict[str, Any]:
+    out = json.loads(json.dumps(envelope))
+    for section, name in FRESH:
+        assert out[section].pop(name)
+    assert out["properties"].pop("delivery_tag")
+    return out
+
+
+def test_a_batched_message_is_the_message_send_task_sends(
+    rdb: redis.Redis, settings: Settings
+) -> None:
+    assert settings.redis.url
+    app = create_app(settings, settings.redis.url)
+    app.send_task("rollouts.sync", args=(A,), queue="rollouts", headers={KEY_HEADER: A})
+    SyncSender(app, name="rollouts.sync", queue="rollouts")([A])
+    by_send_task, batched = _envelopes(rdb, "rollouts")
+    assert _without_ids(batched) == _without_ids(by_send_task)
+    headers = batched["headers"]
+    assert headers["root_id"] == headers["id"] == batched["properties"]["correlation_id"]
+
+
+def test_every_key_gets_one_message_across_pipelines(rdb: redis.Redis, settings: Settings) -> None:
+    assert settings.redis.url
+    app = create_app(settings, settings.redis.url)
+    keys = [ObjectKey(f"ns/k-{i}") for i in range(2 * BATCH + 7)]
+    SyncSender(app, name="analysisruns.sync", queue="analysis")(keys)
+    envelopes = _envelopes(rdb, "analysis")
+    assert [e["headers"][KEY_HEADER] for e in envelopes] == keys
+    assert {e["headers"]["task"] for e in envelopes} == {"analysisruns.sync"}
+    assert len({e["headers"]["id"] for e in envelopes}) == len(keys)
+
+
+def test_a_worker_host_resync_sends_every_key_and_clears_its_publish_records(
+    rdb: redis.Redis, settings: Settings
+) -> None:
+    assert settings.redis.url
+    app = create_app(settings, settings.redis.url)
+    app.conf.broker_transport_options = {
+        **app.conf.broker_transport_options,
+        "rollouts_host": "h1",
+    }
+    queue = build_runtime(app, settings, settings.redis.url).queue("rollouts")
+    keys = sorted(ObjectKey(f"ns/k-{i:04d}") for i in range(BATCH + 500))
+    rdb.sadd(queue.k_known, *keys)
+    assert queue.resync().queued == keys
+    assert queue.held() == {}, "every record cleared once its message was sent"
+    sent = [e["headers"][KEY_HEADER] for e in _envelopes(rdb, "rollouts")]
+    assert sorted(sent) == keys
