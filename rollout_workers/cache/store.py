@@ -26,7 +26,8 @@ Obj = dict[str, Any]
 
 
 @functools.cache
-def _apply_source() -> str:
+def apply_source() -> str:
+    """The text of apply.lua (for a caller that runs it inside a script of its own)."""
     return resources.files(__package__).joinpath("apply.lua").read_text()
 
 
@@ -79,7 +80,7 @@ class CacheWriter:
         self.resource = resource
         self.keys = Keys(prefix, resource)
         self._redis = client
-        self._apply = client.register_script(_apply_source())
+        self._apply = client.register_script(apply_source())
 
     def _args(
         self, op: str, obj: Obj, type_rv: str, *, ordered: bool = False
@@ -102,10 +103,18 @@ class CacheWriter:
 
     def apply(self, event_type: str, obj: Obj) -> Change:
         """Apply one watch event (ADDED, MODIFIED, DELETED) and record its resourceVersion."""
+        keys, args = self.apply_call(event_type, obj)
+        return self.applied(event_type, obj, self._apply(keys=keys, args=args))
+
+    def apply_call(self, event_type: str, obj: Obj) -> tuple[list[str], list[str]]:
+        """The Redis keys and arguments of apply.lua for one watch event (see `apply`)."""
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         op = "del" if event_type == "DELETED" else "put"
-        keys, args = self._args(op, obj, rv, ordered=True)
-        previous, own, older = self._apply(keys=keys, args=args)
+        return self._args(op, obj, rv, ordered=True)
+
+    def applied(self, event_type: str, obj: Obj, reply: Any) -> Change:
+        """The Change apply.lua's answer describes."""
+        previous, own, older = reply
         return Change(
             event_type,
             object_key(obj),

@@ -13,13 +13,13 @@ import signal
 import socket
 import threading
 import time
-from collections import defaultdict
 
 import redis
 
 from rollout_workers import health as endpoints
 from rollout_workers.cache import CacheWriter, Change, Lister
 from rollout_workers.cache.epoch import CacheEpoch
+from rollout_workers.cache.store import Obj
 from rollout_workers.keys import InvalidKey, parse_key
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
@@ -31,16 +31,14 @@ from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
 from rollout_workers.watcher.controllers import queued_kinds, watched
+from rollout_workers.watcher.events import ADD_BATCH, EventQueuer
 from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.ondemand import OnDemandReflectors, referenced_kinds
 from rollout_workers.watcher.recovery import RedisCheck
 from rollout_workers.watcher.reflector import Reflector
-from rollout_workers.watcher.routing import own_event, route
 
 log = logging.getLogger(__name__)
-
-ADD_BATCH = 1000
 
 
 class Watcher:
@@ -60,6 +58,7 @@ class Watcher:
             for res in watched(settings.watcher.controllers, namespace=settings.kube.namespace)
         ]
         self.kinds = queued_kinds(settings.watcher.controllers)
+        self.queuer = EventQueuer(client, kinds=self.kinds, queue=runtime.queue, lookup=self.lookup)
         self.threads: list[threading.Thread] = []
         self.on_demand: OnDemandReflectors | None = None
         if "rollouts" in self.kinds:
@@ -80,6 +79,7 @@ class Watcher:
             resource=res,
             settings=settings.kube,
             on_changes=self.on_changes,
+            on_event=self.on_event,
             label_selector=watch_selector(res, settings.kube.instance_id),
             namespace=namespace if res.namespaced else None,
             stop=self.stop,
@@ -90,35 +90,18 @@ class Watcher:
         return self.listers[plural].keys_by_index(index, value)
 
     def on_changes(self, resource: Resource, changes: list[Change]) -> None:
+        self._ensure_workloads(resource, changes)
+        self.queuer.changes(resource, changes)
+
+    def on_event(self, writer: CacheWriter, event_type: str, obj: Obj) -> Change:
+        self._ensure_workloads(writer.resource, [Change(event_type, "", obj, None)])
+        return self.queuer.event(writer, event_type, obj)
+
+    def _ensure_workloads(self, resource: Resource, changes: list[Change]) -> None:
         if resource is r.ROLLOUTS and self.on_demand is not None:
             # Before the rollouts are queued: their workload's reflector is starting, and its
             # first LIST wakes them again (routing: workload -> referencing rollouts).
             self.on_demand.ensure(referenced_kinds(changes))
-        wanted: dict[str, set[str]] = defaultdict(set)
-        own: dict[str, dict[str, str]] = defaultdict(dict)  # kind -> key -> newest own event
-        other: dict[str, set[str]] = defaultdict(set)  # kind -> keys woken by anything else
-        for change in changes:
-            mine = own_event(resource, change)
-            for kind, keys in route(resource, change, self.lookup).items():
-                wanted[kind].update(keys)
-                for key in keys:
-                    if mine is not None and mine[0] == kind and key == change.key:
-                        own[kind][key] = max(own[kind].get(key, mine[1]), mine[1], key=int)
-                    else:
-                        other[kind].add(key)
-        for kind, keys in wanted.items():
-            if kind not in self.kinds:  # a controller this watcher does not serve
-                continue
-            valid = []
-            for key in sorted(keys):
-                try:
-                    valid.append(parse_key(key))
-                except InvalidKey as err:
-                    log.error("not queueing %s: %s", kind, err)
-            queue = self.runtime.queue(kind)
-            only_own = {k: v for k, v in own[kind].items() if k not in other[kind]}
-            for i in range(0, len(valid), ADD_BATCH):
-                queue.add(valid[i : i + ADD_BATCH], own=only_own)
 
     def requeue_all(self) -> dict[str, int]:
         """Add every cached object of every task kind to its queue (as a resync does)."""

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis
 import urllib3
@@ -37,6 +38,8 @@ from rollout_workers.settings import KubeSettings
 log = logging.getLogger(__name__)
 
 OnChanges = Callable[[Resource, list[Change]], None]
+#: Applies one watch event through the writer and queues what it wakes (see watcher.events).
+OnEvent = Callable[[CacheWriter, str, dict[str, Any]], Change]
 
 
 @dataclass
@@ -83,6 +86,7 @@ class Reflector:
         resource: Resource,
         settings: KubeSettings,
         on_changes: OnChanges,
+        on_event: OnEvent | None = None,
         label_selector: str | None,
         namespace: str | None,
         stop: threading.Event,
@@ -93,6 +97,7 @@ class Reflector:
         self.stats = ReflectorStats()
         self._kube, self._writer, self._settings = kube, writer, settings
         self._on_changes = on_changes
+        self._on_event = on_event
         self._selector, self._namespace = label_selector, namespace
         self._stop = stop
         self._backoff_max = backoff_max
@@ -251,7 +256,9 @@ class Reflector:
             self.stats.malformed += 1
             log.error("%s: skipping malformed %s event", self.resource.plural, kind)
             return rv
-        change = self._writer.apply(kind, obj)
+        if self._on_event is not None:
+            self._on_event(self._writer, kind, obj)
+        else:
+            self._on_changes(self.resource, [self._writer.apply(kind, obj)])
         self.stats.events += 1
-        self._on_changes(self.resource, [change])
         return new_rv or rv

@@ -72,7 +72,8 @@ class QueueStats:
 
 
 @functools.cache
-def _source(name: str) -> str:
+def script_source(name: str) -> str:
+    """The text of one of the workqueue's Lua scripts (`add`, `claim`, ...)."""
     return resources.files(__package__).joinpath(f"{name}.lua").read_text()
 
 
@@ -138,16 +139,16 @@ class WorkQueue:
         self.k_hosts = hosts_key(prefix)
         self.k_metrics = MetricKeys(prefix).workqueue(kind)
         script = client.register_script
-        self._add = script(_source("add"))
-        self._claim = script(_source("claim"))
-        self._extend = script(_source("extend"))
-        self._done = script(_source("done"))
-        self._add_after = script(_source("add_after"))
-        self._add_rate_limited = script(_source("add_rate_limited"))
-        self._tick = script(_source("tick"))
-        self._requeue = script(_source("requeue"))
-        self._release = script(_source("release"))
-        self._sent = script(_source("sent"))
+        self._add = script(script_source("add"))
+        self._claim = script(script_source("claim"))
+        self._extend = script(script_source("extend"))
+        self._done = script(script_source("done"))
+        self._add_after = script(script_source("add_after"))
+        self._add_rate_limited = script(script_source("add_rate_limited"))
+        self._tick = script(script_source("tick"))
+        self._requeue = script(script_source("requeue"))
+        self._release = script(script_source("release"))
+        self._sent = script(script_source("sent"))
 
     # -- producers -------------------------------------------------------------------------
 
@@ -160,25 +161,32 @@ class WorkQueue:
         checked = [parse_key(k) for k in keys]
         if not checked:
             return AddResult()
-        own = own or {}
-        pairs: list[str] = []
-        for key in checked:
+        redis_keys, args = self.add_call(checked, own or {})
+        return self.added(checked, self._add(keys=redis_keys, args=args))
+
+    def add_call(
+        self, keys: Sequence[ObjectKey], own: Mapping[str, str]
+    ) -> tuple[list[str], list[str]]:
+        """The Redis keys and arguments of add.lua for these checked keys (see `add`), for a
+        caller that runs it inside a script of its own (`scriptscript_source("add")`)."""
+        args = [self._holder]
+        for key in keys:
             version = own.get(key, "")
-            pairs += [key, version if version.isdigit() else ""]
-        codes = self._add(
-            keys=[
-                self.k_queued,
-                self.k_active,
-                self.k_dirty,
-                self.k_known,
-                self.k_metrics,
-                self.k_held,
-                self.k_dirty_own,
-            ],
-            args=[self._holder, *pairs],
-        )
+            args += [key, version if version.isdigit() else ""]
+        return [
+            self.k_queued,
+            self.k_active,
+            self.k_dirty,
+            self.k_known,
+            self.k_metrics,
+            self.k_held,
+            self.k_dirty_own,
+        ], args
+
+    def added(self, keys: Sequence[ObjectKey], codes: Sequence[Any]) -> AddResult:
+        """Sort add.lua's answer for `keys` and send a message for each key newly queued."""
         result = AddResult()
-        for key, code in zip(checked, codes, strict=True):
+        for key, code in zip(keys, codes, strict=True):
             {1: result.queued, 0: result.coalesced, 2: result.dirty}[int(code)].append(key)
         if result.queued:
             self._publish(result.queued)

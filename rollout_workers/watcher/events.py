@@ -1,0 +1,195 @@
+"""From cache changes to queued keys: what each change wakes, added to the workqueues.
+
+Two paths with one meaning:
+
+* `changes` takes changes already written to the cache (a relist's pages and deletions) and adds
+  the keys they wake, in batches.
+* `event` applies one watch event and adds the keys it wakes in a single Redis round trip: the
+  keys are routed before the write (routing reads only the object and the indexes of *other*
+  types, which the write does not touch), and one script runs apply.lua and then add.lua for
+  each task kind, dropping the object's own key when apply.lua finds the event is its own
+  controller's write and everything when it is older than the cache. Only the messages of newly
+  queued keys are sent afterwards. A watch event used to cost two round trips (apply, add).
+
+Either way the cache write comes before the add, so a reconcile that claims a key reads state at
+least as new as the change that woke it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from rollout_workers.cache import CacheWriter, Change
+from rollout_workers.cache.indexers import object_key
+from rollout_workers.cache.store import apply_source
+from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
+from rollout_workers.kube.resources import Resource
+from rollout_workers.watcher.routing import SELF, Lookup, own_event, route
+from rollout_workers.workqueue import WorkQueue
+from rollout_workers.workqueue.queue import script_source
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+ADD_BATCH = 1000
+
+#: KEYS: apply.lua's, then per task kind add.lua's. ARGV: apply.lua's (ARGV[1] = how many),
+#: then the number of kinds, then per kind: how many Redis keys, how many (key, own) pairs, the
+#: position of the event's own object among them (0: none), add.lua's holder, the pairs.
+#: Returns apply.lua's answer followed by add.lua's codes per kind (none when it was older).
+_GLUE = """
+local na = tonumber(ARGV[1])
+local aargs = {}
+for i = 1, na do aargs[i] = ARGV[1 + i] end
+local akeys = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
+local applied = apply_lua(akeys, aargs)
+local out = {applied}
+if applied[3] == 1 then return out end
+local ki, ai = 6, 2 + na
+local kinds = tonumber(ARGV[ai])
+ai = ai + 1
+for _ = 1, kinds do
+  local nk, np, mine = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1]), tonumber(ARGV[ai + 2])
+  local keys, args = {}, {ARGV[ai + 3]}
+  ai = ai + 4
+  for j = 0, nk - 1 do keys[#keys + 1] = KEYS[ki + j] end
+  ki = ki + nk
+  local sent = {}
+  for p = 1, np do
+    if not (p == mine and applied[2] == 1) then
+      args[#args + 1] = ARGV[ai]
+      args[#args + 1] = ARGV[ai + 1]
+      sent[#sent + 1] = p
+    end
+    ai = ai + 2
+  end
+  local codes = {}
+  if #sent > 0 then codes = add_lua(keys, args) end
+  local full = {}
+  for p = 1, np do full[p] = -1 end
+  for i, p in ipairs(sent) do full[p] = codes[i] end
+  out[#out + 1] = full
+end
+return out
+"""
+
+
+@functools.cache
+def event_script() -> str:
+    """apply.lua and add.lua as functions of their own KEYS and ARGV, and the glue above."""
+    return (
+        f"local function apply_lua(KEYS, ARGV)\n{apply_source()}\nend\n"
+        f"local function add_lua(KEYS, ARGV)\n{script_source('add')}\nend\n{_GLUE}"
+    )
+
+
+@dataclass
+class Wanted:
+    """The keys some changes wake, per task kind, and which were woken only by the object's own
+    events (with the newest such resourceVersion: see WorkQueue.add `own`)."""
+
+    keys: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    own: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    other: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    def add(self, resource: Resource, change: Change, lookup: Lookup) -> None:
+        mine = own_event(resource, change)
+        for kind, keys in route(resource, change, lookup).items():
+            self.keys[kind].update(keys)
+            for key in keys:
+                if mine is not None and mine[0] == kind and key == change.key:
+                    self.own[kind][key] = max(self.own[kind].get(key, mine[1]), mine[1], key=int)
+                else:
+                    self.other[kind].add(key)
+
+    def only_own(self, kind: str) -> dict[str, str]:
+        return {k: v for k, v in self.own[kind].items() if k not in self.other[kind]}
+
+
+class EventQueuer:
+    """Adds what changes wake to the queues of the task kinds this watcher serves."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        kinds: Iterable[str],
+        queue: Callable[[str], WorkQueue],
+        lookup: Lookup,
+    ) -> None:
+        self.kinds = set(kinds)
+        self._queue, self._lookup = queue, lookup
+        self._script = client.register_script(event_script())
+
+    def _valid(self, kind: str, keys: Iterable[str]) -> list[ObjectKey]:
+        valid = []
+        for key in sorted(keys):
+            try:
+                valid.append(parse_key(key))
+            except InvalidKey as err:
+                log.error("not queueing %s: %s", kind, err)
+        return valid
+
+    def changes(self, resource: Resource, changes: list[Change]) -> None:
+        """Queue what changes already written to the cache wake."""
+        wanted = Wanted()
+        for change in changes:
+            wanted.add(resource, change, self._lookup)
+        for kind, keys in wanted.keys.items():
+            if kind not in self.kinds:  # a controller this watcher does not serve
+                continue
+            valid, own = self._valid(kind, keys), wanted.only_own(kind)
+            queue = self._queue(kind)
+            for i in range(0, len(valid), ADD_BATCH):
+                queue.add(valid[i : i + ADD_BATCH], own=own)
+
+    def event(self, writer: CacheWriter, event_type: str, obj: Obj) -> Change:
+        """Apply one watch event to the cache and queue what it wakes, in one script call."""
+        resource = writer.resource
+        provisional = Change(event_type, object_key(obj), obj, None)
+        wanted = Wanted()
+        wanted.add(resource, provisional, self._lookup)
+        keys, apply_args = writer.apply_call(event_type, obj)
+        groups: list[Any] = []
+        batches: list[tuple[WorkQueue, list[ObjectKey]]] = []
+        later: list[str] = []  # kinds woken in more keys than one call takes
+        for kind, routed in sorted(wanted.keys.items()):
+            if kind not in self.kinds:  # a controller this watcher does not serve
+                continue
+            if len(routed) > ADD_BATCH:
+                later.append(kind)
+                continue
+            valid = self._valid(kind, routed)
+            if not valid:
+                continue
+            queue = self._queue(kind)
+            add_keys, add_args = queue.add_call(valid, wanted.only_own(kind))
+            itself = SELF.get(resource) == kind and provisional.key in valid
+            keys += add_keys
+            groups += [
+                len(add_keys),
+                len(valid),
+                valid.index(ObjectKey(provisional.key)) + 1 if itself else 0,
+            ]
+            groups += add_args
+            batches.append((queue, valid))
+        reply = self._script(keys=keys, args=[len(apply_args), *apply_args, len(batches), *groups])
+        change = writer.applied(event_type, obj, reply[0])
+        for (queue, valid), codes in zip(batches, reply[1:], strict=False):
+            taken = [(k, c) for k, c in zip(valid, codes, strict=True) if int(c) >= 0]
+            queue.added([k for k, _ in taken], [c for _, c in taken])
+        if not change.older:
+            for kind in later:  # the ordinary path, after the write
+                valid = self._valid(kind, wanted.keys[kind])
+                queue = self._queue(kind)
+                for i in range(0, len(valid), ADD_BATCH):
+                    queue.add(valid[i : i + ADD_BATCH], own=wanted.only_own(kind))
+        return change
