@@ -86,6 +86,13 @@ class QueueSettings(BaseModel):
     backoff_max: float = Field(
         default=300.0, gt=0, description="Upper bound, in seconds, of the per-key retry delay."
     )
+    lost_after: float = Field(
+        default=2.0,
+        gt=0,
+        description="Seconds a queued key may wait with no message for it on the broker or in a "
+        "host's hands (a host killed between popping a message and recording it) before its "
+        "message is sent again.",
+    )
     stale_after: float = Field(
         default=60.0,
         gt=0,

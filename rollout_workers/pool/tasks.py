@@ -112,6 +112,8 @@ def run_tick(runtime: Runtime) -> dict[str, Any]:
             report[kind] = vars(result)
         if result.expired:
             log.warning("%d expired %s leases requeued", result.expired, kind)
+        if result.lost:
+            log.warning("%d %s messages lost on the way to a host sent again", result.lost, kind)
     return report
 
 

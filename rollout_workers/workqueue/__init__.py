@@ -33,8 +33,10 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
 * Lost or duplicated messages: a duplicate finds the key not queued and is dropped (`stale`);
   a message lost otherwise (a publisher that is not a worker host dying between queuing a key
   and sending it, a host dying between popping a message and recording it) leaves the key
-  queued, and `tick` sends it again once it has waited `stale_after`: the last-resort net.
-  Either costs at most one extra reconcile.
+  queued. While no message waits on the kind's broker list, `tick` sends again every key queued
+  longer than `lost_after` (2 s) that no host has in hand: its message is nowhere. Behind a
+  backlog it waits `stale_after` instead: the last-resort net. Either costs at most one extra
+  reconcile.
 * Metrics: the scripts keep client-go's workqueue metrics beside the state they describe (adds,
   retries, the queue-duration histogram at claim, claim times for unfinished work), and `done`
   applies the caller's metric increments in the same atomic step as the outcome, so a

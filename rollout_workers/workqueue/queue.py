@@ -56,6 +56,7 @@ class TickResult:
     expired: int
     resent: int
     lapsed: int = 0  # keys sent again because the host holding their message lapsed
+    lost: int = 0  # keys sent again because their message was nowhere (see tick.lua)
 
 
 @dataclass(frozen=True)
@@ -362,15 +363,18 @@ class WorkQueue:
                 self.k_held,
                 self.k_hosts,
                 self.k_dirty_own,
+                # kombu's Redis transport keeps a queue's messages in a list of its name.
+                self._settings.for_kind(self.kind),
             ],
             args=[
                 limit,
                 _ms(self._settings.stale_after),
                 _ms(self._settings.host_lapse),
                 _ms(FORGET_LAPSED * self._settings.host_lapse),
+                _ms(self._settings.lost_after),
             ],
         )
-        *keys, due, expired, resent, lapsed = reply
+        *keys, due, expired, resent, lapsed, lost = reply
         to_send = [ObjectKey(_text(k)) for k in keys]
         if to_send:
             self._publish(to_send)
@@ -380,6 +384,7 @@ class WorkQueue:
             expired=int(expired),
             resent=int(resent),
             lapsed=int(lapsed),
+            lost=int(lost),
         )
 
     def held(self) -> dict[ObjectKey, str]:

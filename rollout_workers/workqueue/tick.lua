@@ -1,15 +1,20 @@
--- tick(limit, stale_ms, lapse_ms, forget_ms): move work whose time has come onto the queue.
+-- tick(limit, stale_ms, lapse_ms, forget_ms, lost_ms): move work whose time has come onto the
+-- queue.
 --   due timers      -> added (dirty if a worker holds the key)
 --   expired leases  -> the dead or stalled holder loses the key; it is queued again
 --   lapsed hosts    -> a still-queued key whose message a host without a heartbeat for lapse_ms
 --                      had reserved (or was publishing) is sent again
+--   lost messages   -> while no message waits on the broker list, a key queued longer than
+--                      lost_ms whose message no host has in hand was lost (a host killed
+--                      between popping it and recording it): sent again
 --   stale queued    -> a key queued longer than stale_ms whose message was lost is sent again
 -- KEYS: queued, active, leases, dirty, timers, stats, started, metrics(hash: `adds`),
 --       held(hash key->host, or host|pub while that host publishes the key's message),
---       hosts(zset host->last heartbeat ms, shared by every kind), dirty_own(hash, see add.lua)
--- Returns {keys to send..., } followed by four counts: due, expired, stale, lapsed.
+--       hosts(zset host->last heartbeat ms, shared by every kind), dirty_own(hash, see add.lua),
+--       broker(the Celery queue's list that carries this kind's messages)
+-- Returns {keys to send..., } followed by five counts: due, expired, stale, lapsed, lost.
 local limit, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
-local lapse, forget = tonumber(ARGV[3]), tonumber(ARGV[4])
+local lapse, forget, lost = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local send = {}
@@ -61,6 +66,22 @@ if #lapsed > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now - forget)
   if resent_lapsed > 0 then redis.call('HINCRBY', KEYS[6], 'host_lapsed', resent_lapsed) end
 end
+-- A message is on the broker list, in a host's hands (held), or lost. With the list empty, a key
+-- queued lost_ms ago and held by no one has none; lost_ms is far longer than a publish takes.
+local resent_lost = 0
+if redis.call('LLEN', KEYS[12]) == 0 then
+  local sending = {}
+  for _, k in ipairs(send) do sending[k] = true end
+  local waiting = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - lost, 'LIMIT', 0, limit)
+  for _, k in ipairs(waiting) do
+    if not sending[k] and redis.call('HEXISTS', KEYS[9], k) == 0 then
+      redis.call('ZADD', KEYS[1], 'XX', now, k)
+      send[#send + 1] = k
+      resent_lost = resent_lost + 1
+    end
+  end
+  if resent_lost > 0 then redis.call('HINCRBY', KEYS[6], 'message_lost', resent_lost) end
+end
 local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - stale, 'LIMIT', 0, limit)
 for _, k in ipairs(old) do
   redis.call('ZADD', KEYS[1], 'XX', now, k)
@@ -72,4 +93,5 @@ send[#send + 1] = #due
 send[#send + 1] = #expired
 send[#send + 1] = #old
 send[#send + 1] = resent_lapsed
+send[#send + 1] = resent_lost
 return send

@@ -203,11 +203,31 @@ def test_expired_lease_is_requeued_and_the_old_owner_fenced(
 def test_lost_message_is_sent_again_after_stale_after(
     wq: WorkQueue, sent: SentLog, rdb: redis.Redis
 ) -> None:
+    rdb.rpush("rollouts", "a message of another key")  # a backlog on the broker list
     wq.add([A])
     rdb.zadd(wq.k_queued, {A: 1})  # queued long ago, its message lost
-    assert wq.tick().resent == 1
+    result = wq.tick()
+    assert (result.resent, result.lost) == (1, 0)
     assert sent.sent == [A, A]
     assert wq.tick().resent == 0  # its wait restarted
+
+
+def test_a_message_that_is_nowhere_is_sent_again_after_lost_after(
+    wq: WorkQueue, sent: SentLog, rdb: redis.Redis
+) -> None:
+    """No message waits on the broker list and no host has A's in hand: it was lost (a host
+    killed between popping it and recording it). B's message is in a host's hands."""
+    wq.add([A, B])
+    rdb.hset(wq.k_held, B, "host-1")
+    assert wq.tick().lost == 0  # queued only now: its message may be on its way
+    seconds, micros = rdb.time()
+    five_seconds_ago = seconds * 1000 + micros // 1000 - 5000  # lost_after < 5 s < stale_after
+    rdb.zadd(wq.k_queued, {A: five_seconds_ago, B: five_seconds_ago})
+    assert wq.tick().lost == 1
+    assert sent.sent == [A, B, A]
+    rdb.zadd(wq.k_queued, {A: five_seconds_ago})
+    rdb.rpush("rollouts", "a message")  # one waits on the list: it may be A's
+    assert wq.tick().lost == 0
 
 
 def test_requeue_after_resets_failures_and_sets_a_timer(wq: WorkQueue, rdb: redis.Redis) -> None:
