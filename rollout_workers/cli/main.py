@@ -17,7 +17,6 @@ import click
 import yaml
 
 from rollout_workers import logs
-from rollout_workers.cli import actions
 from rollout_workers.cli.common import (
     F,
     Fail,
@@ -31,8 +30,33 @@ from rollout_workers.local import redis_server
 from rollout_workers.settings import CONTROLLERS, KINDS, Settings
 
 
+class _Commands(click.Group):
+    """The process and queue commands are defined here; the plugin-style commands (the
+    kubernetes client, the embedded API, the linter) load on first use, so a queue command such
+    as `enqueue` starts without importing them."""
+
+    _attached = False
+
+    def _attach(self) -> None:
+        if not self._attached:
+            self._attached = True
+            _attach_commands()
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None:
+            self._attach()
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._attach()
+        return super().list_commands(ctx)
+
+
 @click.group(
-    context_settings={"auto_envvar_prefix": "ROLLOUTS", "help_option_names": ["-h", "--help"]}
+    cls=_Commands,
+    context_settings={"auto_envvar_prefix": "ROLLOUTS", "help_option_names": ["-h", "--help"]},
 )
 def cli() -> None:
     """rollout-workers: Argo Rollouts-compatible progressive delivery on a Celery worker pool."""
@@ -468,6 +492,7 @@ def tick_age(runtime: Any) -> str:
 
 def _attach_commands() -> None:
     """Commands defined in their own modules."""
+    from rollout_workers.cli import actions
     from rollout_workers.cli.lint import lint
     from rollout_workers.cli.metrics import metrics, metrics_server
     from rollout_workers.cli.version import version
@@ -479,9 +504,6 @@ def _attach_commands() -> None:
     cli.add_command(lint)
     cli.add_command(version)
     actions.register(cli)
-
-
-_attach_commands()
 
 
 def main() -> None:

@@ -232,7 +232,8 @@ def scenario_3_update_while_paused(w: World) -> None:
 
 
 def scenario_4_bluegreen_scale_down_delay(w: World) -> None:
-    w.apply(*bluegreen("bg", 2, scaleDownDelaySeconds=5))
+    # Long enough that a loaded machine still sees the old ReplicaSet kept after the switch.
+    w.apply(*bluegreen("bg", 2, scaleDownDelaySeconds=15))
 
     def serving(o: Obj) -> bool:
         return phase(o) == "Healthy" and selector(w, "bg-active") != ""
