@@ -36,7 +36,8 @@ from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.ondemand import OnDemandReflectors, referenced_kinds
 from rollout_workers.watcher.recovery import RedisCheck
 from rollout_workers.watcher.reflector import Reflector
-from rollout_workers.watcher.routing import own_event, route
+from rollout_workers.watcher.routing import own_event, own_tenant, route
+from rollout_workers.workqueue import Priority
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,12 @@ class Watcher:
         wanted: dict[str, set[str]] = defaultdict(set)
         own: dict[str, dict[str, str]] = defaultdict(dict)  # kind -> key -> newest own event
         other: dict[str, set[str]] = defaultdict(set)  # kind -> keys woken by anything else
+        tenants: dict[str, dict[str, str]] = defaultdict(dict)  # kind -> key -> its tenant label
+        label = self.settings.queue.tenant_label
         for change in changes:
+            tenant = own_tenant(resource, change, label) if label else None
+            if tenant is not None:
+                tenants[tenant[0]][change.key] = tenant[1]
             mine = own_event(resource, change)
             for kind, keys in route(resource, change, self.lookup).items():
                 wanted[kind].update(keys)
@@ -118,7 +124,7 @@ class Watcher:
             queue = self.runtime.queue(kind)
             only_own = {k: v for k, v in own[kind].items() if k not in other[kind]}
             for i in range(0, len(valid), ADD_BATCH):
-                queue.add(valid[i : i + ADD_BATCH], own=only_own)
+                queue.add(valid[i : i + ADD_BATCH], own=only_own, tenants=tenants[kind])
 
     def requeue_all(self) -> dict[str, int]:
         """Add every cached object of every task kind to its queue (as a resync does)."""
@@ -132,7 +138,7 @@ class Watcher:
                     log.error("not queueing %s: %s", kind, err)
             queue = self.runtime.queue(kind)
             for i in range(0, len(keys), ADD_BATCH):
-                queue.add(keys[i : i + ADD_BATCH])
+                queue.add(keys[i : i + ADD_BATCH], priority=Priority.RESYNC)
             counts[kind] = len(keys)
         return counts
 

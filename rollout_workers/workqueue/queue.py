@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 
@@ -35,6 +35,21 @@ class Claim(enum.Enum):
     BUSY = 2
 
 
+class Claimed(NamedTuple):
+    """What a claim did, and to which key: with fairness on, the key whose turn it is, which
+    need not be the message's."""
+
+    status: Claim
+    key: ObjectKey
+
+
+class Priority(enum.StrEnum):
+    """The class of an add: events and user actions go before periodic resyncs."""
+
+    EVENT = "e"
+    RESYNC = "r"
+
+
 class Outcome(enum.StrEnum):
     OK = "ok"
     AFTER = "after"
@@ -59,6 +74,17 @@ class TickResult:
 
 
 @dataclass(frozen=True)
+class TenantDepth:
+    tenant: str
+    events: int  # keys queued by events and user actions
+    resyncs: int  # keys queued by periodic resyncs
+
+    @property
+    def queued(self) -> int:
+        return self.events + self.resyncs
+
+
+@dataclass(frozen=True)
 class QueueStats:
     kind: str
     queued: int
@@ -69,11 +95,17 @@ class QueueStats:
     known: int
     failing: list[tuple[str, int]]
     counters: dict[str, int]
+    fairness: str = "off"
+    tenants: list[TenantDepth] = field(default_factory=list)  # the deepest first
 
 
 @functools.cache
-def _source(name: str) -> str:
-    return resources.files(__package__).joinpath(f"{name}.lua").read_text()
+def _source(name: str, fair_mode: str | None = None) -> str:
+    """A script's text; with a fairness mode, preceded by it and the fair.lua functions."""
+    text = resources.files(__package__).joinpath(f"{name}.lua").read_text()
+    if fair_mode is None:
+        return text
+    return f"local FAIR_MODE = {fair_mode!r}\n{_source('fair')}{text}"
 
 
 def held_key(prefix: str, kind: str) -> str:
@@ -137,34 +169,49 @@ class WorkQueue:
         self.k_held = held_key(prefix, kind)
         self.k_hosts = hosts_key(prefix)
         self.k_metrics = MetricKeys(prefix).workqueue(kind)
+        self.k_fair = f"{base}:fair"
+        self.k_tenants = f"{base}:tenants"
         script = client.register_script
-        self._add = script(_source("add"))
-        self._claim = script(_source("claim"))
+        mode = settings.fair_mode
+        self._add = script(_source("add", mode))
+        self._claim = script(_source("claim", mode))
         self._extend = script(_source("extend"))
-        self._done = script(_source("done"))
+        self._done = script(_source("done", mode))
         self._add_after = script(_source("add_after"))
         self._add_rate_limited = script(_source("add_rate_limited"))
-        self._tick = script(_source("tick"))
-        self._requeue = script(_source("requeue"))
-        self._release = script(_source("release"))
+        self._tick = script(_source("tick", mode))
+        self._requeue = script(_source("requeue", mode))
+        self._release = script(_source("release", mode))
         self._sent = script(_source("sent"))
 
     # -- producers -------------------------------------------------------------------------
 
-    def add(self, keys: Iterable[str], *, own: Mapping[str, str] | None = None) -> AddResult:
+    def add(
+        self,
+        keys: Iterable[str],
+        *,
+        own: Mapping[str, str] | None = None,
+        tenants: Mapping[str, str] | None = None,
+        priority: Priority = Priority.EVENT,
+    ) -> AddResult:
         """Mark keys as needing a reconcile; send a message for each one newly queued.
 
         `own` maps a key to the resourceVersion of the object's own watch event that is the
         only cause of this add: a key held by a worker is then marked dirty with it, and `done`
-        does not queue the key again if its controller wrote that version itself."""
+        does not queue the key again if its controller wrote that version itself.
+        `tenants` maps a key to the tenant its object names (fairness by label: the watcher
+        has the object); it is recorded for the adds that do not have it.
+        `priority` RESYNC queues keys behind every event of their tenant; an EVENT add of a key
+        a resync queued moves it up."""
         checked = [parse_key(k) for k in keys]
         if not checked:
             return AddResult()
         own = own or {}
-        pairs: list[str] = []
+        tenants = tenants or {}
+        triples: list[str] = []
         for key in checked:
             version = own.get(key, "")
-            pairs += [key, version if version.isdigit() else ""]
+            triples += [key, version if version.isdigit() else "", tenants.get(key, "")]
         codes = self._add(
             keys=[
                 self.k_queued,
@@ -174,8 +221,10 @@ class WorkQueue:
                 self.k_metrics,
                 self.k_held,
                 self.k_dirty_own,
+                self.k_fair,
+                self.k_tenants,
             ],
-            args=[self._holder, *pairs],
+            args=[self._holder, priority.value, *triples],
         )
         result = AddResult()
         for key, code in zip(checked, codes, strict=True):
@@ -214,8 +263,10 @@ class WorkQueue:
 
     # -- consumers -------------------------------------------------------------------------
 
-    def claim(self, key: ObjectKey, token: str) -> Claim:
-        code = self._claim(
+    def claim(self, key: ObjectKey, token: str) -> Claimed:
+        """Claim for a message sent for `key`: with fairness off that key, else the key whose
+        turn it is (round robin over tenants, events before resyncs, oldest first)."""
+        code, claimed = self._claim(
             keys=[
                 self.k_queued,
                 self.k_active,
@@ -226,10 +277,12 @@ class WorkQueue:
                 self.k_metrics,
                 self.k_held,
                 self.k_dirty_own,
+                self.k_fair,
+                self.k_tenants,
             ],
             args=[key, token, _ms(self._settings.lease_ttl), *_BOUNDS_MS],
         )
-        return Claim(int(code))
+        return Claimed(Claim(int(code)), ObjectKey(_text(claimed)))
 
     def heartbeat(self, key: ObjectKey, token: str) -> bool:
         """Extend the lease; False means another owner has the key and the caller must stop."""
@@ -270,6 +323,8 @@ class WorkQueue:
             self.k_held,
             self.k_dirty_own,
             own_key(self._prefix, self.kind, key),
+            self.k_fair,
+            self.k_tenants,
         ]
         extra: list[str | int] = []
         index: dict[str, int] = {}
@@ -307,7 +362,8 @@ class WorkQueue:
         sent = [
             ObjectKey(_text(k))
             for k in self._requeue(
-                keys=[self.k_queued, self.k_stats, self.k_held], args=[self._holder, *checked]
+                keys=[self.k_queued, self.k_stats, self.k_held, self.k_fair, self.k_tenants],
+                args=[self._holder, *checked],
             )
         ]
         if sent:
@@ -328,6 +384,8 @@ class WorkQueue:
                 self.k_stats,
                 self.k_held,
                 self.k_dirty_own,
+                self.k_fair,
+                self.k_tenants,
             ],
             args=[self._holder, *token_prefixes],
         )
@@ -354,6 +412,8 @@ class WorkQueue:
                 self.k_held,
                 self.k_hosts,
                 self.k_dirty_own,
+                self.k_fair,
+                self.k_tenants,
             ],
             args=[
                 limit,
@@ -389,7 +449,7 @@ class WorkQueue:
         keys = self.known(namespace)
         total = AddResult()
         for i in range(0, len(keys), batch):
-            part = self.add(keys[i : i + batch])
+            part = self.add(keys[i : i + batch], priority=Priority.RESYNC)
             total.queued.extend(part.queued)
             total.coalesced.extend(part.coalesced)
             total.dirty.extend(part.dirty)
@@ -407,7 +467,9 @@ class WorkQueue:
         pipe.scard(self.k_known)
         pipe.hgetall(self.k_failures)
         pipe.hgetall(self.k_stats)
-        queued, active, dirty, timers, due, known, failures, counters = pipe.execute()
+        pipe.lrange(f"{self.k_fair}:{Priority.EVENT.value}", 0, -1)
+        pipe.lrange(f"{self.k_fair}:{Priority.RESYNC.value}", 0, -1)
+        queued, active, dirty, timers, due, known, failures, counters, *rings = pipe.execute()
         failing = sorted(
             ((_text(k), int(v)) for k, v in failures.items()), key=lambda kv: (-kv[1], kv[0])
         )
@@ -421,7 +483,25 @@ class WorkQueue:
             known=int(known),
             failing=failing[:top],
             counters={_text(k): int(v) for k, v in counters.items()},
+            fairness=self._settings.fairness,
+            tenants=self._tenant_depths(rings, top),
         )
+
+    def _tenant_depths(self, rings: list[list[bytes]], top: int) -> list[TenantDepth]:
+        """The `top` tenants with the most queued keys (their ring entries' queue lengths)."""
+        names = [(p, _text(t)) for p, ring in zip(Priority, rings, strict=True) for t in ring]
+        pipe = self._redis.pipeline(transaction=False)
+        for p, tenant in names:
+            pipe.zcard(f"{self.k_fair}:{p.value}:{tenant}")
+        depth: dict[str, dict[Priority, int]] = {}
+        for (p, tenant), n in zip(names, pipe.execute() if names else [], strict=True):
+            depth.setdefault(tenant, {})[p] = int(n)
+        ranked = [
+            TenantDepth(t, d.get(Priority.EVENT, 0), d.get(Priority.RESYNC, 0))
+            for t, d in depth.items()
+        ]
+        ranked.sort(key=lambda d: (-d.queued, d.tenant))
+        return ranked[:top]
 
     def durations(self) -> list[float]:
         """Recent reconcile durations in seconds, newest first."""
