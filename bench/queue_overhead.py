@@ -248,7 +248,7 @@ def lua_inner_calls(client: redis.Redis, settings: Settings, m: int) -> Counter[
         cal.add(chunk)
     for key in keys:
         token = f"cal:{key}"
-        if cal.claim(ObjectKey(key), token) is not Claim.CLAIMED:
+        if cal.claim(ObjectKey(key), token).status is not Claim.CLAIMED:
             raise RuntimeError(f"calibration could not claim {key}")
         cal.done(ObjectKey(key), token, Outcome.OK, duration=0.0)
     calls = command_calls(client)

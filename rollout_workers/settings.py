@@ -101,6 +101,22 @@ class QueueSettings(BaseModel):
     tick_batch: int = Field(
         default=1000, gt=0, description="Most keys one timer tick moves per kind and per source."
     )
+    fairness: str = Field(
+        default="namespace",
+        pattern=r"^(namespace|off|label:[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?)$",
+        description="Tenant of a key for fair claiming: 'namespace', 'label:<name>' (a label "
+        "on the object, else its namespace), or 'off' (plain FIFO, no priority classes).",
+    )
+
+    @property
+    def tenant_label(self) -> str | None:
+        """The label naming an object's tenant, when fairness is keyed by one."""
+        return self.fairness.removeprefix("label:") if self.fairness.startswith("label:") else None
+
+    @property
+    def fair_mode(self) -> str:
+        """The fairness as the workqueue's scripts name it: off, namespace or label."""
+        return self.fairness.split(":", 1)[0]
 
     def for_kind(self, kind: str) -> str:
         """The Celery queue that serves a task kind."""

@@ -7,6 +7,7 @@ non-zero; no traceback reaches the user.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -450,17 +451,19 @@ def queue() -> None:
 @queue.command()
 @state_dir_option
 @click.option("--kind", type=click.Choice(sorted(KINDS)), default=None, help="Only this kind.")
-@click.option("--top", type=int, default=10, show_default=True, help="Failing keys to list.")
+@click.option(
+    "--top", type=int, default=10, show_default=True, help="Failing keys and tenants to list."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @friendly_errors
 def stats(state_dir: Path | None, kind: str | None, top: int, as_json: bool) -> None:
-    """Queued, active and dirty counts, timers, and the keys failing most."""
+    """Queued, active and dirty counts, timers, the deepest tenants and the keys failing most."""
     settings = load_settings(state_dir=state_dir)
     runtime = build_runtime(settings)
     kinds = [kind] if kind else list(KINDS)
     all_stats = [runtime.queue(k).stats(top=top) for k in kinds]
     if as_json:
-        click.echo(json.dumps([vars(s) for s in all_stats], indent=2))
+        click.echo(json.dumps([dataclasses.asdict(s) for s in all_stats], indent=2))
         return
     click.echo(
         f"{'KIND':<14}{'QUEUED':>8}{'ACTIVE':>8}{'DIRTY':>8}{'TIMERS':>8}{'DUE':>6}"
@@ -472,6 +475,12 @@ def stats(state_dir: Path | None, kind: str | None, top: int, as_json: bool) -> 
             f"{s.known:>8}{s.counters.get('reconciles', 0):>12}{s.counters.get('error', 0):>8}"
         )
     click.echo(f"\nlast timer tick: {tick_age(runtime)}")
+    for s in all_stats:
+        if s.tenants:
+            click.echo(f"\nqueued {s.kind} by tenant ({s.fairness}, top {top}):")
+            click.echo(f"  {'TENANT':<40}{'QUEUED':>8}{'EVENTS':>8}{'RESYNC':>8}")
+            for t in s.tenants:
+                click.echo(f"  {t.tenant:<40}{t.queued:>8}{t.events:>8}{t.resyncs:>8}")
     for s in all_stats:
         if s.failing:
             click.echo(f"\nfailing {s.kind} keys:")

@@ -9,6 +9,7 @@ dependencies passed in rather than importing them.
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -103,6 +104,21 @@ def noop(runtime: Runtime) -> Handler:
     """The handler of a kind whose reconciler is not installed: every sync succeeds at once."""
 
     def handle(request: SyncRequest) -> Result:
+        return Result.done()
+
+    return handle
+
+
+def timed(runtime: Runtime) -> Handler:
+    """A stand-in reconciler for benchmarks: every sync takes the seconds in Redis at
+    `<prefix>:bench:sync_seconds` (read once, when the handler is built) and succeeds, and
+    records when it started in the hash `<prefix>:bench:started` (key -> Unix time)."""
+    prefix = runtime.settings.redis.key_prefix
+    seconds = float(runtime.redis.get(f"{prefix}:bench:sync_seconds") or 0)
+
+    def handle(request: SyncRequest) -> Result:
+        runtime.redis.hset(f"{prefix}:bench:started", request.key, time.time())
+        time.sleep(seconds)
         return Result.done()
 
     return handle

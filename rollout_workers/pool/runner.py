@@ -112,11 +112,16 @@ class SyncReport:
     duration: float = 0.0
     delay: float = 0.0  # of a requeue-after
 
-    def describe(self) -> str:
-        """The outcome as one readable phrase (a sync task's result, as Flower shows it)."""
+    def describe(self, sent_for: object = None) -> str:
+        """The outcome as one readable phrase (a sync task's result, as Flower shows it),
+        naming the key reconciled when it is not `sent_for`, the message's key."""
         if self.status == Outcome.AFTER.value:
-            return f"requeue after {self.delay:g}s"
-        return _PHRASES.get(self.status, self.status)
+            phrase = f"requeue after {self.delay:g}s"
+        else:
+            phrase = _PHRASES.get(self.status, self.status)
+        if sent_for is not None and sent_for != self.key:
+            phrase += f" ({self.key}, whose turn it was)"
+        return phrase
 
 
 _PHRASES = {
@@ -146,7 +151,8 @@ def run_sync(
         return SyncReport("invalid", repr(raw_key))
     token = new_token()
     try:
-        claim = queue.claim(key, token)
+        # With fairness on, the message is a wake-up for whichever key's turn it is.
+        claim, key = queue.claim(key, token)
     except redis.RedisError as err:
         # The key stays queued; the tick resends its message once Redis is back.
         log.error("cannot claim %s/%s: %s", queue.kind, key, err)

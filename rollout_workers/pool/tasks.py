@@ -160,7 +160,7 @@ def _register_sync(app: Celery, state: ProcessState, kind: str) -> None:
             counts=state.runtime.counts,
         )
         # The key is the task's argument and this phrase its result: both are what Flower shows.
-        return report.describe()
+        return report.describe(sent_for=key)
 
     sync.__doc__ = f"Reconcile one {kind} key under the workqueue's lease."
     app.task(name=sync_task_name(kind), ignore_result=True)(sync)

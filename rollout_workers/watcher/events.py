@@ -17,7 +17,6 @@ least as new as the change that woke it.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -31,9 +30,8 @@ from rollout_workers.cache.indexers import object_key
 from rollout_workers.cache.store import apply_source
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.kube.resources import Resource
-from rollout_workers.watcher.routing import SELF, Lookup, own_event, route
+from rollout_workers.watcher.routing import SELF, Lookup, own_event, own_tenant, route
 from rollout_workers.workqueue import WorkQueue
-from rollout_workers.workqueue.queue import script_source
 
 log = logging.getLogger(__name__)
 
@@ -41,66 +39,74 @@ Obj = dict[str, Any]
 
 ADD_BATCH = 1000
 
-#: KEYS: apply.lua's, then per task kind add.lua's. ARGV: apply.lua's (ARGV[1] = how many),
-#: then the number of kinds, then per kind: how many Redis keys, how many (key, own) pairs, the
-#: position of the event's own object among them (0: none), add.lua's holder, the pairs.
-#: Returns apply.lua's answer followed by add.lua's codes per kind (none when it was older).
+#: KEYS: apply.lua's, then per task kind add.lua's. ARGV: how many arguments apply.lua takes,
+#: those, the number of kinds, then per kind: how many Redis keys, leading arguments, arguments
+#: per key and keys; the position of the event's own object among the keys (0: none); the
+#: leading arguments; the arguments of each key. Returns apply.lua's answer, then per kind
+#: add.lua's code for each key (-1 for the own object's key, not added after its own write).
 _GLUE = """
 local na = tonumber(ARGV[1])
 local aargs = {}
 for i = 1, na do aargs[i] = ARGV[1 + i] end
-local akeys = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
-local applied = apply_lua(akeys, aargs)
+local applied = apply_lua({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, aargs)
 local out = {applied}
 if applied[3] == 1 then return out end
 local ki, ai = 6, 2 + na
 local kinds = tonumber(ARGV[ai])
 ai = ai + 1
 for _ = 1, kinds do
-  local nk, np, mine = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1]), tonumber(ARGV[ai + 2])
-  local keys, args = {}, {ARGV[ai + 3]}
-  ai = ai + 4
+  local nk, nhead, per = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1]), tonumber(ARGV[ai + 2])
+  local n, mine = tonumber(ARGV[ai + 3]), tonumber(ARGV[ai + 4])
+  ai = ai + 5
+  local keys, args = {}, {}
   for j = 0, nk - 1 do keys[#keys + 1] = KEYS[ki + j] end
   ki = ki + nk
-  local sent = {}
-  for p = 1, np do
+  for j = 0, nhead - 1 do args[#args + 1] = ARGV[ai + j] end
+  ai = ai + nhead
+  local taken = {}
+  for p = 1, n do
     if not (p == mine and applied[2] == 1) then
-      args[#args + 1] = ARGV[ai]
-      args[#args + 1] = ARGV[ai + 1]
-      sent[#sent + 1] = p
+      for j = 0, per - 1 do args[#args + 1] = ARGV[ai + j] end
+      taken[#taken + 1] = p
     end
-    ai = ai + 2
+    ai = ai + per
   end
   local codes = {}
-  if #sent > 0 then codes = add_lua(keys, args) end
+  if #taken > 0 then codes = add_lua(keys, args) end
   local full = {}
-  for p = 1, np do full[p] = -1 end
-  for i, p in ipairs(sent) do full[p] = codes[i] end
+  for p = 1, n do full[p] = -1 end
+  for i, p in ipairs(taken) do full[p] = codes[i] end
   out[#out + 1] = full
 end
 return out
 """
 
 
-@functools.cache
-def event_script() -> str:
-    """apply.lua and add.lua as functions of their own KEYS and ARGV, and the glue above."""
+def event_script(add_source: str) -> str:
+    """apply.lua and a queue's add script as functions of their own KEYS and ARGV, then the
+    glue above."""
     return (
         f"local function apply_lua(KEYS, ARGV)\n{apply_source()}\nend\n"
-        f"local function add_lua(KEYS, ARGV)\n{script_source('add')}\nend\n{_GLUE}"
+        f"local function add_lua(KEYS, ARGV)\n{add_source}\nend\n{_GLUE}"
     )
 
 
 @dataclass
 class Wanted:
-    """The keys some changes wake, per task kind, and which were woken only by the object's own
-    events (with the newest such resourceVersion: see WorkQueue.add `own`)."""
+    """The keys some changes wake, per task kind, which were woken only by the object's own
+    events (with the newest such resourceVersion: see WorkQueue.add `own`), and the tenants the
+    changed objects name (fairness by label: see WorkQueue.add `tenants`)."""
 
+    label: str | None = None  # the tenant label, when fairness is by label
     keys: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     own: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     other: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    tenants: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
 
     def add(self, resource: Resource, change: Change, lookup: Lookup) -> None:
+        tenant = own_tenant(resource, change, self.label) if self.label else None
+        if tenant is not None:
+            self.tenants[tenant[0]][change.key] = tenant[1]
         mine = own_event(resource, change)
         for kind, keys in route(resource, change, lookup).items():
             self.keys[kind].update(keys)
@@ -124,10 +130,14 @@ class EventQueuer:
         kinds: Iterable[str],
         queue: Callable[[str], WorkQueue],
         lookup: Lookup,
+        add_source: str,
+        tenant_label: str | None = None,
     ) -> None:
+        """`add_source`: the queues' add script (WorkQueue.add_source, the same for every kind
+        of one process' settings)."""
         self.kinds = set(kinds)
-        self._queue, self._lookup = queue, lookup
-        self._script = client.register_script(event_script())
+        self._queue, self._lookup, self._label = queue, lookup, tenant_label
+        self._script = client.register_script(event_script(add_source))
 
     def _valid(self, kind: str, keys: Iterable[str]) -> list[ObjectKey]:
         valid = []
@@ -140,22 +150,24 @@ class EventQueuer:
 
     def changes(self, resource: Resource, changes: list[Change]) -> None:
         """Queue what changes already written to the cache wake."""
-        wanted = Wanted()
+        wanted = Wanted(self._label)
         for change in changes:
             wanted.add(resource, change, self._lookup)
         for kind, keys in wanted.keys.items():
             if kind not in self.kinds:  # a controller this watcher does not serve
                 continue
-            valid, own = self._valid(kind, keys), wanted.only_own(kind)
-            queue = self._queue(kind)
-            for i in range(0, len(valid), ADD_BATCH):
-                queue.add(valid[i : i + ADD_BATCH], own=own)
+            self._add(kind, self._valid(kind, keys), wanted)
+
+    def _add(self, kind: str, valid: list[ObjectKey], wanted: Wanted) -> None:
+        queue, own, tenants = self._queue(kind), wanted.only_own(kind), wanted.tenants[kind]
+        for i in range(0, len(valid), ADD_BATCH):
+            queue.add(valid[i : i + ADD_BATCH], own=own, tenants=tenants)
 
     def event(self, writer: CacheWriter, event_type: str, obj: Obj) -> Change:
         """Apply one watch event to the cache and queue what it wakes, in one script call."""
         resource = writer.resource
         provisional = Change(event_type, object_key(obj), obj, None)
-        wanted = Wanted()
+        wanted = Wanted(self._label)
         wanted.add(resource, provisional, self._lookup)
         keys, apply_args = writer.apply_call(event_type, obj)
         groups: list[Any] = []
@@ -171,15 +183,15 @@ class EventQueuer:
             if not valid:
                 continue
             queue = self._queue(kind)
-            add_keys, add_args = queue.add_call(valid, wanted.only_own(kind))
+            add_keys, head, per_key = queue.add_call(
+                valid, wanted.only_own(kind), wanted.tenants[kind]
+            )
             itself = SELF.get(resource) == kind and provisional.key in valid
             keys += add_keys
-            groups += [
-                len(add_keys),
-                len(valid),
-                valid.index(ObjectKey(provisional.key)) + 1 if itself else 0,
-            ]
-            groups += add_args
+            groups += [len(add_keys), len(head), len(per_key[0]), len(valid)]
+            groups.append(valid.index(ObjectKey(provisional.key)) + 1 if itself else 0)
+            groups += head
+            groups += [arg for one in per_key for arg in one]
             batches.append((queue, valid))
         reply = self._script(keys=keys, args=[len(apply_args), *apply_args, len(batches), *groups])
         change = writer.applied(event_type, obj, reply[0])
@@ -188,8 +200,5 @@ class EventQueuer:
             queue.added([k for k, _ in taken], [c for _, c in taken])
         if not change.older:
             for kind in later:  # the ordinary path, after the write
-                valid = self._valid(kind, wanted.keys[kind])
-                queue = self._queue(kind)
-                for i in range(0, len(valid), ADD_BATCH):
-                    queue.add(valid[i : i + ADD_BATCH], own=wanted.only_own(kind))
+                self._add(kind, self._valid(kind, wanted.keys[kind]), wanted)
         return change

@@ -37,6 +37,8 @@ from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.ondemand import OnDemandReflectors, referenced_kinds
 from rollout_workers.watcher.recovery import RedisCheck
 from rollout_workers.watcher.reflector import Reflector
+from rollout_workers.workqueue import Priority
+from rollout_workers.workqueue.queue import script_source
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,14 @@ class Watcher:
             for res in watched(settings.watcher.controllers, namespace=settings.kube.namespace)
         ]
         self.kinds = queued_kinds(settings.watcher.controllers)
-        self.queuer = EventQueuer(client, kinds=self.kinds, queue=runtime.queue, lookup=self.lookup)
+        self.queuer = EventQueuer(
+            client,
+            kinds=self.kinds,
+            queue=runtime.queue,
+            lookup=self.lookup,
+            add_source=script_source("add", settings.queue.fair_mode),
+            tenant_label=settings.queue.tenant_label,
+        )
         self.threads: list[threading.Thread] = []
         self.on_demand: OnDemandReflectors | None = None
         if "rollouts" in self.kinds:
@@ -115,7 +124,7 @@ class Watcher:
                     log.error("not queueing %s: %s", kind, err)
             queue = self.runtime.queue(kind)
             for i in range(0, len(keys), ADD_BATCH):
-                queue.add(keys[i : i + ADD_BATCH])
+                queue.add(keys[i : i + ADD_BATCH], priority=Priority.RESYNC)
             counts[kind] = len(keys)
         return counts
 

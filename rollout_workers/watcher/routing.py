@@ -47,6 +47,17 @@ def own_event(resource: r.Resource, change: Change) -> tuple[str, str] | None:
     return kind, version
 
 
+def own_tenant(resource: r.Resource, change: Change, label: str) -> tuple[str, str] | None:
+    """(task kind, tenant) when the change is of an object its kind reconciles: the tenant is
+    the object's `label`, else its namespace (fairness by label, see WorkQueue.add)."""
+    kind = SELF.get(resource)
+    if kind is None or change.type == "DELETED":
+        return None
+    metadata = change.obj.get("metadata") or {}
+    tenant = (metadata.get("labels") or {}).get(label) or metadata.get("namespace") or ""
+    return (kind, str(tenant)) if tenant else None
+
+
 def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
     keys: Keys = defaultdict(set)
     if change.older:

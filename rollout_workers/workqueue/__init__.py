@@ -9,6 +9,16 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
 
 * Coalescing: a key added many times while it waits is processed once (`queued` zset; only the
   add that inserts the key sends a message).
+* Fairness: a message is a wake-up for any queued key. With `queue.fairness` on (by namespace,
+  or by a tenant label the watcher records in the `tenants` hash), `claim` takes the key whose
+  turn it is: round robin over the tenants with queued keys, events and user actions (class
+  `e`) before periodic resyncs (`r`, `WorkQueue.resync`), each class its own ring, and the
+  oldest key first within a tenant; an event for a key a resync queued moves it up. So one
+  tenant's mass update or a resync delays another tenant's event by about one turn per
+  tenant with queued events, not by their depth (fair.lua). Each queued key still has one
+  message outstanding; the message that took another key leaves its own key's message
+  standing for it, and the dead-host and hand-back paths make up for a lost message by count.
+  With fairness `off`, a message claims its own key (plain FIFO).
 * Exclusivity: a key is never processed by two live workers at once. `claim` takes a lease with
   an owner token; a claim that finds another live owner marks the key dirty and drops its
   message.
@@ -55,9 +65,12 @@ from rollout_workers.workqueue.hosts import Hosts
 from rollout_workers.workqueue.queue import (
     AddResult,
     Claim,
+    Claimed,
     Outcome,
+    Priority,
     QueueStats,
     Sender,
+    TenantDepth,
     TickResult,
     WorkQueue,
     held_key,
@@ -67,10 +80,13 @@ from rollout_workers.workqueue.queue import (
 __all__ = [
     "AddResult",
     "Claim",
+    "Claimed",
     "Hosts",
     "Outcome",
+    "Priority",
     "QueueStats",
     "Sender",
+    "TenantDepth",
     "TickResult",
     "WorkQueue",
     "held_key",

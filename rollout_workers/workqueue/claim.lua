@@ -1,29 +1,38 @@
--- claim(key, token, ttl_ms, bounds_ms...): take exclusive hold of a key for one reconcile.
+-- claim(message key, token, ttl_ms, bounds_ms...): take exclusive hold of a key for one
+-- reconcile. With fairness off that is the message's own key; with it on, whichever key's turn
+-- it is (fair.lua): every queued key has one message outstanding, so any message may take any
+-- queued key, and one arriving when no tenant queue holds a key falls back to its own.
 -- KEYS: queued, active(hash key->owner), leases(zset key->deadline ms), dirty, stats,
 --       started(hash key->claim ms, for unfinished work), metrics(hash: the queue-duration
 --       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us),
---       held(hash key->who has its message in hand), dirty_own(hash, see add.lua)
--- Returns 1 claimed, 0 stale (the key is not queued: a duplicate or late message), 2 busy
--- (another live owner holds it: the key is marked dirty so that owner's done() requeues it).
-local k, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+--       held(hash key->who has its message in hand), dirty_own(hash, see add.lua),
+--       fair prefix, tenants
+-- Returns {code, key}: the key taken (or the message's, when stale) and 1 claimed, 0 stale (the
+-- key is not queued: a duplicate or late message), 2 busy (another live owner holds it: the key
+-- is marked dirty so that owner's done() requeues it).
+local msg, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
--- Whatever the outcome, no host has this key's message in hand any more: a claim removes the
--- key from `queued`, and a stale claim finds it not queued, when no record matters.
-redis.call('HDEL', KEYS[8], k)
+fair_keys(KEYS[10], KEYS[11])
+-- Whatever the outcome, no host has this message in hand any more. The key taken may be
+-- another one: its own message is still out there, and keeps its record.
+redis.call('HDEL', KEYS[8], msg)
+local k = msg
+if FAIR_MODE ~= 'off' then k = fair_next() or msg end
 local enqueued = redis.call('ZSCORE', KEYS[1], k)
 if not enqueued then
   redis.call('HINCRBY', KEYS[5], 'stale', 1)
-  return 0
+  return {0, k}
 end
 redis.call('ZREM', KEYS[1], k)
+fair_drop(k)
 if redis.call('HEXISTS', KEYS[2], k) == 1 then
   local deadline = tonumber(redis.call('ZSCORE', KEYS[3], k) or '0')
   if deadline > now then
     redis.call('SADD', KEYS[4], k)
     redis.call('HDEL', KEYS[9], k)
     redis.call('HINCRBY', KEYS[5], 'busy', 1)
-    return 2
+    return {2, k}
   end
   -- The holder's lease ran out (it died or stalled); it is fenced off by the owner token.
   redis.call('HINCRBY', KEYS[5], 'lease_expired', 1)
@@ -41,4 +50,4 @@ for i = 4, #ARGV do
 end
 redis.call('HINCRBY', KEYS[7], 'queue|b' .. bucket, 1)
 redis.call('HINCRBY', KEYS[7], 'queue|sum', waited * 1000)
-return 1
+return {1, k}

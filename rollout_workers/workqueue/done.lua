@@ -6,7 +6,8 @@
 --       metrics(hash: `retries`), held(hash key->who has its message in hand),
 --       dirty_own(hash key->resourceVersion, see add.lua), own_written(string: the newest
 --       resourceVersion of the object that its controller wrote, kept by the caller's
---       controller; absent when it records none), then the hashes the increments name
+--       controller; absent when it records none), fair prefix, tenants (see fair.lua), then
+--       the hashes the increments name
 -- holder: the caller's host ('' for none), recorded as the publisher of a dirty key's message
 -- increments: triples (index into KEYS, field, amount), applied with the outcome (the
 -- caller's metrics ride on this call instead of costing another round trip)
@@ -29,6 +30,7 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call('HDEL', KEYS[2], k)
 redis.call('ZREM', KEYS[3], k)
 redis.call('HDEL', KEYS[10], k)
+fair_keys(KEYS[15], KEYS[16])
 for i = 10, #ARGV, 3 do
   redis.call('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
 end
@@ -50,6 +52,7 @@ end
 if outcome == 'gone' then
   redis.call('SREM', KEYS[7], k)
   redis.call('ZREM', KEYS[6], k)
+  redis.call('HDEL', KEYS[16], k)
 end
 if due then
   local current = redis.call('ZSCORE', KEYS[6], k)
@@ -68,6 +71,7 @@ if redis.call('SREM', KEYS[4], k) == 1 then
     if outcome == 'gone' then redis.call('SADD', KEYS[7], k) end
     if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
       send = 1
+      fair_push(k, 'e', now)
       if ARGV[9] ~= '' then redis.call('HSET', KEYS[12], k, ARGV[9]) end
     end
   end

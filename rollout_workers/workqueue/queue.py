@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 
@@ -33,6 +33,21 @@ class Claim(enum.Enum):
     CLAIMED = 1
     STALE = 0
     BUSY = 2
+
+
+class Claimed(NamedTuple):
+    """What a claim did, and to which key: with fairness on, the key whose turn it is, which
+    need not be the message's."""
+
+    status: Claim
+    key: ObjectKey
+
+
+class Priority(enum.StrEnum):
+    """The class of an add: events and user actions go before periodic resyncs."""
+
+    EVENT = "e"
+    RESYNC = "r"
 
 
 class Outcome(enum.StrEnum):
@@ -60,6 +75,17 @@ class TickResult:
 
 
 @dataclass(frozen=True)
+class TenantDepth:
+    tenant: str
+    events: int  # keys queued by events and user actions
+    resyncs: int  # keys queued by periodic resyncs
+
+    @property
+    def queued(self) -> int:
+        return self.events + self.resyncs
+
+
+@dataclass(frozen=True)
 class QueueStats:
     kind: str
     queued: int
@@ -70,12 +96,18 @@ class QueueStats:
     known: int
     failing: list[tuple[str, int]]
     counters: dict[str, int]
+    fairness: str = "off"
+    tenants: list[TenantDepth] = field(default_factory=list)  # the deepest first
 
 
 @functools.cache
-def script_source(name: str) -> str:
-    """The text of one of the workqueue's Lua scripts (`add`, `claim`, ...)."""
-    return resources.files(__package__).joinpath(f"{name}.lua").read_text()
+def script_source(name: str, fair_mode: str | None = None) -> str:
+    """The text of one of the workqueue's Lua scripts (`add`, `claim`, ...); with a fairness
+    mode, preceded by it and the fair.lua functions."""
+    text = resources.files(__package__).joinpath(f"{name}.lua").read_text()
+    if fair_mode is None:
+        return text
+    return f"local FAIR_MODE = {fair_mode!r}\n{script_source('fair')}{text}"
 
 
 def held_key(prefix: str, kind: str) -> str:
@@ -139,42 +171,62 @@ class WorkQueue:
         self.k_held = held_key(prefix, kind)
         self.k_hosts = hosts_key(prefix)
         self.k_metrics = MetricKeys(prefix).workqueue(kind)
+        self.k_fair = f"{base}:fair"
+        self.k_tenants = f"{base}:tenants"
         script = client.register_script
-        self._add = script(script_source("add"))
-        self._claim = script(script_source("claim"))
+        mode = settings.fair_mode
+        self.add_source = script_source("add", mode)  # see add_call
+        self._add = script(self.add_source)
+        self._claim = script(script_source("claim", mode))
         self._extend = script(script_source("extend"))
-        self._done = script(script_source("done"))
+        self._done = script(script_source("done", mode))
         self._add_after = script(script_source("add_after"))
         self._add_rate_limited = script(script_source("add_rate_limited"))
-        self._tick = script(script_source("tick"))
-        self._requeue = script(script_source("requeue"))
-        self._release = script(script_source("release"))
+        self._tick = script(script_source("tick", mode))
+        self._requeue = script(script_source("requeue", mode))
+        self._release = script(script_source("release", mode))
         self._sent = script(script_source("sent"))
 
     # -- producers -------------------------------------------------------------------------
 
-    def add(self, keys: Iterable[str], *, own: Mapping[str, str] | None = None) -> AddResult:
+    def add(
+        self,
+        keys: Iterable[str],
+        *,
+        own: Mapping[str, str] | None = None,
+        tenants: Mapping[str, str] | None = None,
+        priority: Priority = Priority.EVENT,
+    ) -> AddResult:
         """Mark keys as needing a reconcile; send a message for each one newly queued.
 
         `own` maps a key to the resourceVersion of the object's own watch event that is the
         only cause of this add: a key held by a worker is then marked dirty with it, and `done`
-        does not queue the key again if its controller wrote that version itself."""
+        does not queue the key again if its controller wrote that version itself.
+        `tenants` maps a key to the tenant its object names (fairness by label: the watcher
+        has the object); it is recorded for the adds that do not have it.
+        `priority` RESYNC queues keys behind every event of their tenant; an EVENT add of a key
+        a resync queued moves it up."""
         checked = [parse_key(k) for k in keys]
         if not checked:
             return AddResult()
-        redis_keys, args = self.add_call(checked, own or {})
+        redis_keys, head, per_key = self.add_call(checked, own or {}, tenants or {}, priority)
+        args = [*head, *(arg for one in per_key for arg in one)]
         return self.added(checked, self._add(keys=redis_keys, args=args))
 
     def add_call(
-        self, keys: Sequence[ObjectKey], own: Mapping[str, str]
-    ) -> tuple[list[str], list[str]]:
-        """The Redis keys and arguments of add.lua for these checked keys (see `add`), for a
-        caller that runs it inside a script of its own (`scriptscript_source("add")`)."""
-        args = [self._holder]
+        self,
+        keys: Sequence[ObjectKey],
+        own: Mapping[str, str],
+        tenants: Mapping[str, str],
+        priority: Priority = Priority.EVENT,
+    ) -> tuple[list[str], list[str], list[list[str]]]:
+        """add.lua's Redis keys, leading arguments and arguments per key for these checked keys
+        (see `add`), for a caller that runs `add_source` inside a script of its own."""
+        per_key = []
         for key in keys:
             version = own.get(key, "")
-            args += [key, version if version.isdigit() else ""]
-        return [
+            per_key.append([key, version if version.isdigit() else "", tenants.get(key, "")])
+        redis_keys = [
             self.k_queued,
             self.k_active,
             self.k_dirty,
@@ -182,7 +234,10 @@ class WorkQueue:
             self.k_metrics,
             self.k_held,
             self.k_dirty_own,
-        ], args
+            self.k_fair,
+            self.k_tenants,
+        ]
+        return redis_keys, [self._holder, priority.value], per_key
 
     def added(self, keys: Sequence[ObjectKey], codes: Sequence[Any]) -> AddResult:
         """Sort add.lua's answer for `keys` and send a message for each key newly queued."""
@@ -223,8 +278,10 @@ class WorkQueue:
 
     # -- consumers -------------------------------------------------------------------------
 
-    def claim(self, key: ObjectKey, token: str) -> Claim:
-        code = self._claim(
+    def claim(self, key: ObjectKey, token: str) -> Claimed:
+        """Claim for a message sent for `key`: with fairness off that key, else the key whose
+        turn it is (round robin over tenants, events before resyncs, oldest first)."""
+        code, claimed = self._claim(
             keys=[
                 self.k_queued,
                 self.k_active,
@@ -235,10 +292,12 @@ class WorkQueue:
                 self.k_metrics,
                 self.k_held,
                 self.k_dirty_own,
+                self.k_fair,
+                self.k_tenants,
             ],
             args=[key, token, _ms(self._settings.lease_ttl), *_BOUNDS_MS],
         )
-        return Claim(int(code))
+        return Claimed(Claim(int(code)), ObjectKey(_text(claimed)))
 
     def heartbeat(self, key: ObjectKey, token: str) -> bool:
         """Extend the lease; False means another owner has the key and the caller must stop."""
@@ -279,6 +338,8 @@ class WorkQueue:
             self.k_held,
             self.k_dirty_own,
             own_key(self._prefix, self.kind, key),
+            self.k_fair,
+            self.k_tenants,
         ]
         extra: list[str | int] = []
         index: dict[str, int] = {}
@@ -316,7 +377,8 @@ class WorkQueue:
         sent = [
             ObjectKey(_text(k))
             for k in self._requeue(
-                keys=[self.k_queued, self.k_stats, self.k_held], args=[self._holder, *checked]
+                keys=[self.k_queued, self.k_stats, self.k_held, self.k_fair, self.k_tenants],
+                args=[self._holder, *checked],
             )
         ]
         if sent:
@@ -337,6 +399,8 @@ class WorkQueue:
                 self.k_stats,
                 self.k_held,
                 self.k_dirty_own,
+                self.k_fair,
+                self.k_tenants,
             ],
             args=[self._holder, *token_prefixes],
         )
@@ -363,6 +427,8 @@ class WorkQueue:
                 self.k_held,
                 self.k_hosts,
                 self.k_dirty_own,
+                self.k_fair,
+                self.k_tenants,
                 # kombu's Redis transport keeps a queue's messages in a list of its name.
                 self._settings.for_kind(self.kind),
             ],
@@ -402,7 +468,7 @@ class WorkQueue:
         keys = self.known(namespace)
         total = AddResult()
         for i in range(0, len(keys), batch):
-            part = self.add(keys[i : i + batch])
+            part = self.add(keys[i : i + batch], priority=Priority.RESYNC)
             total.queued.extend(part.queued)
             total.coalesced.extend(part.coalesced)
             total.dirty.extend(part.dirty)
@@ -420,7 +486,9 @@ class WorkQueue:
         pipe.scard(self.k_known)
         pipe.hgetall(self.k_failures)
         pipe.hgetall(self.k_stats)
-        queued, active, dirty, timers, due, known, failures, counters = pipe.execute()
+        pipe.lrange(f"{self.k_fair}:{Priority.EVENT.value}", 0, -1)
+        pipe.lrange(f"{self.k_fair}:{Priority.RESYNC.value}", 0, -1)
+        queued, active, dirty, timers, due, known, failures, counters, *rings = pipe.execute()
         failing = sorted(
             ((_text(k), int(v)) for k, v in failures.items()), key=lambda kv: (-kv[1], kv[0])
         )
@@ -434,7 +502,25 @@ class WorkQueue:
             known=int(known),
             failing=failing[:top],
             counters={_text(k): int(v) for k, v in counters.items()},
+            fairness=self._settings.fairness,
+            tenants=self._tenant_depths(rings, top),
         )
+
+    def _tenant_depths(self, rings: list[list[bytes]], top: int) -> list[TenantDepth]:
+        """The `top` tenants with the most queued keys (their ring entries' queue lengths)."""
+        names = [(p, _text(t)) for p, ring in zip(Priority, rings, strict=True) for t in ring]
+        pipe = self._redis.pipeline(transaction=False)
+        for p, tenant in names:
+            pipe.zcard(f"{self.k_fair}:{p.value}:{tenant}")
+        depth: dict[str, dict[Priority, int]] = {}
+        for (p, tenant), n in zip(names, pipe.execute() if names else [], strict=True):
+            depth.setdefault(tenant, {})[p] = int(n)
+        ranked = [
+            TenantDepth(t, d.get(Priority.EVENT, 0), d.get(Priority.RESYNC, 0))
+            for t, d in depth.items()
+        ]
+        ranked.sort(key=lambda d: (-d.queued, d.tenant))
+        return ranked[:top]
 
     def durations(self) -> list[float]:
         """Recent reconcile durations in seconds, newest first."""

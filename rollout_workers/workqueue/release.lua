@@ -4,9 +4,10 @@
 -- the old holder is fenced: its heartbeat and done() no longer find their token.
 -- KEYS: queued, active(hash key->owner), leases, dirty, stats, held(hash key->who has its
 --       message in hand: the caller, as publisher, until its new message is sent),
---       dirty_own(hash, see add.lua)
+--       dirty_own(hash, see add.lua), fair prefix, tenants (see fair.lua)
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
+fair_keys(KEYS[8], KEYS[9])
 local held = redis.call('HGETALL', KEYS[2])
 local send = {}
 for i = 1, #held, 2 do
@@ -21,6 +22,7 @@ for i = 1, #held, 2 do
       redis.call('HINCRBY', KEYS[5], 'released', 1)
       if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
         send[#send + 1] = k
+        fair_push(k, 'e', now)
         if ARGV[1] ~= '' then redis.call('HSET', KEYS[6], k, ARGV[1]) end
       end
       break

@@ -11,12 +11,16 @@
 -- KEYS: queued, active, leases, dirty, timers, stats, started, metrics(hash: `adds`),
 --       held(hash key->host, or host|pub while that host publishes the key's message),
 --       hosts(zset host->last heartbeat ms, shared by every kind), dirty_own(hash, see add.lua),
---       broker(the Celery queue's list that carries this kind's messages)
+--       fair prefix, tenants (see fair.lua), broker(the Celery queue's list that carries this
+--       kind's messages)
+-- With fairness on, a lapsed host's message whose key was claimed by another message stood for
+-- another queued key: one is sent for the oldest queued key not already sent (fair_fill).
 -- Returns {keys to send..., } followed by five counts: due, expired, stale, lapsed, lost.
 local limit, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
 local lapse, forget, lost = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
+fair_keys(KEYS[12], KEYS[13])
 local send = {}
 local adds = 0
 local due = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, limit)
@@ -28,6 +32,7 @@ for _, k in ipairs(due) do
   elseif redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     adds = adds + 1
     send[#send + 1] = k
+    fair_push(k, 'e', now)
   end
 end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
@@ -41,6 +46,7 @@ for _, k in ipairs(expired) do
   if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     adds = adds + 1
     send[#send + 1] = k
+    fair_push(k, 'e', now)
   end
 end
 -- Only when some host has lapsed is the (small: one entry per message in hand) held hash read.
@@ -49,6 +55,7 @@ local resent_lapsed = 0
 local lapsed = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', now - lapse, 'LIMIT', 0, limit)
 if #lapsed > 0 then
   local dead, sending = {}, {}
+  local missing = 0
   for _, h in ipairs(lapsed) do dead[h] = true end
   for _, k in ipairs(send) do sending[k] = true end
   local held = redis.call('HGETALL', KEYS[9])
@@ -59,17 +66,21 @@ if #lapsed > 0 then
       if not sending[k] and redis.call('ZSCORE', KEYS[1], k) then
         redis.call('ZADD', KEYS[1], 'XX', now, k)
         send[#send + 1] = k
+        sending[k] = true
         resent_lapsed = resent_lapsed + 1
+      else
+        missing = missing + 1
       end
     end
   end
+  resent_lapsed = resent_lapsed + fair_fill(KEYS[1], now, send, sending, missing)
   redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now - forget)
   if resent_lapsed > 0 then redis.call('HINCRBY', KEYS[6], 'host_lapsed', resent_lapsed) end
 end
 -- A message is on the broker list, in a host's hands (held), or lost. With the list empty, a key
 -- queued lost_ms ago and held by no one has none; lost_ms is far longer than a publish takes.
 local resent_lost = 0
-if redis.call('LLEN', KEYS[12]) == 0 then
+if redis.call('LLEN', KEYS[14]) == 0 then
   local sending = {}
   for _, k in ipairs(send) do sending[k] = true end
   local waiting = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - lost, 'LIMIT', 0, limit)

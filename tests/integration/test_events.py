@@ -45,7 +45,11 @@ class System:
         self.writer = CacheWriter(rdb, prefix="t", resource=r.ANALYSISRUNS)
         self.lister = Lister(rdb, prefix="t", resource=r.ANALYSISRUNS)
         self.queuer = EventQueuer(
-            rdb, kinds=kinds, queue=self.queues.__getitem__, lookup=lambda *_: []
+            rdb,
+            kinds=kinds,
+            queue=self.queues.__getitem__,
+            lookup=lambda *_: [],
+            add_source=self.queues["rollouts"].add_source,
         )
 
 
@@ -90,7 +94,7 @@ def test_an_own_event_while_the_object_is_held_marks_it_dirty_with_its_version(
 ) -> None:
     runs = system.queues["analysisruns"]
     runs.add([RUN])
-    assert runs.claim(RUN, "w") is Claim.CLAIMED
+    assert runs.claim(RUN, "w").status is Claim.CLAIMED
     # The event of the holder's write arrives before the holder recorded writing it.
     system.queuer.event(system.writer, "ADDED", run(13))
     assert rdb.hget(runs.k_dirty_own, RUN) == b"13"

@@ -24,7 +24,7 @@ def snap(rdb: redis.Redis) -> dict[str, dict[str, int]]:
 def test_adds_count_what_client_go_counts(wq: WorkQueue, rdb: redis.Redis) -> None:
     wq.add([A, B])
     wq.add([A])  # coalesced: not an add
-    assert wq.claim(A, "w1") is Claim.CLAIMED
+    assert wq.claim(A, "w1") == (Claim.CLAIMED, A)
     wq.add([A])  # dirty while active: an add
     wq.add([A])  # already dirty: not an add
     assert snap(rdb)["wq"]["adds"] == 3

@@ -18,6 +18,13 @@ A = ObjectKey("default/a")
 B = ObjectKey("default/b")
 
 
+@pytest.fixture
+def fifo(rdb: redis.Redis, settings: Settings, sent: SentLog) -> WorkQueue:
+    """The queue with fairness off: a message claims its own key, as in plain FIFO."""
+    off = settings.queue.model_copy(update={"fairness": "off"})
+    return WorkQueue(rdb, kind="rollouts", prefix="t", settings=off, send=sent)
+
+
 def test_add_coalesces_while_queued(wq: WorkQueue, sent: SentLog) -> None:
     first = wq.add([A, B])
     again = wq.add([A, A])
@@ -28,9 +35,9 @@ def test_add_coalesces_while_queued(wq: WorkQueue, sent: SentLog) -> None:
 
 def test_claim_is_exclusive_and_a_stale_message_is_dropped(wq: WorkQueue) -> None:
     wq.add([A])
-    assert wq.claim(A, "w1") is Claim.CLAIMED
+    assert wq.claim(A, "w1") == (Claim.CLAIMED, A)
     # A duplicate message for the same add finds the key no longer queued.
-    assert wq.claim(A, "w2") is Claim.STALE
+    assert wq.claim(A, "w2") == (Claim.STALE, A)
 
 
 def test_add_while_active_marks_dirty_and_done_requeues(wq: WorkQueue, sent: SentLog) -> None:
@@ -40,7 +47,7 @@ def test_add_while_active_marks_dirty_and_done_requeues(wq: WorkQueue, sent: Sen
     assert result.dirty == [A] and result.queued == []
     assert wq.done(A, "w1", Outcome.OK) is True
     assert sent.sent == [A, A]
-    assert wq.claim(A, "w2") is Claim.CLAIMED
+    assert wq.claim(A, "w2") == (Claim.CLAIMED, A)
 
 
 def _own_dirty(wq: WorkQueue, rdb: redis.Redis, written: str | None, *adds: str | None) -> bool:
@@ -49,7 +56,7 @@ def _own_dirty(wq: WorkQueue, rdb: redis.Redis, written: str | None, *adds: str 
     wrote, finish: whether A was queued again."""
     rdb.delete(own_key("t", wq.kind, A))
     wq.add([A])
-    assert wq.claim(A, "w1") is Claim.CLAIMED
+    assert wq.claim(A, "w1") == (Claim.CLAIMED, A)
     for version in adds:
         result = wq.add([A], own={A: version} if version is not None else None)
         assert result.dirty == [A]
@@ -59,7 +66,7 @@ def _own_dirty(wq: WorkQueue, rdb: redis.Redis, written: str | None, *adds: str 
     requeued = rdb.zscore(wq.k_queued, A) is not None
     assert not rdb.hexists(wq.k_dirty_own, A)
     if requeued:
-        assert wq.claim(A, "w2") is Claim.CLAIMED and wq.done(A, "w2", Outcome.OK)
+        assert wq.claim(A, "w2") == (Claim.CLAIMED, A) and wq.done(A, "w2", Outcome.OK)
     return requeued
 
 
@@ -100,7 +107,7 @@ def test_other_dirty_marks_forget_an_own_version(wq: WorkQueue, rdb: redis.Redis
     wq.claim(A, "w2")
     wq.add([A], own={A: "7"})
     rdb.zadd(wq.k_queued, {A: 0})
-    assert wq.claim(A, "w3") is Claim.BUSY
+    assert wq.claim(A, "w3") == (Claim.BUSY, A)
     wq.done(A, "w2", Outcome.OK)
     assert rdb.zscore(wq.k_queued, A) is not None
 
@@ -112,7 +119,7 @@ def test_claim_that_loses_marks_dirty_and_drops(
     wq.claim(A, "w1")
     # Force the key queued again while w1 holds it (as a lease requeue race would).
     rdb.zadd(wq.k_queued, {A: 0})
-    assert wq.claim(A, "w2") is Claim.BUSY
+    assert wq.claim(A, "w2") == (Claim.BUSY, A)
     assert rdb.sismember(wq.k_dirty, A)
     wq.done(A, "w1", Outcome.OK)
     assert sent.sent.count(A) == 2  # the dirty key was queued again
@@ -195,7 +202,7 @@ def test_expired_lease_is_requeued_and_the_old_owner_fenced(
     result = wq.tick()
     assert result.expired == 1
     assert sent.sent == [A, A]
-    assert wq.claim(A, "alive") is Claim.CLAIMED
+    assert wq.claim(A, "alive") == (Claim.CLAIMED, A)
     assert wq.done(A, "dead", Outcome.OK) is False
     assert wq.done(A, "alive", Outcome.OK) is True
 
@@ -254,8 +261,8 @@ def test_gone_forgets_the_key(wq: WorkQueue, rdb: redis.Redis) -> None:
 def test_resync_adds_every_known_key(wq: WorkQueue, sent: SentLog) -> None:
     wq.add([A, B, ObjectKey("other/c")])
     for key in (A, B, ObjectKey("other/c")):
-        wq.claim(key, "w")
-        wq.done(key, "w", Outcome.OK)
+        claimed = wq.claim(key, "w").key  # the key whose turn it is
+        wq.done(claimed, "w", Outcome.OK)
     sent.sent.clear()
     assert wq.resync("default").queued == [A, B]
     assert sorted(wq.resync().coalesced) == [A, B]
@@ -289,18 +296,18 @@ def test_lease_deadline_follows_redis_time(wq: WorkQueue, rdb: redis.Redis) -> N
 
 
 def test_requeue_sends_again_only_keys_still_queued(
-    wq: WorkQueue, sent: SentLog, rdb: redis.Redis
+    fifo: WorkQueue, sent: SentLog, rdb: redis.Redis
 ) -> None:
     C = ObjectKey("default/c")
-    wq.add([A, B])
-    rdb.zadd(wq.k_queued, {A: 1})  # reserved long ago by a host that is stopping
-    wq.claim(B, "other")  # B's duplicate message was claimed elsewhere meanwhile
-    assert wq.requeue([A, B, C]) == [A]
+    fifo.add([A, B])
+    rdb.zadd(fifo.k_queued, {A: 1})  # reserved long ago by a host that is stopping
+    fifo.claim(B, "other")  # B's duplicate message was claimed elsewhere meanwhile
+    assert fifo.requeue([A, B, C]) == [A]
     assert sent.sent == [A, B, A]
-    assert float(rdb.zscore(wq.k_queued, A) or 0) > 1  # a fresh wait: no stale resend soon
-    assert wq.claim(A, "new") is Claim.CLAIMED
-    assert wq.claim(A, "late") is Claim.STALE  # the stopping host's message, if ever run
-    assert int(rdb.hget(wq.k_stats, "handed_back") or 0) == 1
+    assert float(rdb.zscore(fifo.k_queued, A) or 0) > 1  # a fresh wait: no stale resend soon
+    assert fifo.claim(A, "new") == (Claim.CLAIMED, A)
+    assert fifo.claim(A, "late") == (Claim.STALE, A)  # the stopping host's message, if ever run
+    assert int(rdb.hget(fifo.k_stats, "handed_back") or 0) == 1
 
 
 def test_release_hands_back_a_hosts_keys_and_fences_the_holders(
@@ -318,7 +325,7 @@ def test_release_hands_back_a_hosts_keys_and_fences_the_holders(
     assert rdb.hget(wq.k_active, C) == b"host-1:1000:ccc"
     assert wq.heartbeat(A, "host-1:100:aaa") is False  # fenced
     assert wq.done(B, "host-1:101:bbb", Outcome.OK) is False
-    assert wq.claim(A, "host-2:7:x") is Claim.CLAIMED
+    assert wq.claim(A, "host-2:7:x") == (Claim.CLAIMED, A)
     assert int(rdb.hget(wq.k_stats, "released") or 0) == 2
     assert wq.release([]) == []
 
@@ -336,26 +343,26 @@ def _host_queue(wq: WorkQueue, rdb: redis.Redis, settings: Settings, host: str) 
 
 
 def test_a_lapsed_hosts_reserved_keys_are_sent_again_and_its_claimed_ones_left_to_the_lease(
-    wq: WorkQueue, sent: SentLog, rdb: redis.Redis
+    fifo: WorkQueue, sent: SentLog, rdb: redis.Redis
 ) -> None:
     hosts = Hosts(rdb, prefix="t")
-    wq.add([A, B, C])
+    fifo.add([A, B, C])
     hosts.alive("h1")
     hosts.alive("h2")
     # h1 reserved A and C (the transport's record), h2 reserved B; h1 then claimed C.
-    rdb.hset(wq.k_held, mapping={A: "h1", B: "h2", C: "h1"})
-    assert wq.claim(C, "h1:7:x") is Claim.CLAIMED
-    assert wq.held() == {A: "h1", B: "h2"}, "a claim clears the record"
-    assert wq.tick().lapsed == 0, "both hosts are alive"
+    rdb.hset(fifo.k_held, mapping={A: "h1", B: "h2", C: "h1"})
+    assert fifo.claim(C, "h1:7:x") == (Claim.CLAIMED, C)
+    assert fifo.held() == {A: "h1", B: "h2"}, "a claim clears the record"
+    assert fifo.tick().lapsed == 0, "both hosts are alive"
 
     rdb.zadd(hosts.key, {"h1": 1})  # h1's last heartbeat was long ago: it died
-    result = wq.tick()
+    result = fifo.tick()
     assert result.lapsed == 1 and result.expired == 0
     assert sent.sent == [A, B, C, A]
-    assert wq.held() == {B: "h2"}
-    assert wq.tick().lapsed == 0, "sent once"
-    assert wq.claim(A, "h2:8:y") is Claim.CLAIMED
-    assert wq.claim(A, "h2:8:z") is Claim.STALE, "h1's message, if it ever came back"
+    assert fifo.held() == {B: "h2"}
+    assert fifo.tick().lapsed == 0, "sent once"
+    assert fifo.claim(A, "h2:8:y") == (Claim.CLAIMED, A)
+    assert fifo.claim(A, "h2:8:z") == (Claim.STALE, A), "h1's message, if it ever came back"
 
 
 def test_a_lapsed_host_is_forgotten_after_every_kind_could_see_it(
@@ -400,7 +407,7 @@ def test_a_sent_message_drops_only_its_own_publish_record(
     h1.add([A])
     assert wq.held() == {}, "cleared once sent"
     # done() of a dirty key publishes it again; its record is cleared after the send too.
-    assert h1.claim(A, "h1:1:x") is Claim.CLAIMED
+    assert h1.claim(A, "h1:1:x") == (Claim.CLAIMED, A)
     h1.add([A])
     records: list[dict[ObjectKey, str]] = []
 
@@ -412,7 +419,7 @@ def test_a_sent_message_drops_only_its_own_publish_record(
     assert h1.done(A, "h1:1:x", Outcome.OK) is True
     assert records == [{A: "h1|pub"}]
     assert wq.held() == {A: "h2"}, "the reservation stays"
-    assert wq.claim(A, "h2:1:y") is Claim.CLAIMED
+    assert wq.claim(A, "h2:1:y") == (Claim.CLAIMED, A)
     assert wq.held() == {}
 
 
@@ -433,5 +440,5 @@ def test_the_transport_records_the_host_that_reserves_a_sync_message(
         assert queue.held() == {A: "h9"}
         message.ack()
         consumer.close()
-    assert queue.claim(A, "h9:1:x") is Claim.CLAIMED
+    assert queue.claim(A, "h9:1:x") == (Claim.CLAIMED, A)
     assert queue.held() == {}

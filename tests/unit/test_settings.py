@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from rollout_workers.settings import KINDS, Settings, mask_url
+from rollout_workers.settings import KINDS, QueueSettings, Settings, mask_url
 
 
 def test_env_maps_sections_with_one_underscore(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,3 +77,18 @@ def test_masked_hides_secrets() -> None:
     assert data["redis"]["url"] == "redis://:****@h:1/0"
     assert data["flower"]["basic_auth"] == "**********"
     assert "pw" not in str(data)
+
+
+@pytest.mark.parametrize(
+    ("fairness", "mode", "label"),
+    [("namespace", "namespace", None), ("off", "off", None), ("label:team", "label", "team")],
+)
+def test_fairness_forms(fairness: str, mode: str, label: str | None) -> None:
+    queue = QueueSettings(fairness=fairness)
+    assert (queue.fair_mode, queue.tenant_label) == (mode, label)
+
+
+@pytest.mark.parametrize("fairness", ["label:", "tenant", "label:-x", "Namespace"])
+def test_fairness_rejects_other_forms(fairness: str) -> None:
+    with pytest.raises(ValidationError):
+        QueueSettings(fairness=fairness)

@@ -8,7 +8,7 @@ import pytest
 
 from rollout_workers.cache import Change
 from rollout_workers.kube import resources as r
-from rollout_workers.watcher.routing import route
+from rollout_workers.watcher.routing import own_tenant, route
 
 REFS = {
     ("rollouts", "svc", "prod/web-stable"): ["prod/web", "prod/web2"],
@@ -132,3 +132,40 @@ def test_an_older_change_wakes_nothing() -> None:
     base = change("web")
     older = Change(base.type, base.key, base.obj, base.previous_rv, older=True)
     assert route(r.ROLLOUTS, older, lookup) == {}
+
+
+def _labelled(resource: r.Resource, labels: dict[str, str], kind: str = "MODIFIED") -> Change:
+    meta = {"name": "web", "namespace": "prod", "labels": labels}
+    return Change(kind, "prod/web", {"metadata": meta}, None)
+
+
+@pytest.mark.parametrize(
+    ("name", "resource", "labels", "kind", "expected"),
+    [
+        (
+            "the label names the tenant",
+            r.ROLLOUTS,
+            {"team": "blue"},
+            "MODIFIED",
+            ("rollouts", "blue"),
+        ),
+        ("no label: the namespace", r.ROLLOUTS, {}, "ADDED", ("rollouts", "prod")),
+        (
+            "an analysis run's own",
+            r.ANALYSISRUNS,
+            {"team": "red"},
+            "MODIFIED",
+            ("analysisruns", "red"),
+        ),
+        ("a deleted object is not recorded", r.ROLLOUTS, {"team": "blue"}, "DELETED", None),
+        ("a type no kind reconciles", r.REPLICASETS, {"team": "blue"}, "MODIFIED", None),
+    ],
+)
+def test_own_tenant(
+    name: str,
+    resource: r.Resource,
+    labels: dict[str, str],
+    kind: str,
+    expected: tuple[str, str] | None,
+) -> None:
+    assert own_tenant(resource, _labelled(resource, labels, kind), "team") == expected, name
