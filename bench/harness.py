@@ -146,10 +146,15 @@ def spawn(
     return proc
 
 
-def start_api(env: dict[str, str], workdir: Path, stack: contextlib.ExitStack) -> tuple[Proc, str]:
-    """The embedded API in its own process; returns it and its URL."""
+def start_api(
+    env: dict[str, str],
+    workdir: Path,
+    stack: contextlib.ExitStack,
+    options: Sequence[str] = (),
+) -> tuple[Proc, str]:
+    """The embedded API in its own process (with devcluster `options`); returns it and its URL."""
     state = workdir / "api-state"
-    argv = ["-m", "rollout_workers.devcluster", "--port", "0", "--state-dir", str(state)]
+    argv = ["-m", "rollout_workers.devcluster", "--port", "0", "--state-dir", str(state), *options]
     proc = spawn("api", argv, env, workdir, stack)
     record = state / "devcluster.json"
     wait_for(record.exists, 60, "the embedded API to start", interval=0.05, alive=proc.check_alive)
