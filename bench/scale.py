@@ -77,6 +77,12 @@ CLAIM_SHA = hashlib.sha1(
     (REPO / "rollout_workers" / "workqueue" / "claim.lua").read_bytes()
 ).hexdigest()
 THREADS = 8
+#: The latency events: an annotation the reconcile copies onto the ReplicaSet (one write per
+#: event, as Argo), and kubectl's last-applied one, which it does not copy (no write at all).
+LATENCY_ANNOTATIONS = {
+    "copied": "bench/poke",
+    "not_copied": "kubectl.kubernetes.io/last-applied-configuration",
+}
 POLL = 0.1
 
 Obj = dict[str, Any]
@@ -498,7 +504,10 @@ def run_case(
         commands = command_stats(client) if client is not None else {}
         print(f"  {label}: all Healthy on revision 2 after {rollout_s:.1f} s", flush=True)
 
-        latency = measure_latency(controller, http, targets, args)
+        latency = {
+            name: measure_latency(controller, http, targets, args, annotation=annotation)
+            for name, annotation in LATENCY_ANNOTATIONS.items()
+        }
         rss = {"api": peak_rss_mib(api.pid), **controller.rss()}
         if redis_pid:
             rss["redis"] = peak_rss_mib(redis_pid)
@@ -543,9 +552,14 @@ def run_case(
 
 
 def measure_latency(
-    controller: Controller, http: Http, targets: Sequence[tuple[str, str]], args: argparse.Namespace
+    controller: Controller,
+    http: Http,
+    targets: Sequence[tuple[str, str]],
+    args: argparse.Namespace,
+    *,
+    annotation: str,
 ) -> Obj:
-    """Patch an annotation on `--latency-rate` rollouts a second; time patch → next claim."""
+    """Patch `annotation` on `--latency-rate` rollouts a second; time patch → next claim."""
     wait_for(controller.idle, 120, "the controller to go idle", interval=POLL)
     time.sleep(1.0)  # let timers from the rollout (blue-green scale-downs) fire first
     count = int(args.latency_rate * args.latency_seconds)
@@ -560,7 +574,7 @@ def measure_latency(
         if pause > 0:
             time.sleep(pause)
         before = time.time()
-        body = {"metadata": {"annotations": {"bench/poke": str(i)}}}
+        body = {"metadata": {"annotations": {annotation: str(i)}}}
         http.call(
             "PATCH", f"/apis/argoproj.io/v1alpha1/namespaces/{ns}/rollouts/{name}", body, True
         )
@@ -702,10 +716,14 @@ def render(report: Obj) -> list[str]:
     lines = ["".ljust(30) + "".join(c["case"].rjust(width) for c in cases)]
     for title, key in rows:
         lines.append(title.ljust(30) + "".join(str(c[key]).rjust(width) for c in cases))
-    lines.append(
-        "latency p50/p99 (ms)".ljust(30)
-        + "".join(f"{c['latency']['p50_ms']}/{c['latency']['p99_ms']}".rjust(width) for c in cases)
-    )
+    for name in LATENCY_ANNOTATIONS:
+        lines.append(
+            f"latency {name} p50/p99 ms".ljust(30)
+            + "".join(
+                f"{c['latency'][name]['p50_ms']}/{c['latency'][name]['p99_ms']}".rjust(width)
+                for c in cases
+            )
+        )
     lines.append("CPU cores over the rollout (by process):")
     for c in cases:
         lines.append(f"  {c['case']}: " + ", ".join(f"{k} {v}" for k, v in c["cpu_cores"].items()))
