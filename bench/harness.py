@@ -153,14 +153,16 @@ def start_api(
     *,
     name: str = "api",
     state_file: Path | None = None,
+    options: Sequence[str] = (),
 ) -> tuple[Proc, str]:
     """The embedded API in its own process (files in workdir/<name>-state, objects loaded
-    from and saved to `state_file` if given); returns it and its URL."""
+    from and saved to `state_file` if given, more devcluster `options`); returns it and its
+    URL."""
     state = workdir / f"{name}-state"
     argv = ["-m", "rollout_workers.devcluster", "--port", "0", "--state-dir", str(state)]
     if state_file is not None:
         argv += ["--state", str(state_file)]
-    proc = spawn(name, argv, env, workdir, stack)
+    proc = spawn(name, [*argv, *options], env, workdir, stack)
     record = state / "devcluster.json"
     wait_for(record.exists, 60, "the embedded API to start", interval=0.05, alive=proc.check_alive)
     return proc, str(json.loads(record.read_text())["url"])

@@ -27,6 +27,7 @@ from rollout_workers.cache.indexers import (
     TEMPLATE,
     rollout_references,
 )
+from rollout_workers.cache.reader import ObjectReader, WrittenGuard
 from rollout_workers.cache.synced import is_synced
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
@@ -83,16 +84,16 @@ class RolloutController:
     def __init__(
         self,
         *,
-        rollouts: Lister,
-        replicasets: Lister,
-        services: Lister,
-        written: WrittenVersions,
+        rollouts: ObjectReader,
+        replicasets: ObjectReader,
+        services: ObjectReader,
+        written: WrittenGuard,
         writer: Writer,
-        templates: Lister | None = None,
-        cluster_templates: Lister | None = None,
-        analysis_runs: Lister | None = None,
-        experiments: Lister | None = None,
-        workloads: dict[str, Lister] | None = None,
+        templates: ObjectReader | None = None,
+        cluster_templates: ObjectReader | None = None,
+        analysis_runs: ObjectReader | None = None,
+        experiments: ObjectReader | None = None,
+        workloads: dict[str, ObjectReader] | None = None,
         listed: Listed = lambda resource: True,
         clock: Clock = utcnow,
         step_plugins: StepPluginRegistry | None = None,
@@ -194,7 +195,7 @@ class RolloutController:
 
     @staticmethod
     def _templates(
-        lister: Lister | None, namespace: str | None, obj: Obj, index: str
+        lister: ObjectReader | None, namespace: str | None, obj: Obj, index: str
     ) -> dict[str, Any]:
         """The analysis templates the rollout names, parsed (unparseable ones count as absent)."""
         if lister is None:

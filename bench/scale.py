@@ -1,0 +1,769 @@
+"""The pool against its yardstick at scale: R rollouts all changing image at once.
+
+Run: `.venv/bin/python bench/scale.py [--rollouts 2000] [--namespaces 20] [--pools 1,2,4]
+[--peer-threads 10]` (`--rollouts 100` is a smoke run of about a minute and a half). For each
+case, a fresh embedded API (`python -m rollout_workers.devcluster`, its own process) and, for
+the pool, a fresh EmbeddedRedis:
+
+* `pool(N)`: a real `watcher`, `beat` and one `worker -c N` host (N pool processes);
+* `peer(T)`: bench/peer.py, Argo's architecture (one process, T threads, in-process informers
+  and an in-memory client-go workqueue) running the same reconcile code.
+
+The workload: R rollouts over the namespaces, replicas 1, most of them canaries (setWeight 50,
+a 1 s pause, setWeight 100) and every `--bluegreen-every`-th a blue-green with an active
+Service (autoPromotionEnabled). The bench creates them, starts the controller, waits until all
+are Healthy on revision 1, then patches every image at once (8 threads) and times the wait
+until all are Healthy on revision 2 (status.phase, the revision annotation, observedGeneration
+equal to generation), tracked from a LIST+WATCH of its own. Over that window it counts the
+reconciles (the workqueue's `reconciles` counter, or the peer's), the API requests (the
+devcluster's audit log, less the bench's own), the CPU seconds and peak RSS (VmHWM) of every
+process, and for the pool the Redis commands per reconcile (`INFO commandstats`).
+
+Then the event → reconcile-start latency: `--latency-rate` annotation patches a second on
+distinct rollouts for `--latency-seconds`; the latency is from the patch's response to the
+key's next claim (the pool's claim script seen through Redis MONITOR, or the peer's claims
+log). Last, `rollouts enqueue --all` over `--enqueue-keys` known keys in a fresh Redis (no
+workers), timed as a CLI run. Results go to bench/results/scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import redis
+import urllib3
+from analysis_timers import group_cpu, start_worker
+from harness import (
+    REPO,
+    Http,
+    Proc,
+    cpu_seconds,
+    exit_on_sigterm,
+    percentile,
+    run_in_tempdir,
+    spawn,
+    start_api,
+    wait_for,
+    write_json,
+)
+
+from rollout_workers.kube.client import iter_lines
+from rollout_workers.local.redis_server import EmbeddedRedis
+from rollout_workers.pool.app import create_app
+from rollout_workers.settings import KubeSettings, Settings
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS = BENCH_DIR / "results" / "scale.json"
+PREFIX = "rw"
+KIND = "rollouts"
+ROLLOUTS_PATH = "/apis/argoproj.io/v1alpha1/rollouts"
+REVISION = "rollout.argoproj.io/revision"
+CLAIM_SHA = hashlib.sha1(
+    (REPO / "rollout_workers" / "workqueue" / "claim.lua").read_bytes()
+).hexdigest()
+THREADS = 8
+#: The latency events: an annotation the reconcile copies onto the ReplicaSet (one write per
+#: event, as Argo), and kubectl's last-applied one, which it does not copy (no write at all).
+LATENCY_ANNOTATIONS = {
+    "copied": "bench/poke",
+    "not_copied": "kubectl.kubernetes.io/last-applied-configuration",
+}
+POLL = 0.1
+
+Obj = dict[str, Any]
+
+
+def rate(n: float, seconds: float) -> float:
+    return round(n / seconds, 1) if seconds > 0 else 0.0
+
+
+def peak_rss_mib(pid: int) -> float:
+    """VmHWM of a live process, MiB (0 if it is gone)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                stat = (entry / "stat").read_text()
+                if int(stat[stat.rindex(")") + 2 :].split()[2]) == pgid:
+                    pids.append(int(entry.name))
+    return sorted(pids)
+
+
+# -- the workload ----------------------------------------------------------------------------
+
+
+def rollout_body(name: str, *, bluegreen: bool) -> Obj:
+    labels = {"app": name}
+    strategy: Obj
+    if bluegreen:
+        strategy = {
+            "blueGreen": {
+                "activeService": f"{name}-active",
+                "autoPromotionEnabled": True,
+                "scaleDownDelaySeconds": 5,
+            }
+        }
+    else:
+        strategy = {
+            "canary": {
+                "steps": [{"setWeight": 50}, {"pause": {"duration": "1s"}}, {"setWeight": 100}]
+            }
+        }
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"name": name, "labels": {"app": name, "team": "bench"}},
+        "spec": {
+            "replicas": 1,
+            "revisionHistoryLimit": 2,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [container("1.0.0")]},
+            },
+            "strategy": strategy,
+        },
+    }
+
+
+def container(version: str) -> Obj:
+    return {
+        "name": "app",
+        "image": f"registry.example.com/app:{version}",
+        "ports": [{"name": "http", "containerPort": 8080}],
+    }
+
+
+def service_body(name: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": name.removesuffix("-active")}, "ports": [{"port": 80}]},
+    }
+
+
+def create_workload(http: Http, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Namespaces, blue-green Services and rollouts; returns the rollouts' (namespace, name)."""
+    namespaces = [f"scale-{i:02d}" for i in range(args.namespaces)]
+    for ns in namespaces:
+        http.call("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+    plan = [
+        (namespaces[i % len(namespaces)], f"app-{i:05d}", i % args.bluegreen_every == 0)
+        for i in range(args.rollouts)
+    ]
+
+    def create(item: tuple[str, str, bool]) -> None:
+        ns, name, bluegreen = item
+        if bluegreen:
+            http.call("POST", f"/api/v1/namespaces/{ns}/services", service_body(f"{name}-active"))
+        body = rollout_body(name, bluegreen=bluegreen)
+        http.call("POST", f"/apis/argoproj.io/v1alpha1/namespaces/{ns}/rollouts", body)
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(create, plan, chunksize=32))
+    return [(ns, name) for ns, name, _ in plan]
+
+
+def patch_all(http: Http, targets: Sequence[tuple[str, str]], body: Obj) -> None:
+    def patch(item: tuple[str, str]) -> None:
+        ns, name = item
+        http.call(
+            "PATCH", f"/apis/argoproj.io/v1alpha1/namespaces/{ns}/rollouts/{name}", body, True
+        )
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(patch, targets, chunksize=32))
+
+
+class Tracker:
+    """Every rollout's (phase, revision, status current), from the bench's own LIST+WATCH."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.state: dict[str, tuple[str, str, bool]] = {}
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._pool = urllib3.PoolManager(maxsize=2, retries=False)
+        self._response: urllib3.BaseHTTPResponse | None = None
+
+    def _record(self, obj: Obj) -> None:
+        meta, status = obj["metadata"], obj.get("status") or {}
+        current = str(status.get("observedGeneration", "")) == str(meta.get("generation", ""))
+        revision = (meta.get("annotations") or {}).get(REVISION, "")
+        self.state[f"{meta['namespace']}/{meta['name']}"] = (
+            str(status.get("phase", "")),
+            revision,
+            current,
+        )
+
+    def start(self) -> Tracker:
+        page = json.loads(self._pool.request("GET", self.url + ROLLOUTS_PATH, timeout=120).data)
+        for obj in page["items"]:
+            self._record(obj)
+        rv = page["metadata"]["resourceVersion"]
+        threading.Thread(target=self._run, args=(rv,), name="tracker", daemon=True).start()
+        return self
+
+    def _run(self, rv: str) -> None:
+        try:
+            while not self._stop.is_set():
+                url = f"{self.url}{ROLLOUTS_PATH}?watch=true&resourceVersion={rv}"
+                url += "&allowWatchBookmarks=true&timeoutSeconds=3600"
+                response = self._pool.request(
+                    "GET", url, preload_content=False, timeout=urllib3.Timeout(10, None)
+                )
+                self._response = response
+                assert isinstance(response, urllib3.HTTPResponse)
+                for line in iter_lines(response):
+                    event = json.loads(line)
+                    obj = event["object"]
+                    if event["type"] == "ERROR":
+                        raise RuntimeError(f"tracker watch: {obj}")
+                    rv = obj["metadata"].get("resourceVersion") or rv
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self._record(obj)
+        except BaseException as err:  # reported to the polling thread
+            if not self._stop.is_set():
+                self.error = err
+
+    def healthy(self, revision: str) -> int:
+        if self.error is not None:
+            raise self.error
+        return sum(
+            1
+            for phase, rev, current in list(self.state.values())
+            if phase == "Healthy" and rev == revision and current
+        )
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._response is not None:
+            with contextlib.suppress(Exception):
+                self._response.shutdown()
+
+
+# -- the controllers -------------------------------------------------------------------------
+
+
+class Controller:
+    """The processes of one case, and how to read their counters."""
+
+    def __init__(self, name: str, procs: dict[str, Proc]) -> None:
+        self.name, self.procs = name, procs
+
+    def alive(self) -> None:
+        for proc in self.procs.values():
+            proc.check_alive()
+
+    def cpu(self) -> dict[str, float]:
+        return {name: group_cpu(proc.pid) for name, proc in self.procs.items()}
+
+    def rss(self) -> dict[str, float]:
+        """Peak RSS per process, MiB (a worker host: its consumer and each pool process)."""
+        out = {}
+        for name, proc in self.procs.items():
+            pids = group_pids(proc.pid)
+            if len(pids) == 1:
+                out[name] = peak_rss_mib(pids[0])
+            for i, pid in enumerate(pids if len(pids) > 1 else []):
+                out[f"{name}[{'consumer' if pid == proc.pid else i}]"] = peak_rss_mib(pid)
+        return out
+
+    def reconciles(self) -> int:
+        raise NotImplementedError
+
+    def idle(self) -> bool:
+        raise NotImplementedError
+
+    def watch_claims(self) -> Callable[[], list[tuple[float, str]]]:
+        """Start recording claims; the returned function stops and returns (time, key)."""
+        raise NotImplementedError
+
+
+class Pool(Controller):
+    def __init__(self, procs: dict[str, Proc], client: redis.Redis, url: str) -> None:
+        super().__init__("pool", procs)
+        self.client, self.url = client, url
+
+    def reconciles(self) -> int:
+        return int(self.client.hget(f"{PREFIX}:wq:{KIND}:stats", "reconciles") or 0)
+
+    def idle(self) -> bool:
+        base = f"{PREFIX}:wq:{KIND}"
+        return not self.client.zcard(f"{base}:queued") and not self.client.hlen(f"{base}:active")
+
+    def watch_claims(self) -> Callable[[], list[tuple[float, str]]]:
+        claims: list[tuple[float, str]] = []
+        monitor_client = redis.Redis.from_url(self.url)
+        started = threading.Event()
+        stop = threading.Event()
+
+        def run() -> None:
+            with (
+                contextlib.suppress(redis.RedisError, OSError, ValueError),
+                monitor_client.monitor() as monitor,  # type: ignore[no-untyped-call]
+            ):
+                started.set()
+                while not stop.is_set():
+                    command = monitor.next_command()
+                    parts = command["command"].split(" ")
+                    if len(parts) > 11 and parts[0] == "EVALSHA" and parts[1] == CLAIM_SHA:
+                        claims.append((float(command["time"]), parts[3 + int(parts[2])]))
+
+        thread = threading.Thread(target=run, name="monitor", daemon=True)
+        thread.start()
+        started.wait(10)
+
+        def finish() -> list[tuple[float, str]]:
+            stop.set()
+            self.client.ping()  # one more command wakes the monitor loop
+            thread.join(5)
+            monitor_client.close()
+            return claims
+
+        return finish
+
+
+class Peer(Controller):
+    def __init__(self, procs: dict[str, Proc], stats: Path, claims: Path) -> None:
+        super().__init__("peer", procs)
+        self.stats_path, self.claims_path = stats, claims
+
+    def stats(self) -> Obj:
+        with contextlib.suppress(OSError, ValueError):
+            data: Obj = json.loads(self.stats_path.read_text())
+            return data
+        return {}
+
+    def reconciles(self) -> int:
+        return int(self.stats().get("reconciles", 0))
+
+    def idle(self) -> bool:
+        s = self.stats()
+        return bool(s) and not s.get("queued") and not s.get("processing")
+
+    def watch_claims(self) -> Callable[[], list[tuple[float, str]]]:
+        offset = self.claims_path.stat().st_size if self.claims_path.exists() else 0
+
+        def finish() -> list[tuple[float, str]]:
+            with self.claims_path.open() as f:
+                f.seek(offset)
+                lines = [line.split() for line in f if line.strip()]
+            return [(float(t), key) for t, key in lines]
+
+        return finish
+
+
+def start_pool(
+    n: int, env: dict[str, str], workdir: Path, stack: contextlib.ExitStack, url: str
+) -> Pool:
+    client = redis.Redis.from_url(url)
+    stack.callback(client.close)
+    watcher = spawn("watcher", ["-m", "rollout_workers", "watcher"], env, workdir, stack)
+    wait_for(
+        lambda: client.exists(f"{PREFIX}:watcher:leader"),
+        60,
+        "the watcher's lease",
+        interval=POLL,
+        alive=watcher.check_alive,
+    )
+    app = create_app(Settings(state_dir=workdir / "state", redis={"url": url}), url)
+    worker = start_worker(app, 0, concurrency=n, env=env, workdir=workdir, stack=stack)
+    beat = spawn("beat", ["-m", "rollout_workers", "beat"], env, workdir, stack)
+    return Pool({"watcher": watcher, "worker": worker, "beat": beat}, client, url)
+
+
+def start_peer(
+    threads: int, env: dict[str, str], workdir: Path, stack: contextlib.ExitStack
+) -> Peer:
+    stats, claims = workdir / "peer-stats.json", workdir / "peer-claims.txt"
+    argv = [str(BENCH_DIR / "peer.py"), "--threads", str(threads)]
+    argv += ["--stats", str(stats), "--claims", str(claims)]
+    proc = spawn("peer", argv, env, workdir, stack)
+    return Peer({"peer": proc}, stats, claims)
+
+
+# -- one case --------------------------------------------------------------------------------
+
+
+def audit(http: Http) -> Counter[str]:
+    """The API's requests so far, by `verb resource[/subresource]` (the devcluster's audit)."""
+    calls = http.call("GET", "/_devcluster/audit")
+    items = calls if isinstance(calls, list) else calls.get("calls") or calls.get("items") or []
+    counts: Counter[str] = Counter()
+    for c in items:
+        what = c.get("resource") or c.get("path") or ""
+        sub = f"/{c['subresource']}" if c.get("subresource") else ""
+        counts[f"{c.get('verb')} {what}{sub}"] += int(c.get("count", 0))
+    return counts
+
+
+def command_stats(client: redis.Redis) -> dict[str, int]:
+    stats: dict[str, dict[str, Any]] = client.info("commandstats")
+    return {
+        k.removeprefix("cmdstat_"): int(v["calls"])
+        for k, v in stats.items()
+        if k.removeprefix("cmdstat_") not in ("info", "config", "monitor")
+    }
+
+
+def run_case(
+    kind: str, size: int, args: argparse.Namespace, workdir: Path, base_env: dict[str, str]
+) -> Obj:
+    """One controller against a fresh API (and Redis): create, settle, change images, measure."""
+    label = f"{kind}({size})"
+    workdir.mkdir(parents=True)
+    with contextlib.ExitStack() as stack:
+        env = dict(base_env)
+        api, api_url = start_api(
+            env, workdir, stack, options=["--ready-delay", str(args.ready_delay)]
+        )
+        env.update(
+            ROLLOUTS_KUBECONFIG=str(workdir / "api-state" / "devcluster.kubeconfig"),
+            ROLLOUTS_STATE_DIR=str(workdir / "state"),
+            ROLLOUTS_LOG_LEVEL=args.log_level,
+        )
+        http = Http(api_url, threads=THREADS)
+        started = time.perf_counter()
+        targets = create_workload(http, args)
+        created_s = time.perf_counter() - started
+        tracker = Tracker(api_url).start()
+        stack.callback(tracker.stop)
+        redis_pid = 0
+        if kind == "pool":
+            server = EmbeddedRedis(workdir / "redis").start()
+            stack.callback(server.stop)
+            assert server.process is not None
+            redis_pid = server.process.pid
+            env["ROLLOUTS_REDIS_URL"] = server.url
+            controller: Controller = start_pool(size, env, workdir, stack, server.url)
+        else:
+            controller = start_peer(size, env, workdir, stack)
+        procs = {"api": api, **controller.procs}
+        n = len(targets)
+        timeout = 120 + n / 5
+        print(f"  {label}: {n} rollouts created in {created_s:.1f} s", flush=True)
+
+        def alive() -> None:
+            for proc in procs.values():
+                proc.check_alive()
+
+        def wait_healthy(revision: str, what: str) -> float:
+            t0 = time.perf_counter()
+            wait_for(
+                lambda: tracker.healthy(revision) >= n,
+                timeout,
+                what,
+                interval=POLL,
+                alive=alive,
+            )
+            return time.perf_counter() - t0
+
+        initial_s = wait_healthy("1", f"{n} rollouts Healthy on revision 1")
+        wait_for(controller.idle, 60, "the controller to go idle", interval=POLL)
+        print(f"  {label}: all Healthy on revision 1 after {initial_s:.1f} s", flush=True)
+
+        def cpu() -> dict[str, float]:
+            out = {"api": cpu_seconds(api.pid), **controller.cpu()}
+            if redis_pid:
+                out["redis"] = cpu_seconds(redis_pid)
+            out["bench"] = cpu_seconds(os.getpid())
+            return out
+
+        client = controller.client if isinstance(controller, Pool) else None
+        if client is not None:
+            client.config_resetstat()
+        cpu0, audit0, reconciles0 = cpu(), audit(http), controller.reconciles()
+        t0 = time.perf_counter()
+        patch_all(http, targets, {"spec": {"template": {"spec": {"containers": [container("2")]}}}})
+        patched_s = time.perf_counter() - t0
+        rollout_s = patched_s + wait_healthy("2", f"{n} rollouts Healthy on revision 2")
+        cpu1, audit1, reconciles1 = cpu(), audit(http), controller.reconciles()
+        commands = command_stats(client) if client is not None else {}
+        print(f"  {label}: all Healthy on revision 2 after {rollout_s:.1f} s", flush=True)
+
+        latency = {
+            name: measure_latency(controller, http, targets, args, annotation=annotation)
+            for name, annotation in LATENCY_ANNOTATIONS.items()
+        }
+        rss = {"api": peak_rss_mib(api.pid), **controller.rss()}
+        if redis_pid:
+            rss["redis"] = peak_rss_mib(redis_pid)
+            if client is not None:
+                rss["redis used_memory_peak"] = round(
+                    int(client.info("memory")["used_memory_peak"]) / 2**20, 1
+                )
+
+    reconciles = reconciles1 - reconciles0
+    calls = audit1 - audit0
+    calls["patch rollouts"] -= n  # the bench's own image patches
+    requests = calls.total()
+    cpu_used = {k: round(cpu1[k] - cpu0[k], 2) for k in cpu0}
+    controller_cpu = sum(v for k, v in cpu_used.items() if k not in ("api", "redis", "bench"))
+    total_commands = sum(commands.values())
+    return {
+        "case": label,
+        "rollouts": n,
+        "create_s": round(created_s, 2),
+        "initial_healthy_s": round(initial_s, 2),
+        "patch_s": round(patched_s, 2),
+        "rollout_s": round(rollout_s, 2),
+        "reconciles": reconciles,
+        "reconciles_per_rollout": round(reconciles / n, 2),
+        "reconciles_per_s": rate(reconciles, rollout_s),
+        "rollouts_per_s": rate(n, rollout_s),
+        "api_requests": requests,
+        "api_requests_per_s": rate(requests, rollout_s),
+        "api_requests_per_reconcile": round(requests / max(1, reconciles), 2),
+        "api_calls": dict(calls.most_common()),
+        "cpu_s": cpu_used,
+        "cpu_cores": {k: round(v / rollout_s, 2) for k, v in cpu_used.items()},
+        "controller_cpu_ms_per_reconcile": round(1000 * controller_cpu / max(1, reconciles), 2),
+        "api_cpu_ms_per_request": round(1000 * cpu_used["api"] / max(1, requests), 2),
+        "redis_commands_per_reconcile": (
+            round(total_commands / max(1, reconciles), 1) if client is not None else None
+        ),
+        "redis_top_commands": dict(sorted(commands.items(), key=lambda kv: -kv[1])[:10]),
+        "peak_rss_mib": rss,
+        "latency": latency,
+    }
+
+
+def measure_latency(
+    controller: Controller,
+    http: Http,
+    targets: Sequence[tuple[str, str]],
+    args: argparse.Namespace,
+    *,
+    annotation: str,
+) -> Obj:
+    """Patch `annotation` on `--latency-rate` rollouts a second; time patch → next claim."""
+    wait_for(controller.idle, 120, "the controller to go idle", interval=POLL)
+    time.sleep(1.0)  # let timers from the rollout (blue-green scale-downs) fire first
+    count = int(args.latency_rate * args.latency_seconds)
+    audit0 = audit(http)
+    finish = controller.watch_claims()
+    sent: list[tuple[float, float, str]] = []  # (sent, answered, key)
+    start = time.time()
+    for i in range(count):
+        ns, name = targets[i % len(targets)]
+        due = start + i / args.latency_rate
+        pause = due - time.time()
+        if pause > 0:
+            time.sleep(pause)
+        before = time.time()
+        body = {"metadata": {"annotations": {annotation: str(i)}}}
+        http.call(
+            "PATCH", f"/apis/argoproj.io/v1alpha1/namespaces/{ns}/rollouts/{name}", body, True
+        )
+        sent.append((before, time.time(), f"{ns}/{name}"))
+    behind = time.time() - (start + count / args.latency_rate)
+    time.sleep(2.0)
+    claims = sorted(finish())
+    calls = audit(http) - audit0
+    calls["patch rollouts"] -= count  # the bench's own
+    by_key: dict[str, list[float]] = {}
+    for t, key in claims:
+        by_key.setdefault(key, []).append(t)
+    latencies, missed = [], 0
+    for before, answered, key in sent:
+        claimed = next((t for t in by_key.get(key, ()) if t >= before), None)
+        if claimed is None:
+            missed += 1
+        else:
+            latencies.append(claimed - answered)
+    return {
+        "events": count,
+        "rate_per_s": args.latency_rate,
+        "sender_behind_s": round(behind, 2),
+        "missed": missed,
+        "p50_ms": round(1000 * percentile(latencies, 0.5), 1),
+        "p99_ms": round(1000 * percentile(latencies, 0.99), 1),
+        "max_ms": round(1000 * max(latencies), 1) if latencies else None,
+        "api_calls": dict(calls.most_common()),
+    }
+
+
+def measure_enqueue(keys: int, workdir: Path, base_env: dict[str, str]) -> Obj:
+    """`rollouts enqueue --all` over `keys` known keys in a fresh Redis, no workers."""
+    workdir.mkdir(parents=True)
+    with contextlib.ExitStack() as stack:
+        server = EmbeddedRedis(workdir / "redis").start()
+        stack.callback(server.stop)
+        client = redis.Redis.from_url(server.url)
+        stack.callback(client.close)
+        known = f"{PREFIX}:wq:{KIND}:known"
+        names = [f"scale-{i % 20:02d}/app-{i:05d}" for i in range(keys)]
+        for i in range(0, keys, 1000):
+            client.sadd(known, *names[i : i + 1000])
+        env = dict(base_env, ROLLOUTS_REDIS_URL=server.url, ROLLOUTS_LOG_LEVEL="WARNING")
+        env["ROLLOUTS_STATE_DIR"] = str(workdir / "state")
+        cli = [sys.executable, "-m", "rollout_workers", "enqueue"]
+
+        def timed(extra: list[str]) -> float:
+            t0 = time.perf_counter()
+            subprocess.run([*cli, *extra], env=env, cwd=REPO, check=True, capture_output=True)
+            return time.perf_counter() - t0
+
+        one = timed(["scale-00/app-00000"])
+        client.delete(f"{PREFIX}:wq:{KIND}:queued")
+        total = timed(["--all"])
+        queued = int(client.zcard(f"{PREFIX}:wq:{KIND}:queued"))
+        messages = int(client.llen("rollouts"))
+    return {
+        "keys": keys,
+        "seconds": round(total, 2),
+        "one_key_seconds": round(one, 2),
+        "queued_after": queued,
+        "messages_after": messages,
+        "keys_per_s": rate(keys, total - one),
+    }
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rollouts", type=int, default=2000)
+    p.add_argument("--namespaces", type=int, default=20)
+    p.add_argument("--pools", default="1,2,4", help="worker processes of each pool case")
+    p.add_argument("--peer-threads", type=int, default=10, help="0 skips the peer")
+    p.add_argument("--bluegreen-every", type=int, default=10, help="every n-th is blue-green")
+    p.add_argument("--ready-delay", type=float, default=1.0, help="the API's pod readiness delay")
+    p.add_argument("--latency-rate", type=float, default=100.0, help="annotation patches/s")
+    p.add_argument("--latency-seconds", type=float, default=10.0)
+    p.add_argument("--enqueue-keys", type=int, default=10_000, help="0 skips")
+    p.add_argument("--qps", type=float, help="the controllers' API QPS (default: the settings')")
+    p.add_argument("--burst", type=int, help="the controllers' API burst (default: 2 x --qps)")
+    p.add_argument("--log-level", default="WARNING")
+    p.add_argument("--output", type=Path, default=RESULTS)
+    return p.parse_args(argv)
+
+
+def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) -> Obj:
+    load_start = round(os.getloadavg()[0], 2)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    if args.qps:
+        env["ROLLOUTS_KUBE_QPS"] = str(args.qps)
+        env["ROLLOUTS_KUBE_BURST"] = str(args.burst or int(2 * args.qps))
+    default = KubeSettings()
+    if args.qps:
+        qps = {"qps": args.qps, "burst": args.burst or int(2 * args.qps)}
+    else:
+        qps = {"qps": default.qps, "burst": default.burst}
+    cases = [("pool", int(n)) for n in args.pools.split(",") if n.strip()]
+    if args.peer_threads:
+        cases.append(("peer", args.peer_threads))
+    results = []
+    for kind, size in cases:
+        print(f"{kind}({size}):", flush=True)
+        results.append(run_case(kind, size, args, workdir / f"{kind}-{size}", env))
+    enqueue = (
+        measure_enqueue(args.enqueue_keys, workdir / "enqueue", env) if args.enqueue_keys else None
+    )
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cores": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "loadavg_1m_at_start_and_end": [load_start, round(os.getloadavg()[0], 2)],
+        },
+        "parameters": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "kube_client": qps,
+        "cases": results,
+        "enqueue_all": enqueue,
+    }
+
+
+def render(report: Obj) -> list[str]:
+    cases = report["cases"]
+    rows = [
+        ("Healthy on rev 2 (s)", "rollout_s"),
+        ("reconciles", "reconciles"),
+        ("reconciles/rollout", "reconciles_per_rollout"),
+        ("reconciles/s", "reconciles_per_s"),
+        ("API requests/s", "api_requests_per_s"),
+        ("API requests/reconcile", "api_requests_per_reconcile"),
+        ("controller CPU ms/reconcile", "controller_cpu_ms_per_reconcile"),
+        ("Redis commands/reconcile", "redis_commands_per_reconcile"),
+    ]
+    width = 14
+    lines = ["".ljust(30) + "".join(c["case"].rjust(width) for c in cases)]
+    for title, key in rows:
+        lines.append(title.ljust(30) + "".join(str(c[key]).rjust(width) for c in cases))
+    for name in LATENCY_ANNOTATIONS:
+        lines.append(
+            f"latency {name} p50/p99 ms".ljust(30)
+            + "".join(
+                f"{c['latency'][name]['p50_ms']}/{c['latency'][name]['p99_ms']}".rjust(width)
+                for c in cases
+            )
+        )
+    lines.append("CPU cores over the rollout (by process):")
+    for c in cases:
+        lines.append(f"  {c['case']}: " + ", ".join(f"{k} {v}" for k, v in c["cpu_cores"].items()))
+    lines.append("peak RSS MiB:")
+    for c in cases:
+        lines.append(
+            f"  {c['case']}: " + ", ".join(f"{k} {v}" for k, v in c["peak_rss_mib"].items())
+        )
+    return lines
+
+
+def ratio(report: Obj, a: str, b: str) -> float:
+    """Throughput of case `a` over that of case `b` (the same work: the inverse time ratio)."""
+    by_case = {c["case"]: c for c in report["cases"]}
+    if a not in by_case or b not in by_case:
+        return float("nan")
+    return float(by_case[b]["rollout_s"] / by_case[a]["rollout_s"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    exit_on_sigterm()
+    started = time.perf_counter()
+    report = run_in_tempdir(run, args, "bench-scale-")
+    report["total_seconds"] = round(time.perf_counter() - started, 1)
+    write_json(report, args.output)
+    print()
+    print("\n".join(render(report)))
+    print(f"\ntotal {report['total_seconds']:.0f} s; written to {args.output}")
+    peer = f"peer({args.peer_threads})"
+    enqueue = report["enqueue_all"]
+    print(f"scale: pool(2)/peer throughput ratio {ratio(report, 'pool(2)', peer):.2f}")
+    print(f"scale: pool(4)/pool(1) speed-up {ratio(report, 'pool(4)', 'pool(1)'):.2f}")
+    seconds = enqueue["seconds"] if enqueue else float("nan")
+    keys = enqueue["keys"] if enqueue else 0
+    print(f"scale: enqueue --all {keys} keys {seconds:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

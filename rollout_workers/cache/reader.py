@@ -1,0 +1,30 @@
+"""What a reconcile reads: the interfaces the Redis cache's `Lister` and `WrittenVersions`
+satisfy, so the reconcile code can run over another cache (bench/peer.py's in-process
+informers) unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+Obj = dict[str, Any]
+
+
+class ObjectReader(Protocol):
+    """One type's cached objects, each returned as a fresh copy the caller may modify."""
+
+    def get(self, key: str) -> Obj | None: ...
+
+    def get_many(self, keys: Iterable[str]) -> list[Obj]: ...
+
+    def by_owner(self, uid: str) -> list[Obj]: ...
+
+
+class WrittenGuard(Protocol):
+    """The stale-cache guard's read side (see cache.written)."""
+
+    def stale(self, plural: str, items: dict[str, str]) -> list[str]: ...
+
+    def stale_objects(self, plural: str, objs: list[Obj]) -> list[str]: ...
+
+    def unseen(self, plural: str, keys: list[str], cached: set[str]) -> list[str]: ...
