@@ -375,6 +375,9 @@ class WrittenMemory:
         entry = self._written.get((plural, key))
         return entry[0] if entry is not None and entry[1] >= self._clock() else None
 
+    def record_own(self, plural: str, key: str, resource_version: str) -> None:
+        """Argo queues an object again for every event, its own writes' too: nothing to keep."""
+
     def stale(self, plural: str, items: dict[str, str]) -> list[str]:
         behind = []
         for key, cached in items.items():

@@ -21,10 +21,13 @@ class ObjectReader(Protocol):
 
 
 class WrittenGuard(Protocol):
-    """The stale-cache guard's read side (see cache.written)."""
+    """The stale-cache guard's read side, and the record of writes that settled an object
+    (see cache.written)."""
 
     def stale(self, plural: str, items: dict[str, str]) -> list[str]: ...
 
     def stale_objects(self, plural: str, objs: list[Obj]) -> list[str]: ...
 
     def unseen(self, plural: str, keys: list[str], cached: set[str]) -> list[str]: ...
+
+    def record_own(self, plural: str, key: str, resource_version: str) -> None: ...
