@@ -28,7 +28,7 @@ from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import Obj, RolloutContext
-from rollout_workers.rollout.hashing import steps_hash
+from rollout_workers.rollout.hashing import pod_template_hash, steps_hash
 from rollout_workers.rollout.phase import canary_step_string
 from rollout_workers.rollout.scaledown import cleanup_unhealthy
 from rollout_workers.rollout.trafficrouting.reconciler import (
@@ -59,9 +59,13 @@ def template_or_steps_changed(ctx: RolloutContext) -> bool:
     status = ctx.rollout.status or RolloutStatus()
     if (status.current_step_hash or "") != current_steps_hash(ctx):
         return True
-    return ctx.new_rs is not None and (status.current_pod_hash or "") != (
-        rsutil.pod_hash(ctx.new_rs) or ""
-    )
+    if not status.current_pod_hash:
+        return False
+    if ctx.new_rs is not None:
+        return status.current_pod_hash != (rsutil.pod_hash(ctx.new_rs) or "")
+    # No ReplicaSet of the template yet: its hash is computed (Argo's checkPodSpecChange).
+    template = dict(ctx.obj["spec"].get("template") or {})
+    return status.current_pod_hash != pod_template_hash(template, status.collision_count)
 
 
 def routed(ctx: RolloutContext) -> bool:
