@@ -79,7 +79,7 @@ def rollout_references(rollout: Obj) -> Iterator[tuple[str, str]]:
     if _get(routing, "smi", "rootService"):
         yield SERVICE, routing["smi"]["rootService"]
     nginx = routing.get("nginx") or {}
-    for name in [nginx.get("stableIngress"), *_list(nginx.get("additionalStableIngresses"))]:
+    for name in [nginx.get("stableIngress"), *_list(nginx.get("stableIngresses"))]:
         if name:
             yield INGRESS, name
     alb = routing.get("alb") or {}

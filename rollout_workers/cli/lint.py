@@ -101,7 +101,7 @@ def calculate_lint_errors(documents: list[Any]) -> list[LintError]:
             )
             for path in unknown_fields(rollout)
         ]
-        found = validation.spec_errors(rollout) + validation.unsupported_errors(rollout)
+        found = validation.spec_errors(rollout)
         errors += [LintError(name, error) for error in unknown + found]
     return errors
 

@@ -694,7 +694,9 @@ def calculate_rollout_info(
         info.actual_weight = "0"
         step, _ = current_canary_step(ro)
         if step is None:
-            info.actual_weight = "100"
+            # All of maxTrafficWeight (100 unless the router sets another total).
+            max_weight = _get(canary, "trafficRouting", "maxTrafficWeight")
+            info.actual_weight = str(_int(max_weight, 100))
         elif info.available > 0:
             if canary.get("trafficRouting") is None:
                 for rs in rs_infos:

@@ -10,7 +10,8 @@ from typing import Any
 
 
 def prune_empty(data: dict[str, Any], *, zero_kept: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """`data` without None, False, "", [], {} and 0 values (0 stays for `zero_kept` keys)."""
+    """`data` without None, False, "", [], {} and 0 values (0 and False stay for `zero_kept`
+    keys)."""
     result: dict[str, Any] = _prune(data, "", zero_kept)
     return result
 
@@ -25,9 +26,9 @@ def _prune(value: Any, key: str, zero_kept: frozenset[str]) -> Any:
 
 
 def _empty(value: Any, key: str, zero_kept: frozenset[str]) -> bool:
-    if value is None or value is False or value in ("", [], {}):
+    if value is None or value in ("", [], {}):
         return True
-    return value == 0 and not isinstance(value, bool) and key not in zero_kept
+    return value == 0 and key not in zero_kept
 
 
 def merge_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,12 @@ from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.canary import format_selector
 from rollout_workers.rollout.context import Obj, RolloutContext
-from rollout_workers.timefmt import format_time, parse_time
+from rollout_workers.rollout.scaledown import (
+    add_scale_down_delay,
+    has_deadline,
+    remove_scale_down_delay,
+)
+from rollout_workers.timefmt import parse_time
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +46,6 @@ def abort_scale_down_delay(ctx: RolloutContext) -> int | None:
     value = ctx.blue_green.abort_scale_down_delay_seconds
     value = DEFAULT_ABORT_SCALE_DOWN_DELAY if value is None else int(value)
     return value or None
-
-
-def has_deadline(rs: Obj | None) -> bool:
-    return rs is not None and ann.SCALE_DOWN_DEADLINE in ann.annotations_of(rs)
 
 
 def by_hash(ctx: RolloutContext, pod_hash: str | None) -> Obj | None:
@@ -125,22 +126,6 @@ def fast_tracked(ctx: RolloutContext, active: Obj) -> bool:
         return True
     active_hash = service.selector_hash(active)
     return not active_hash or active_hash == rsutil.pod_hash(ctx.new_rs or {})
-
-
-# -- scale-down deadlines -----------------------------------------------------------------------
-
-
-def add_scale_down_delay(ctx: RolloutContext, rs: Obj | None, seconds: int) -> None:
-    if rs is None:
-        return
-    deadline = format_time(ctx.now + dt.timedelta(seconds=seconds))
-    sync.write_rs(ctx, rs, {"metadata": {"annotations": {ann.SCALE_DOWN_DEADLINE: deadline}}})
-    ctx.requeue(seconds)
-    log.info("%s: %s scales down at %s", ctx.key, rsutil.name(rs), deadline)
-
-
-def remove_scale_down_delay(ctx: RolloutContext, rs: Obj) -> None:
-    sync.write_rs(ctx, rs, {"metadata": {"annotations": {ann.SCALE_DOWN_DEADLINE: None}}})
 
 
 # -- the script -------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""The canary strategy (replica-weighted, without a traffic router), as a script of steps.
+"""The canary strategy, as a script of steps.
 
-Mirrors argo-rollouts' rollout/canary.go: sync the new ReplicaSet, point the services, scale
-stable, new and older ReplicaSets one bounded move at a time, take or release pause steps, then
-compute the status (step index, stable promotion, abort) and send it in one patch.
+Mirrors argo-rollouts' rollout/canary.go: sync the new ReplicaSet, point the services, set the
+traffic weight through the router (with `trafficRouting`), scale stable, new and older
+ReplicaSets (one bounded move at a time without a router, see `routedcanary` with one), take or
+release pause steps, then compute the status (step index, stable promotion, abort) and send it
+in one patch.
 """
 
 from __future__ import annotations
@@ -12,14 +14,27 @@ import logging
 
 from rollout_workers.api.analysis import AnalysisPhase
 from rollout_workers.api.rollout import PauseReason, RolloutStatus
-from rollout_workers.rollout import analysis, experiment, restart, service, stepplugin, sync
+from rollout_workers.rollout import (
+    analysis,
+    experiment,
+    restart,
+    routedcanary,
+    service,
+    stepplugin,
+    sync,
+)
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import Obj, RolloutContext
-from rollout_workers.rollout.hashing import steps_hash
+from rollout_workers.rollout.hashing import pod_template_hash, steps_hash
 from rollout_workers.rollout.phase import canary_step_string
+from rollout_workers.rollout.scaledown import cleanup_unhealthy
+from rollout_workers.rollout.trafficrouting.reconciler import (
+    max_traffic_weight,
+    reconcile_traffic_routing,
+)
 from rollout_workers.timefmt import duration_seconds
 
 log = logging.getLogger(__name__)
@@ -44,9 +59,17 @@ def template_or_steps_changed(ctx: RolloutContext) -> bool:
     status = ctx.rollout.status or RolloutStatus()
     if (status.current_step_hash or "") != current_steps_hash(ctx):
         return True
-    return ctx.new_rs is not None and (status.current_pod_hash or "") != (
-        rsutil.pod_hash(ctx.new_rs) or ""
-    )
+    if not status.current_pod_hash:
+        return False
+    if ctx.new_rs is not None:
+        return status.current_pod_hash != (rsutil.pod_hash(ctx.new_rs) or "")
+    # No ReplicaSet of the template yet: its hash is computed (Argo's checkPodSpecChange).
+    template = dict(ctx.obj["spec"].get("template") or {})
+    return status.current_pod_hash != pod_template_hash(template, status.collision_count)
+
+
+def routed(ctx: RolloutContext) -> bool:
+    return ctx.canary is not None and ctx.canary.traffic_routing is not None
 
 
 def step_weight(ctx: RolloutContext) -> int:
@@ -55,7 +78,7 @@ def step_weight(ctx: RolloutContext) -> int:
         return 0
     step, index = ctx.current_step()
     if index is None or step is None:
-        return 100  # no steps, or past the last one
+        return max_traffic_weight(ctx)  # no steps, or past the last one
     weight = 0
     for candidate in ctx.steps[: index + 1]:
         if candidate.set_weight is not None:
@@ -64,7 +87,8 @@ def step_weight(ctx: RolloutContext) -> int:
 
 
 def desired_counts(ctx: RolloutContext) -> tuple[int, int]:
-    """(new ReplicaSet replicas, stable ReplicaSet replicas) for this reconcile."""
+    """(new ReplicaSet replicas, stable ReplicaSet replicas) for this reconcile, without a
+    traffic router."""
     status = ctx.rollout.status or RolloutStatus()
     at_stable = not status.stable_rs or status.stable_rs == status.current_pod_hash
     scale = rmath.calculate_canary_scale(
@@ -96,6 +120,8 @@ def desired_counts(ctx: RolloutContext) -> tuple[int, int]:
 
 
 def at_desired_counts(ctx: RolloutContext) -> bool:
+    if routed(ctx):
+        return routedcanary.at_desired_counts(ctx, step_weight=step_weight(ctx))
     new_count, stable_count = desired_counts(ctx)
     if ctx.new_rs is None:
         return False
@@ -130,6 +156,9 @@ def reconcile_canary(ctx: RolloutContext) -> None:
     restart.reconcile_restart(ctx)
     sync.cleanup_old_rss(ctx, ctx.other_rss)
     reconcile_services(ctx)
+    if routed(ctx):
+        # Before any scaling: the weight follows the pods that are ready, never the reverse.
+        reconcile_traffic_routing(ctx, at_desired_counts=at_desired_counts(ctx))
     experiment.reconcile_experiments(ctx)
     analysis.reconcile_analysis_runs(ctx)
     if ctx.pause.has_add_pause():
@@ -153,6 +182,8 @@ def reconcile_services(ctx: RolloutContext) -> None:
 
 def reconcile_replicasets(ctx: RolloutContext) -> bool:
     """Scale stable, then new, then older ReplicaSets; True when anything was scaled."""
+    if routed(ctx):
+        return routedcanary.reconcile_replicasets(ctx, step_weight=step_weight(ctx))
     if (
         ctx.stable_rs is not None
         and ctx.new_rs is not None
@@ -166,21 +197,6 @@ def reconcile_replicasets(ctx: RolloutContext) -> bool:
         if sync.scale_rs(ctx, ctx.new_rs, new_count):
             return True
     return scale_down_others(ctx)
-
-
-def cleanup_unhealthy(ctx: RolloutContext, rss: list[Obj]) -> bool:
-    """Scale older ReplicaSets down to their available pods first: their unready pods serve
-    nothing, so removing them costs no availability and unblocks the rollout."""
-    scaled = False
-    for rs in rsutil.by_creation(rss):
-        current = ctx.replaced(rs)
-        replicas, available = (
-            rsutil.spec_replicas(current),
-            rsutil.status_count(current, "availableReplicas"),
-        )
-        if replicas > 0 and replicas != available and available < replicas:
-            scaled = sync.scale_rs(ctx, current, available) or scaled
-    return scaled
 
 
 def scale_down_others(ctx: RolloutContext) -> bool:
@@ -281,8 +297,12 @@ def completed_current_step(ctx: RolloutContext) -> bool:
         return stepplugin.is_step_completed(ctx, index)
     if step.pause is not None:
         return ctx.pause.completed_pause_step(step.pause, ctx.now)
-    if step.set_weight is not None:
+    if step.set_canary_scale is not None:
         return at_desired_counts(ctx)
+    if step.set_weight is not None:
+        weights = ctx.new_status.canary.weights if ctx.new_status.canary else None
+        # A weight the router has not verified yet holds the step.
+        return at_desired_counts(ctx) and not (weights is not None and weights.verified is False)
     if step.experiment is not None:
         return experiment.ex_phase(ctx.current_experiment) == AnalysisPhase.SUCCESSFUL
     if step.analysis is not None:

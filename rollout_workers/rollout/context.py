@@ -52,6 +52,8 @@ class RolloutContext:
     status: RolloutStatus  # working copy of the status read (conditions set along the way)
     pause: PauseContext
     services: dict[str, Obj] = field(default_factory=dict)  # referenced Services, by name
+    # Stable and canary Ingresses of the nginx router, by name; replaced after a write.
+    ingresses: dict[str, Obj] = field(default_factory=dict)
     analysis_runs: list[Obj] = field(default_factory=list)  # the AnalysisRuns it owns
     experiments: list[Obj] = field(default_factory=list)  # the Experiments it owns
     current_experiment: Obj | None = None  # the one the status named (set by its reconcile)
@@ -78,6 +80,7 @@ class RolloutContext:
         now: dt.datetime,
         writer: Writer,
         services: dict[str, Obj] | None = None,
+        ingresses: dict[str, Obj] | None = None,
         analysis_runs: list[Obj] | None = None,
         experiments: list[Obj] | None = None,
         template_lookup: TemplateLookup | None = None,
@@ -89,6 +92,9 @@ class RolloutContext:
         older = rsutil.find_old(rss, new)
         stable = rsutil.find_stable(status.stable_rs, new, older)
         other = [rs for rs in older if stable is None or rsutil.name(rs) != rsutil.name(stable)]
+        # The weights describe the router's state: kept unless the traffic step sets new ones.
+        weights = status.canary.weights if status.canary else None
+        new_status = RolloutStatus(canary=CanaryStatus(weights=weights) if weights else None)
         return cls(
             obj=obj,
             rollout=rollout,
@@ -102,6 +108,8 @@ class RolloutContext:
             status=status,
             pause=PauseContext(status=rollout.status or RolloutStatus()),
             services=dict(services or {}),
+            ingresses=dict(ingresses or {}),
+            new_status=new_status,
             analysis_runs=list(analysis_runs or []),
             experiments=list(experiments or []),
             template_lookup=template_lookup or (lambda name, cluster: None),

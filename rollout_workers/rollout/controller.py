@@ -57,6 +57,8 @@ from rollout_workers.rollout.stepplugins.registry import (
     StepPluginState,
     StepPluginTimings,
 )
+from rollout_workers.rollout.trafficrouting import TrafficRoutingError, unsupported_router
+from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
 from rollout_workers.settings import PluginSettings
 from rollout_workers.timefmt import format_time
 
@@ -88,6 +90,7 @@ class RolloutController:
         replicasets: ObjectReader,
         services: ObjectReader,
         written: WrittenGuard,
+        ingresses: ObjectReader | None = None,
         writer: Writer,
         templates: ObjectReader | None = None,
         cluster_templates: ObjectReader | None = None,
@@ -102,6 +105,7 @@ class RolloutController:
         self.step_plugins = step_plugins or StepPluginRegistry()
         self.analysis_runs, self.experiments = analysis_runs, experiments
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
+        self.ingresses = ingresses
         self.templates, self.cluster_templates = templates, cluster_templates
         self.written, self.writer, self.clock = written, writer, clock
 
@@ -132,9 +136,17 @@ class RolloutController:
         names = {name for index, name in rollout_references(obj) if index == SERVICE}
         found = self.services.get_many(f"{namespace}/{name}" for name in names)
         services = {str(s["metadata"]["name"]): s for s in found}
+        ingresses, canary_keys = self._ingresses(obj)
+        cached = {f"{namespace}/{name}" for name in ingresses}
+        if self.written.stale_objects(
+            r.INGRESSES.plural, list(ingresses.values())
+        ) or self.written.unseen(r.INGRESSES.plural, canary_keys, cached):
+            log.info("ingress cache behind our last write for %s; requeueing", request.key)
+            return Result.requeue_after(STALE_REQUEUE)
         request.lease.check()
         references = validation.ReferencedResources(
             services=services,
+            ingresses=ingresses,
             analysis_templates=self._templates(self.templates, namespace, obj, TEMPLATE),
             cluster_analysis_templates=self._templates(
                 self.cluster_templates, None, obj, CLUSTER_TEMPLATE
@@ -160,6 +172,7 @@ class RolloutController:
             now=now,
             writer=self.writer,
             services=services,
+            ingresses=ingresses,
             analysis_runs=runs,
             experiments=experiments,
             template_lookup=self._lookup(namespace),
@@ -180,11 +193,36 @@ class RolloutController:
             return Result.retry()
         except sync.HashCollision:
             return Result.requeue_after(0)
+        except TrafficRoutingError as err:
+            log.warning("traffic routing of %s failed (%s); retrying", request.key, err)
+            return Result.retry()
         if ctx.settled_version:
             self.written.record_own(r.ROLLOUTS.plural, request.key, ctx.settled_version)
         if ctx.requeue_after is not None:
             return Result.requeue_after(ctx.requeue_after)
         return Result.done()
+
+    def _ingresses(self, obj: Obj) -> tuple[dict[str, Obj], list[str]]:
+        """The nginx router's stable Ingresses and the canary Ingresses made from them, by name
+        (those found), and the keys of the canary Ingresses."""
+        if self.ingresses is None:
+            return {}, []
+        namespace = str(obj["metadata"].get("namespace", ""))
+        nginx = (
+            (((obj.get("spec") or {}).get("strategy") or {}).get("canary") or {}).get(
+                "trafficRouting"
+            )
+            or {}
+        ).get("nginx") or {}
+        stable = {
+            n
+            for n in [nginx.get("stableIngress"), *(nginx.get("stableIngresses") or [])]
+            if isinstance(n, str) and n
+        }
+        canary = {canary_ingress_name(str(obj["metadata"]["name"]), n) for n in stable}
+        found = self.ingresses.get_many(f"{namespace}/{name}" for name in stable | canary)
+        canary_keys = sorted(f"{namespace}/{name}" for name in canary)
+        return {str(i["metadata"]["name"]): i for i in found}, canary_keys
 
     def _workload(self, resource: r.Resource, key: str) -> Obj | None:
         lister = self.workloads.get(resource.cache_name)
@@ -285,9 +323,9 @@ def reconcile(
 
 def unsupported(ctx: RolloutContext) -> str:
     """What this controller cannot reconcile yet, as an InvalidSpec message ('' if nothing)."""
-    if ctx.canary is not None and ctx.canary.traffic_routing is not None:
-        return "trafficRouting is not supported by this controller yet"
-    return ""
+    if ctx.canary is None:
+        return ""
+    return unsupported_router(ctx.canary.traffic_routing)
 
 
 def invalid_spec(ctx: RolloutContext, message: str, *, reason: str = c.INVALID_SPEC_REASON) -> None:
@@ -365,6 +403,7 @@ def make_handler(runtime: Runtime) -> Handler:
         rollouts=Lister(runtime.redis, prefix=prefix, resource=r.ROLLOUTS),
         replicasets=Lister(runtime.redis, prefix=prefix, resource=r.REPLICASETS),
         services=Lister(runtime.redis, prefix=prefix, resource=r.SERVICES),
+        ingresses=Lister(runtime.redis, prefix=prefix, resource=r.INGRESSES),
         templates=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISTEMPLATES),
         cluster_templates=Lister(runtime.redis, prefix=prefix, resource=r.CLUSTERANALYSISTEMPLATES),
         analysis_runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),

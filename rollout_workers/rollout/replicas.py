@@ -265,9 +265,10 @@ def calculate_replicas_for_scale_down(rs: RSCounts | None, ignore_availability: 
 # --- canary --------------------------------------------------------------------------------------
 
 
-def calculate_traffic_weight_replicas(replicas: int, weight: int) -> int:
-    """Replicas needed to carry `weight`% of the traffic, rounded up."""
-    return math.ceil(weight * replicas / 100)
+def calculate_traffic_weight_replicas(replicas: int, weight: int, max_weight: int = 100) -> int:
+    """Replicas needed to carry `weight` of `max_weight` (maxTrafficWeight) of the traffic,
+    rounded up."""
+    return math.ceil(weight * replicas / max_weight)
 
 
 def _floor_ceiling_tied(weight: int, total: int) -> bool:
@@ -330,6 +331,7 @@ def calculate_canary_scale(
     at_stable: bool = False,
     aborted: bool = False,
     abort_scale_down_delay_seconds: int | None = None,
+    max_weight: int = 100,
 ) -> CanaryScale:
     """What the canary should be scaled to now (`GetCanaryReplicasOrWeight`).
 
@@ -340,12 +342,13 @@ def calculate_canary_scale(
     - `set_canary_scale`: the last setCanaryScale at or before the current step, if any;
     - `at_stable`: status.stableRS is empty or equal to status.currentPodHash.
 
-    Full promotion or being at the stable gives 100%. setCanaryScale needs traffic routing, is
-    dropped by matchTrafficWeight, and is dropped on abort unless abortScaleDownDelaySeconds is
-    explicitly 0 (keep the canary up). An abort otherwise sets the weight to 0.
+    Full promotion or being at the stable gives all of `max_weight` (maxTrafficWeight).
+    setCanaryScale needs traffic routing, is dropped by matchTrafficWeight, and is dropped on
+    abort unless abortScaleDownDelaySeconds is explicitly 0 (keep the canary up). An abort
+    otherwise sets the weight to 0.
     """
     if promote_full or at_stable:
-        return CanaryScale(replicas=None, weight=100)
+        return CanaryScale(replicas=None, weight=max_weight)
     keep_canary_on_abort = traffic_routed and abort_scale_down_delay_seconds == 0
     scs = set_canary_scale
     if (
@@ -377,29 +380,27 @@ def _traffic_routed_counts(
     dynamic_stable_scale: bool,
     traffic_weights: TrafficWeights | None,
     aborted: bool,
+    max_weight: int,
 ) -> tuple[int, int]:
+    def replicas_for(share: int) -> int:
+        return calculate_traffic_weight_replicas(rollout_replicas, share, max_weight)
+
     if canary_replicas is not None:
         canary = canary_replicas
     else:
-        canary = _min_pods(
-            calculate_traffic_weight_replicas(rollout_replicas, weight), min_pods_per_rs
-        )
+        canary = _min_pods(replicas_for(weight), min_pods_per_rs)
     if not dynamic_stable_scale:
         # The router keeps traffic off the canary, so the stable stays fully scaled.
         return canary, rollout_replicas
 
     # Dynamic stable scale: the stable follows the larger of the desired and the actual stable
     # traffic, so it is never scaled below what the router is still sending it.
-    stable = calculate_traffic_weight_replicas(rollout_replicas, 100 - weight)
+    stable = replicas_for(max_weight - weight)
     if traffic_weights is not None:
-        stable = max(
-            stable, calculate_traffic_weight_replicas(rollout_replicas, traffic_weights.stable)
-        )
+        stable = max(stable, replicas_for(traffic_weights.stable))
         if aborted:
             # Likewise the canary keeps the pods for the traffic it still receives.
-            canary = max(
-                calculate_traffic_weight_replicas(rollout_replicas, traffic_weights.canary), canary
-            )
+            canary = max(replicas_for(traffic_weights.canary), canary)
     return _min_pods(canary, min_pods_per_rs), _min_pods(stable, min_pods_per_rs)
 
 
@@ -543,6 +544,7 @@ def calculate_canary_replica_counts(
     dynamic_stable_scale: bool = False,
     traffic_weights: TrafficWeights | None = None,
     aborted: bool = False,
+    max_traffic_weight: int = 100,
 ) -> tuple[int, int]:
     """(canary RS replicas, stable RS replicas) for this reconcile.
 
@@ -563,7 +565,8 @@ def calculate_canary_replica_counts(
     is), else enough pods for `weight` (at least `min_pods_per_rs` if not 0); the stable stays
     at `rollout_replicas` unless `dynamic_stable_scale`, where it follows the larger of the
     desired and the current (`traffic_weights`) stable traffic, and an `aborted` canary keeps
-    the pods for the traffic it still receives.
+    the pods for the traffic it still receives. Weights are shares of `max_traffic_weight`
+    (maxTrafficWeight, 100 by default).
     """
     if traffic_routed:
         return _traffic_routed_counts(
@@ -574,6 +577,7 @@ def calculate_canary_replica_counts(
             dynamic_stable_scale=dynamic_stable_scale,
             traffic_weights=traffic_weights,
             aborted=aborted,
+            max_weight=max_traffic_weight,
         )
     if canary_replicas is not None:
         raise ValueError("canary_replicas (setCanaryScale.replicas) requires traffic routing")

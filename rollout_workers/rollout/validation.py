@@ -20,10 +20,8 @@ Argo's field paths are kept even where they look odd: `ValidateRolloutStrategyCa
 with the path `spec.strategy`, so canary errors read `spec.strategy.steps[0].setWeight`, and a
 missing strategy reads `spec.strategy.strategy`.
 
-This controller adds one rule of its own: steps that need a traffic router (setCanaryScale,
-setHeaderRoute, setMirrorRoute) are invalid while traffic routing is not implemented here. Without
-`trafficRouting` Argo's own "requires TrafficRouting" messages apply; with it, the message is
-`TRAFFIC_ROUTING_NOT_SUPPORTED_MESSAGE`, to be removed once traffic routing exists.
+Traffic routers other than nginx are refused by the controller
+(`trafficrouting.unsupported_router`), not here: such a spec is valid Argo.
 """
 
 from __future__ import annotations
@@ -153,13 +151,13 @@ MISSING_BACKGROUND_ARGS = "missing analysis arguments in rollout spec"
 #: The annotation with which a Service names the rollout that manages it.
 MANAGED_BY_ROLLOUTS_ANNOTATION = "argo-rollouts.argoproj.io/managed-by-rollouts"
 
-# -- this controller's own rule ------------------------------------------------------------------
-
-#: Steps that need a traffic router, while this controller has none. Remove with the rule once
-#: traffic routing is implemented.
-TRAFFIC_ROUTING_NOT_SUPPORTED_MESSAGE = (
-    "Traffic routing is not supported by this controller yet; setCanaryScale, setHeaderRoute "
-    "and setMirrorRoute steps cannot run"
+INGRESS_NOT_FOUND = 'ingress.networking.k8s.io "{}" not found'
+INGRESS_WITHOUT_STABLE_RULE = "ingress `{}` has no rules using service {} backend"
+NGINX_BOTH_INGRESSES = (
+    "Either StableIngress or StableIngresses must be configured. Both are configured."
+)
+NGINX_NO_INGRESS = (
+    "Either StableIngress or StableIngresses must be configured. Neither are configured."
 )
 
 # -- defaults (utils/defaults/defaults.go) ---------------------------------------------------
@@ -211,6 +209,7 @@ class ReferencedResources:
     that is absent was not found). Services are plain decoded objects."""
 
     services: Mapping[str, Mapping[str, Any]] = dataclass_field(default_factory=dict)
+    ingresses: Mapping[str, Mapping[str, Any]] = dataclass_field(default_factory=dict)
     analysis_templates: Mapping[str, AnalysisTemplate] = dataclass_field(default_factory=dict)
     cluster_analysis_templates: Mapping[str, ClusterAnalysisTemplate] = dataclass_field(
         default_factory=dict
@@ -225,11 +224,9 @@ def invalid_spec_message(name: str, error: ValidationError) -> str:
 def validate(
     rollout: Rollout, references: ReferencedResources | None = None
 ) -> ValidationError | None:
-    """The first reason the rollout is invalid, or None: the spec checks, this controller's
-    traffic-routing rule, then (when `references` is given) the referenced objects."""
+    """The first reason the rollout is invalid, or None: the spec checks, then (when
+    `references` is given) the referenced objects."""
     for error in spec_errors(rollout):
-        return error
-    for error in unsupported_errors(rollout):
         return error
     if references is not None:
         for error in reference_errors(rollout, references):
@@ -949,34 +946,6 @@ def _string_match_errors(match: StringMatch | None, path: str) -> Iterator[Valid
         yield _invalid(path, _go_string_match(match), INVALID_STRING_MATCH_MISSED_VALUE_POLICY)
 
 
-# -- this controller's rule ----------------------------------------------------------------------
-
-
-def unsupported_errors(rollout: Rollout) -> list[ValidationError]:
-    """Steps that need a traffic router, on a rollout that configures one: this controller has
-    none yet (without `trafficRouting`, Argo's own checks already reject these steps)."""
-    strategy = rollout.spec.strategy
-    canary = strategy.canary if strategy else None
-    if canary is None or canary.traffic_routing is None:
-        return []
-    errors = []
-    for i, step in enumerate(canary.steps or []):
-        for name, action in (
-            ("setCanaryScale", step.set_canary_scale),
-            ("setHeaderRoute", step.set_header_route),
-            ("setMirrorRoute", step.set_mirror_route),
-        ):
-            if action is not None:
-                errors.append(
-                    ValidationError(
-                        f"spec.strategy.steps[{i}].{name}",
-                        TRAFFIC_ROUTING_NOT_SUPPORTED_MESSAGE,
-                        ErrorType.FORBIDDEN,
-                    )
-                )
-    return errors
-
-
 # -- references --------------------------------------------------------------------------------
 
 
@@ -1062,13 +1031,77 @@ def reference_errors(rollout: Rollout, references: ReferencedResources) -> list[
                     return [_invalid(ref.path, go_quote(name), message)]
                 templates.append((name, namespaced))
         resolved.append((ref, templates))
+    ingress_lookup = _ingress_lookup_errors(rollout, references)
+    if ingress_lookup:
+        return ingress_lookup
 
     errors: list[ValidationError] = []
     for role, path, name in services:
         errors.extend(_service_errors(rollout, role, path, references.services[name]))
     for ref, templates in resolved:
         errors.extend(_analysis_template_errors(rollout, ref, templates))
+    errors.extend(_ingress_errors(rollout, references))
     return errors
+
+
+_NGINX_PATH = "spec.strategy.canary.trafficRouting.nginx"
+
+
+def _nginx_ingress_refs(rollout: Rollout) -> list[tuple[str, str, str]]:
+    """(field path, Go-rendered field value, name) of each stable Ingress the nginx router
+    uses: `stableIngresses` when set, else `stableIngress`."""
+    strategy = rollout.spec.strategy
+    canary = strategy.canary if strategy else None
+    routing = canary.traffic_routing if canary else None
+    nginx = routing.nginx if routing else None
+    if nginx is None:
+        return []
+    if nginx.stable_ingresses is not None:
+        value = "[]string{" + ", ".join(go_quote(n) for n in nginx.stable_ingresses) + "}"
+        return [(f"{_NGINX_PATH}.stableIngresses", value, n) for n in nginx.stable_ingresses]
+    name = nginx.stable_ingress or ""
+    return [(f"{_NGINX_PATH}.stableIngress", go_quote(name), name)]
+
+
+def _ingress_lookup_errors(
+    rollout: Rollout, references: ReferencedResources
+) -> list[ValidationError]:
+    """Argo's ValidateRolloutNginxIngressesConfig, then the look-up of each stable Ingress."""
+    strategy = rollout.spec.strategy
+    routing = strategy.canary.traffic_routing if strategy and strategy.canary else None
+    nginx = routing.nginx if routing else None
+    if nginx is None:
+        return []
+    single, multiple = bool(nginx.stable_ingress), nginx.stable_ingresses is not None
+    if single and multiple:
+        return [ValidationError(_NGINX_PATH, NGINX_BOTH_INGRESSES, ErrorType.INTERNAL)]
+    if not single and not multiple:
+        return [ValidationError(_NGINX_PATH, NGINX_NO_INGRESS, ErrorType.INTERNAL)]
+    for path, value, name in _nginx_ingress_refs(rollout):
+        if name not in references.ingresses:
+            return [_invalid(path, value, INGRESS_NOT_FOUND.format(name))]
+    return []
+
+
+def _ingress_errors(rollout: Rollout, references: ReferencedResources) -> list[ValidationError]:
+    """Argo's ValidateIngress for nginx: each stable Ingress routes to the stable Service."""
+    strategy = rollout.spec.strategy
+    stable_service = (strategy.canary.stable_service if strategy and strategy.canary else "") or ""
+    errors = []
+    for path, _value, name in _nginx_ingress_refs(rollout):
+        ingress = references.ingresses[name]
+        if not _has_rule_with_service(ingress, stable_service):
+            message = INGRESS_WITHOUT_STABLE_RULE.format(name, stable_service)
+            errors.append(_invalid(path, go_quote(name), message))
+    return errors
+
+
+def _has_rule_with_service(ingress: Mapping[str, Any], service: str) -> bool:
+    for rule in (ingress.get("spec") or {}).get("rules") or []:
+        for path in (rule.get("http") or {}).get("paths") or []:
+            if ((path.get("backend") or {}).get("service") or {}).get("name") == service:
+                return True
+    return False
 
 
 def _service_errors(

@@ -93,6 +93,7 @@ def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
         owner("Experiment", "experiments")
     elif resource is r.INGRESSES:
         referencing(INGRESS, qualified, "rollouts")
+        owner("Rollout", "rollouts")  # a canary Ingress the rollout's nginx router owns
     elif resource is r.ANALYSISTEMPLATES:
         referencing(TEMPLATE, qualified, "rollouts", "experiments")
     elif resource is r.CLUSTERANALYSISTEMPLATES:

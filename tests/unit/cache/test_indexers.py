@@ -34,7 +34,7 @@ CANARY = {
                 "stableService": "web-stable",
                 "canaryService": "web-canary",
                 "trafficRouting": {
-                    "nginx": {"stableIngress": "web-ing", "additionalStableIngresses": ["alt"]}
+                    "nginx": {"stableIngress": "web-ing", "stableIngresses": ["alt"]}
                 },
                 "analysis": {"templates": [{"templateName": "success-rate"}]},
                 "steps": [

@@ -344,6 +344,14 @@ def test_actual_weight_with_traffic_routing_uses_the_reported_weight() -> None:
     assert rollout_info(objects).actual_weight == "50"
 
 
+def test_actual_weight_past_the_last_step_is_all_of_max_traffic_weight() -> None:
+    objects = f.canary_objects()
+    canary = objects["rollout"]["spec"]["strategy"]["canary"]
+    canary["trafficRouting"] = {"nginx": {"stableIngress": "i"}, "maxTrafficWeight": 1000}
+    objects["rollout"]["status"]["currentStepIndex"] = len(canary["steps"])
+    assert rollout_info(objects).actual_weight == "1000"
+
+
 def test_objects_of_other_owners_are_left_out() -> None:
     info = rollout_info(f.canary_objects())
     assert [rs.name for rs in info.replica_sets] == ["shop-web-6b7f", "shop-web-5d9c"]

@@ -665,35 +665,20 @@ CASES = [
         "spec.strategy.steps[0].analyses: Invalid value: []v1alpha1.AnalysisRunArgument{...} "
         "(len 1): Analyses arguments must refer to valid object metadata supported by downwardAPI",
     ),
-    # this controller's rule: router steps with trafficRouting are not supported yet
+    # router steps are valid Argo with a router that supports them (the controller then refuses
+    # routers other than nginx, see test_controller)
     Case(
-        "setCanaryScale with trafficRouting is not supported here",
+        "setCanaryScale with trafficRouting",
         steps(routed(), {"setWeight": 10}, {"setCanaryScale": {"replicas": 1}}),
-        "spec.strategy.steps[1].setCanaryScale: Forbidden: "
-        + v.TRAFFIC_ROUTING_NOT_SUPPORTED_MESSAGE,
+        None,
     ),
     Case(
-        "setHeaderRoute with trafficRouting is not supported here",
-        steps(
-            istio(managedRoutes=[{"name": "r"}]),
-            {
-                "setHeaderRoute": {
-                    "name": "r",
-                    "match": [{"headerName": "agent", "headerValue": {"exact": "chrome"}}],
-                }
-            },
-        ),
-        "spec.strategy.steps[0].setHeaderRoute: Forbidden: "
-        + v.TRAFFIC_ROUTING_NOT_SUPPORTED_MESSAGE,
-    ),
-    Case(
-        "setMirrorRoute with trafficRouting is not supported here",
+        "setMirrorRoute with istio",
         steps(
             istio(managedRoutes=[{"name": "m"}]),
             {"setMirrorRoute": {"name": "m", "match": [{"method": {"exact": "GET"}}]}},
         ),
-        "spec.strategy.steps[0].setMirrorRoute: Forbidden: "
-        + v.TRAFFIC_ROUTING_NOT_SUPPORTED_MESSAGE,
+        None,
     ),
     # objects the model itself rejects
     Case(

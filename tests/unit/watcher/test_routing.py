@@ -93,6 +93,14 @@ CASES = {
         {"rollouts": {"a/x", "b/y"}},
     ),
     "ingress": (r.INGRESSES, change("web-ing"), {"rollouts": {"prod/web"}}),
+    "canary ingress to the rollout that owns it": (
+        r.INGRESSES,
+        change(
+            "web-web-ing-canary",
+            owners=[{"kind": "Rollout", "name": "web", "uid": "u", "controller": True}],
+        ),
+        {"rollouts": {"prod/web"}},
+    ),
     "referenced deployment": (r.DEPLOYMENTS, change("web"), {"rollouts": {"prod/web"}}),
     "unreferenced deployment": (r.DEPLOYMENTS, change("other"), {}),
     "referenced replicaset without the hash label": (

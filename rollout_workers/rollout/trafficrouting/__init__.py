@@ -1,0 +1,62 @@
+"""Traffic routers: the one interface the canary's traffic step drives.
+
+Mirrors argo-rollouts' `TrafficRoutingReconciler` (rollout/trafficrouting/): a router applies a
+canary weight (and header or mirror routes) to whatever carries the traffic, reports whether
+the weight is verified (None: the router cannot tell), and removes the routes it manages once
+the update is over or aborted. The nginx router is implemented (`nginx.py`); every other router
+a rollout may name is reported by `unsupported_router` so the controller can refuse the spec
+with a message naming it, rather than act on it half-way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from rollout_workers.api.rollout import (
+    RolloutTrafficRouting,
+    SetHeaderRoute,
+    SetMirrorRoute,
+    WeightDestination,
+)
+
+#: The routers Argo knows besides nginx, by their field in spec.strategy.canary.trafficRouting.
+OTHER_ROUTERS = ("alb", "smi", "istio", "ambassador", "appMesh", "traefik", "apisix", "plugins")
+UNSUPPORTED_ROUTER_MESSAGE = "trafficRouting.{} is not supported by this controller yet"
+
+
+class TrafficRoutingError(RuntimeError):
+    """A router could not apply the desired state; the reconcile is retried with backoff."""
+
+
+class TrafficRouter(Protocol):
+    """What the traffic step asks of a router (Argo's TrafficRoutingReconciler)."""
+
+    @property
+    def type(self) -> str: ...
+
+    def set_weight(self, weight: int, additional: Sequence[WeightDestination] = ()) -> None: ...
+
+    def set_header_route(self, route: SetHeaderRoute) -> None: ...
+
+    def set_mirror_route(self, route: SetMirrorRoute) -> None: ...
+
+    def verify_weight(
+        self, weight: int, additional: Sequence[WeightDestination] = ()
+    ) -> bool | None: ...
+
+    def remove_managed_routes(self) -> None: ...
+
+
+def unsupported_router(routing: RolloutTrafficRouting | None) -> str:
+    """The InvalidSpec message for the first configured router this controller cannot drive
+    ('' when every configured router is supported)."""
+    if routing is None:
+        return ""
+    extra = routing.model_extra or {}
+    for name in OTHER_ROUTERS:
+        modelled = name in RolloutTrafficRouting.model_fields
+        value = getattr(routing, name) if modelled else extra.get(name)
+        if value is not None:
+            return UNSUPPORTED_ROUTER_MESSAGE.format(name)
+    return ""

@@ -1,0 +1,123 @@
+"""The traffic step of the canary reconcile (Argo's reconcileTrafficRouting).
+
+Runs after the Services are pointed and before any ReplicaSet is scaled: it tells each router
+the weight `weights.calculate_desired_weight` allows, records `status.canary.weights` (with a
+TrafficWeightUpdated event when they change) and whether the router verified them. Because the
+weight only moves to a step's setWeight once the ReplicaSets are at that step's counts, a
+reconcile scales first and a later one shifts the traffic; on abort or at the end the weight
+goes back to the stable here, before the canary is scaled down in the same or a later reconcile.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rollout_workers.api.rollout import CanaryStatus, RolloutStatus
+from rollout_workers.rollout import replicasets as rsutil
+from rollout_workers.rollout.context import RolloutContext
+from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError
+from rollout_workers.rollout.trafficrouting import weights as w
+from rollout_workers.rollout.trafficrouting.nginx import NginxRouter
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TRAFFIC_WEIGHT = 100
+
+
+def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
+    """The routers the rollout configures (the controller has refused any it cannot drive)."""
+    routing = ctx.canary.traffic_routing if ctx.canary is not None else None
+    if routing is None or routing.nginx is None:
+        return []
+    return [NginxRouter(ctx, routing.nginx)]
+
+
+def max_traffic_weight(ctx: RolloutContext) -> int:
+    routing = ctx.canary.traffic_routing if ctx.canary is not None else None
+    if routing is not None and routing.max_traffic_weight is not None:
+        return int(routing.max_traffic_weight)
+    return DEFAULT_MAX_TRAFFIC_WEIGHT
+
+
+def fully_promoted(ctx: RolloutContext) -> bool:
+    status = ctx.rollout.status or RolloutStatus()
+    return (status.stable_rs or "") == (status.current_pod_hash or "")
+
+
+def weight_inputs(ctx: RolloutContext, *, at_desired_counts: bool) -> w.WeightInputs:
+    status = ctx.rollout.status or RolloutStatus()
+    previous = status.canary.weights if status.canary else None
+    _, index = ctx.current_step()
+    steps = ctx.steps
+    before = [s.set_weight for s in steps[: index or 0] if s.set_weight is not None]
+    current = [s.set_weight for s in steps[: (index or 0) + 1] if s.set_weight is not None]
+    past_end = index is None or index >= len(steps)
+    return w.WeightInputs(
+        max_weight=max_traffic_weight(ctx),
+        replicas=ctx.replicas,
+        fully_promoted=fully_promoted(ctx),
+        aborted=ctx.pause.is_aborted(),
+        promote_full=bool(status.promote_full),
+        dynamic_stable_scale=bool(ctx.canary.dynamic_stable_scale),
+        stable_available=rsutil.status_count(ctx.stable_rs, "availableReplicas"),
+        new_available=(
+            None if ctx.new_rs is None else rsutil.status_count(ctx.new_rs, "availableReplicas")
+        ),
+        current_canary_weight=previous.canary.weight if previous is not None else None,
+        step_index=index,
+        step_count=len(steps),
+        at_desired_counts=at_desired_counts,
+        previous_set_weight=before[-1] if before else 0,
+        current_set_weight=100 if past_end else (current[-1] if current else 0),
+    )
+
+
+def _hash(rs: dict[str, object] | None) -> str:
+    return (rsutil.pod_hash(rs) if rs is not None else None) or ""
+
+
+def reconcile_traffic_routing(ctx: RolloutContext, *, at_desired_counts: bool) -> None:
+    """Apply this reconcile's weight through every router and record the weights status."""
+    if ctx.new_status.canary is None:
+        ctx.new_status.canary = CanaryStatus()
+    routers = routers_for(ctx)
+    if not routers:
+        ctx.new_status.canary.weights = None
+        return
+    status = ctx.rollout.status or RolloutStatus()
+    previous = status.canary.weights if status.canary else None
+    inputs = weight_inputs(ctx, at_desired_counts=at_desired_counts)
+    desired = w.calculate_desired_weight(inputs)
+    step, _ = ctx.current_step()
+    generation = int((ctx.obj.get("metadata") or {}).get("generation") or 0)
+    for router in routers:
+        if inputs.fully_promoted or inputs.aborted or inputs.promote_full:
+            router.remove_managed_routes()
+        if step is not None and generation > 1:
+            if step.set_header_route is not None:
+                router.set_header_route(step.set_header_route)
+            if step.set_mirror_route is not None:
+                router.set_mirror_route(step.set_mirror_route)
+        try:
+            router.set_weight(desired)
+        except TrafficRoutingError as err:
+            ctx.event("TrafficRoutingError", str(err), warning=True)
+            raise
+        changed, new = w.calculate_weight_status(
+            previous,
+            desired=desired,
+            max_weight=inputs.max_weight,
+            canary_hash=_hash(ctx.new_rs),
+            stable_hash=_hash(ctx.stable_rs),
+            canary_service=ctx.canary.canary_service,
+            stable_service=ctx.canary.stable_service,
+        )
+        if changed:
+            ctx.event(w.WEIGHT_UPDATED_REASON, w.weight_updated_message(previous, new))
+        elif previous is not None:
+            new = previous.model_copy(deep=True)
+        new.verified = router.verify_weight(desired)
+        ctx.new_status.canary.weights = new
+        if new.verified is False:
+            log.info("%s: weight %d not yet verified by %s", ctx.key, desired, router.type)
+            ctx.requeue(w.VERIFY_RETRY_SECONDS)

@@ -1,0 +1,195 @@
+"""Reconciles of a canary with the nginx router, in argo-rollouts' style: seed objects, run one
+sync, assert the recorded API actions. The order matters: the weight moves to a step's setWeight
+only in a reconcile after the canary's pods are up, and on abort it goes back to the stable
+before the canary is scaled down (after abortScaleDownDelaySeconds)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from rollout_workers.kube import resources as r
+from rollout_workers.rollout.context import RolloutContext
+from rollout_workers.rollout.controller import reconcile
+from rollout_workers.rollout.hashing import pod_template_hash
+from tests.unit.rollout.test_controller import NS, TEMPLATE, Sim, rollout
+
+Obj = dict[str, Any]
+CANARY_INGRESS = "web-web-ing-canary"
+WEIGHT = "nginx.ingress.kubernetes.io/canary-weight"
+
+
+def service(name: str) -> Obj:
+    return {"metadata": {"name": name, "namespace": NS}, "spec": {"selector": {"app": "web"}}}
+
+
+def ingress() -> Obj:
+    backend = {"service": {"name": "web-stable", "port": {"number": 80}}}
+    return {
+        "metadata": {"name": "web-ing", "namespace": NS, "resourceVersion": "5"},
+        "spec": {
+            "rules": [
+                {"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}}
+            ]
+        },
+    }
+
+
+def routed_rollout(*steps: Obj, **canary: Any) -> Obj:
+    return rollout(
+        replicas=10,
+        strategy={
+            "canary": {
+                "stableService": "web-stable",
+                "canaryService": "web-canary",
+                "trafficRouting": {"nginx": {"stableIngress": "web-ing"}},
+                "steps": list(steps),
+                **canary,
+            }
+        },
+    )
+
+
+class RoutedSim(Sim):
+    def __init__(self, obj: Obj) -> None:
+        super().__init__(obj)
+        self.writer.seed(r.SERVICES, service("web-stable"))
+        self.writer.seed(r.SERVICES, service("web-canary"))
+        self.writer.seed(r.INGRESSES, ingress())
+
+    def of(self, resource: r.Resource) -> dict[str, Obj]:
+        return {
+            name: obj
+            for (plural, _, name), obj in self.writer.objects.items()
+            if plural == resource.plural
+        }
+
+    def sync(self) -> list[str]:
+        start = len(self.writer.actions)
+        self.last = RolloutContext.build(
+            obj=self.rollout,
+            rss=self.replicasets(),
+            now=self.now,
+            writer=self.writer,
+            services=self.of(r.SERVICES),
+            ingresses=self.of(r.INGRESSES),
+        )
+        reconcile(self.last)
+        return [
+            f"{a.verb} {a.resource}" for a in self.writer.actions[start:] if a.resource != "events"
+        ]
+
+    def weight(self) -> str:
+        return str(self.of(r.INGRESSES)[CANARY_INGRESS]["metadata"]["annotations"][WEIGHT])
+
+    def rs_replicas(self, pod_hash: str) -> int:
+        rs = next(
+            x
+            for x in self.replicasets()
+            if x["metadata"]["labels"].get(r.POD_TEMPLATE_HASH_LABEL) == pod_hash
+        )
+        return int(rs["spec"]["replicas"])
+
+    def update(self) -> str:
+        """A new template (image web:2); returns its pod hash."""
+        template = {**TEMPLATE, "spec": {"containers": [{"name": "app", "image": "web:2"}]}}
+        self.rollout["spec"]["template"] = template
+        self.rollout["metadata"]["generation"] = 2
+        return pod_template_hash(template, None)
+
+
+V1 = pod_template_hash(TEMPLATE, None)
+
+
+def deployed(*steps: Obj, **canary: Any) -> RoutedSim:
+    sim = RoutedSim(routed_rollout(*steps, **canary))
+    sim.settle()
+    assert sim.weight() == "0"
+    assert sim.rollout["status"]["stableRS"] == V1
+    return sim
+
+
+def test_scale_first_then_shift_the_weight() -> None:
+    sim = deployed({"setWeight": 20}, {"pause": {}})
+    v2 = sim.update()
+    assert sim.sync() == ["patch-status rollouts"]  # the new template and steps are recorded
+    verbs = sim.sync()
+    # The canary is created and scaled; its pods are not up, so the weight stays 0.
+    assert "patch ingresses" not in verbs and verbs.count("patch replicasets") == 1
+    assert sim.rs_replicas(v2) == 2 and sim.weight() == "0"
+    sim.ready()
+    verbs = sim.sync()
+    # Pods available: the canary Service is pointed at them, then the weight moves.
+    assert verbs.index("patch services") < verbs.index("patch ingresses")
+    assert "patch replicasets" not in verbs
+    assert sim.weight() == "20"
+    weights = sim.rollout["status"]["canary"]["weights"]
+    assert weights["canary"] == {"weight": 20, "podTemplateHash": v2, "serviceName": "web-canary"}
+    assert weights["stable"] == {"weight": 80, "podTemplateHash": V1, "serviceName": "web-stable"}
+    assert sim.rollout["status"]["currentStepIndex"] == 1
+    assert sim.rs_replicas(V1) == 10  # the router keeps the stable fully scaled
+
+
+def test_abort_shifts_the_weight_back_before_scaling_the_canary_down() -> None:
+    sim = deployed({"setWeight": 20}, {"pause": {}})
+    v2 = sim.update()
+    sim.settle()
+    assert sim.weight() == "20" and sim.rs_replicas(v2) == 2
+    sim.rollout["status"]["abort"] = True
+    start = len(sim.writer.actions)
+    sim.sync()
+    acts = [(a.verb, a.resource, a.body) for a in sim.writer.actions[start:]]
+    ingress_at = next(i for i, a in enumerate(acts) if a[1] == "ingresses")
+    rs_at = next(i for i, a in enumerate(acts) if a[1] == "replicasets")
+    assert ingress_at < rs_at
+    assert sim.weight() == "0"
+    # The canary keeps its pods for abortScaleDownDelaySeconds (30 s by default).
+    assert "spec" not in acts[rs_at][2] and sim.rs_replicas(v2) == 2
+    assert sim.last is not None and sim.last.requeue_after == 30
+    sim.now += dt.timedelta(seconds=10)
+    sim.sync()
+    assert sim.rs_replicas(v2) == 2
+    sim.now += dt.timedelta(seconds=21)
+    sim.sync()
+    assert sim.rs_replicas(v2) == 0 and sim.weight() == "0"
+
+
+def test_promotion_moves_the_stable_service_then_scales_the_old_stable_down_after_delay() -> None:
+    sim = deployed({"setWeight": 50}, scaleDownDelaySeconds=10)
+    v2 = sim.update()
+    sim.settle()
+    status = sim.rollout["status"]
+    assert status["stableRS"] == v2
+    assert sim.weight() == "0"
+    assert sim.of(r.SERVICES)["web-stable"]["spec"]["selector"][r.POD_TEMPLATE_HASH_LABEL] == v2
+    assert status["canary"]["weights"]["canary"]["weight"] == 0
+    assert status["canary"]["weights"]["stable"] == {
+        "weight": 100,
+        "podTemplateHash": v2,
+        "serviceName": "web-stable",
+    }
+    # The previous stable keeps its pods for scaleDownDelaySeconds, on a workqueue timer.
+    assert sim.rs_replicas(V1) == 10
+    sim.now += dt.timedelta(seconds=11)
+    sim.settle()
+    assert sim.rs_replicas(V1) == 0
+
+
+def test_a_changed_canary_ingress_is_put_back() -> None:
+    sim = deployed({"setWeight": 20}, {"pause": {}})
+    sim.writer.objects[(r.INGRESSES.plural, NS, CANARY_INGRESS)]["metadata"]["annotations"][
+        WEIGHT
+    ] = "99"
+    assert sim.sync() == ["patch ingresses"]
+    assert sim.weight() == "0"
+
+
+def test_other_routers_are_invalid_spec_naming_the_router() -> None:
+    obj = routed_rollout({"setWeight": 20})
+    obj["spec"]["strategy"]["canary"]["trafficRouting"] = {
+        "istio": {"virtualService": {"name": "v"}}
+    }
+    sim = RoutedSim(obj)
+    sim.sync()
+    condition = next(c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec")
+    assert condition["message"] == "trafficRouting.istio is not supported by this controller yet"
