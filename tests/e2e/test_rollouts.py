@@ -470,6 +470,104 @@ def analysis_6_inconclusive_then_promote(w: World) -> None:
     assert len(runs_of(w, "Step")) == 1
 
 
+# -- traffic routing (nginx) ----------------------------------------------------------------------
+
+NGINX_WEIGHT = "nginx.ingress.kubernetes.io/canary-weight"
+
+
+def nginx_canary(name: str, replicas: int, steps: list[Obj], **strategy: Any) -> list[Obj]:
+    """Stable and canary Services, a stable Ingress `<name>-ing` sending `/` to the stable
+    Service, and a canary rollout routing through it with the nginx router."""
+    svc = [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-{kind}"},
+         "spec": {"selector": {"app": name}, "ports": [{"port": 80}]}}
+        for kind in ("stable", "canary")
+    ]  # fmt: skip
+    backend = {"service": {"name": f"{name}-stable", "port": {"number": 80}}}
+    ingress = {
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": f"{name}-ing"},
+        "spec": {"rules": [{"host": f"{name}.example", "http": {"paths": [
+            {"path": "/", "pathType": "Prefix", "backend": backend}]}}]},
+    }  # fmt: skip
+    ro = canary(name, replicas, steps)
+    ro["spec"]["strategy"]["canary"].update(
+        stableService=f"{name}-stable",
+        canaryService=f"{name}-canary",
+        trafficRouting={"nginx": {"stableIngress": f"{name}-ing"}},
+        **strategy,
+    )
+    return [*svc, ingress, ro]
+
+
+def canary_weight(w: World, name: str) -> str | None:
+    """The canary Ingress's canary-weight annotation (None while there is no canary Ingress)."""
+    found = [i for i in w.list(r.INGRESSES) if i["metadata"]["name"] == f"{name}-{name}-ing-canary"]
+    return found[0]["metadata"]["annotations"].get(NGINX_WEIGHT) if found else None
+
+
+def nginx_1_weights_follow_the_steps(w: World) -> None:
+    """setWeight 20, pause, setWeight 60, pause: the canary Ingress carries each step's weight,
+    and 0 once fully promoted, with the stable Service on the new pods."""
+    steps = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 60}, {"pause": {}}]
+    w.apply(*nginx_canary("ng", 5, steps))
+    w.wait("ng", lambda o: promoted(o) and canary_weight(w, "ng") == "0", "first deploy")
+    w.cli("set", "image", "ng", "app=demo:2")
+    new = w.wait(
+        "ng",
+        lambda o: phase(o) == "Paused" and canary_weight(w, "ng") == "20",
+        "paused at weight 20",
+    )["status"]["currentPodHash"]
+    w.cli("promote", "ng")
+    w.wait(
+        "ng",
+        lambda o: (
+            phase(o) == "Paused"
+            and status(o).get("currentStepIndex") == 3
+            and canary_weight(w, "ng") == "60"
+        ),
+        "paused at weight 60",
+    )
+    assert new in w.replicas("ng") and w.replicas("ng")[new] == 3
+    w.cli("promote", "ng")
+    done = w.wait("ng", lambda o: promoted(o) and canary_weight(w, "ng") == "0", "promoted")
+    assert status(done)["stableRS"] == new and selector(w, "ng-stable") == new
+    assert "TrafficWeightUpdated" in w.reasons()
+
+
+def nginx_2_abort_weight_back_before_scale_down(w: World) -> None:
+    """Aborted at weight 20: the canary Ingress goes back to 0 while the canary ReplicaSet still
+    has its pods (abortScaleDownDelaySeconds), and only then is the canary scaled down."""
+    steps = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 60}, {"pause": {}}]
+    w.apply(*nginx_canary("na", 5, steps, abortScaleDownDelaySeconds=3))
+    stable = w.wait("na", promoted, "first deploy")["status"]["stableRS"]
+    w.cli("set", "image", "na", "app=demo:2")
+    new = w.wait(
+        "na",
+        lambda o: phase(o) == "Paused" and canary_weight(w, "na") == "20",
+        "paused at weight 20",
+    )["status"]["currentPodHash"]
+    w.cli("abort", "na")
+    # Poll both: the first sample with the weight back at 0 must still show the canary's pods.
+    weight_back: int | None = None
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        weight, replicas = canary_weight(w, "na"), w.replicas("na").get(new)
+        if weight == "0" and weight_back is None:
+            weight_back = replicas
+        if replicas == 0:
+            break
+        assert time.monotonic() < deadline, f"canary not scaled down: {weight=} {replicas=}"
+        time.sleep(0.1)
+    assert weight_back == 1, f"the weight went back to 0 with {weight_back} canary replicas"
+    assert canary_weight(w, "na") == "0"
+    aborted = w.wait("na", lambda o: phase(o) == "Degraded", "aborted")
+    assert status(aborted)["stableRS"] == stable and selector(w, "na-stable") == stable
+
+
+NGINX_SCENARIOS = [nginx_1_weights_follow_the_steps, nginx_2_abort_weight_back_before_scale_down]
+
+
 SCENARIOS = [
     scenario_1_scaling_while_paused,
     scenario_2_abort_retry_promote,
@@ -687,3 +785,10 @@ def test_scenarios_survive_kill_9_of_workers(
     assert not stuck and worst < defaults.stale_after / 2, (worst, stuck)
     pruned = {t: paths for t, paths in cluster.pruned_fields().items() if "argoproj.io" in t}
     assert not pruned, f"written fields the CRD schemas lack: {pruned}"
+
+
+@pytest.mark.slow
+def test_nginx_traffic_routing(procs: Processes, cluster: DevClusterThread, tmp_path: Path) -> None:
+    """The nginx scenarios on a calm system (real watcher, beat and one worker host)."""
+    kube, kubeconfig, _ = start_system(procs, cluster, tmp_path, workers=1)
+    run_all(kube, kubeconfig, NGINX_SCENARIOS, prefix="n", logs=tmp_path / "logs")
