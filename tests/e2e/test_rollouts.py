@@ -1,9 +1,9 @@
 """Issue scenarios end to end: real watcher, beat and worker processes on the embedded API,
-every user action through the `rollouts` CLI: the rollout scenarios of #4 and the analysis and
+every user action through the `rollouts` CLI: the rollout scenarios of #4, the analysis and
 experiment scenarios of #5 (web metrics from an in-process endpoint, job metrics completed by
-the embedded API's Job controller). They run concurrently, one namespace each, with three worker
-hosts while a thread kill -9s a random one every 0.5-1.5 s (and starts it again); every end
-state they assert must hold.
+the embedded API's Job controller) and the nginx traffic-routing ones. They run concurrently,
+one namespace each, with three worker hosts while a thread kill -9s a random one every 0.5-1.5 s
+(and starts it again); every end state they assert must hold.
 """
 
 from __future__ import annotations
@@ -582,6 +582,7 @@ SCENARIOS = [
     analysis_4_pre_and_post_then_fast_rollback,
     analysis_5_experiment_step,
     analysis_6_inconclusive_then_promote,
+    *NGINX_SCENARIOS,
 ]
 
 
@@ -785,10 +786,3 @@ def test_scenarios_survive_kill_9_of_workers(
     assert not stuck and worst < defaults.stale_after / 2, (worst, stuck)
     pruned = {t: paths for t, paths in cluster.pruned_fields().items() if "argoproj.io" in t}
     assert not pruned, f"written fields the CRD schemas lack: {pruned}"
-
-
-@pytest.mark.slow
-def test_nginx_traffic_routing(procs: Processes, cluster: DevClusterThread, tmp_path: Path) -> None:
-    """The nginx scenarios on a calm system (real watcher, beat and one worker host)."""
-    kube, kubeconfig, _ = start_system(procs, cluster, tmp_path, workers=1)
-    run_all(kube, kubeconfig, NGINX_SCENARIOS, prefix="n", logs=tmp_path / "logs")
