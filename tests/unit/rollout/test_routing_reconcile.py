@@ -247,7 +247,7 @@ class NoLease:
         return None
 
 
-def controller_for(writer: RecordingWriter) -> RolloutController:
+def controller_for(writer: RecordingWriter, **readers: Any) -> RolloutController:
     def reader(resource: r.Resource) -> WriterReader:
         return WriterReader(writer, resource)
 
@@ -258,16 +258,20 @@ def controller_for(writer: RecordingWriter) -> RolloutController:
         ingresses=reader(r.INGRESSES),
         written=NothingWritten(),
         writer=writer,
+        **readers,
     )
+
+
+def request() -> SyncRequest:
+    return SyncRequest("rollouts", ObjectKey(f"{NS}/web"), NoLease())
 
 
 def test_a_missing_stable_ingress_is_invalid_spec_rechecked_slowly() -> None:
     sim = RoutedSim(routed_rollout({"setWeight": 20}, {"pause": {}}))
     del sim.writer.objects[(r.INGRESSES.plural, NS, "web-ing")]
     controller = controller_for(sim.writer)
-    request = SyncRequest("rollouts", ObjectKey(f"{NS}/web"), NoLease())
 
-    result = controller.sync(request)
+    result = controller.sync(request())
 
     assert (result.outcome, result.delay) == (Outcome.AFTER, INVALID_SPEC_REQUEUE)
     condition = next(c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec")
@@ -278,11 +282,11 @@ def test_a_missing_stable_ingress_is_invalid_spec_rechecked_slowly() -> None:
     assert sim.of(r.REPLICASETS) == {} and sim.of(r.INGRESSES) == {}
     # Nothing changed: the next check writes nothing (no hot loop of status patches).
     start = len(sim.writer.actions)
-    assert controller.sync(request).delay == INVALID_SPEC_REQUEUE
+    assert controller.sync(request()).delay == INVALID_SPEC_REQUEUE
     assert sim.writer.actions[start:] == []
     # The Ingress appears: the rollout is reconciled and the condition goes.
     sim.writer.seed(r.INGRESSES, ingress())
     for _ in range(2):
-        assert controller.sync(request).outcome != Outcome.ERROR
+        assert controller.sync(request()).outcome != Outcome.ERROR
     assert "InvalidSpec" not in [c["type"] for c in sim.rollout["status"]["conditions"]]
     assert len(sim.of(r.REPLICASETS)) == 1
