@@ -102,6 +102,20 @@ CASES = [
     Case("valid blue-green", blue_green(), None),  # argo: successful run
     Case("argo: valid canary with traffic routing", routed(), None),
     Case(
+        "SMI: maxTrafficWeight is for nginx and plugins only",
+        routed(trafficRouting={"smi": {"rootService": "root"}, "maxTrafficWeight": 1000}),
+        "spec.strategy.trafficRouting.maxTrafficWeight: Invalid value: 1000: "
+        "Canary maxTrafficWeight in traffic routing only supported in Nginx and Plugins",
+    ),
+    Case(
+        "SMI: experiment template weights are allowed",
+        steps(
+            routed(),
+            {"experiment": {"templates": [{"name": "t", "specRef": "canary", "weight": 10}]}},
+        ),
+        None,
+    ),
+    Case(
         "argo: valid Istio with destinationRule and no services",
         canary(
             trafficRouting={
