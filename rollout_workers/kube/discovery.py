@@ -26,7 +26,7 @@ Fetch = Callable[[str], dict[str, object]]
 
 @dataclass(frozen=True)
 class _Entry:
-    subresources: frozenset[tuple[str, str]]  # (plural, subresource)
+    subresources: frozenset[tuple[str, str]]  # (plural, subresource); "" for the type itself
     fetched_at: float
 
 
@@ -45,6 +45,11 @@ class Discovery:
     def has_subresource(self, resource: Resource, subresource: str) -> bool:
         """Whether `<plural>/<subresource>` is served (False when the group-version is not)."""
         return (resource.plural, subresource) in self._entry(resource).subresources
+
+    def serves(self, resource: Resource) -> bool:
+        """Whether the API server serves the type at its group-version (a CRD may serve some
+        versions of a group and not others, or none)."""
+        return (resource.plural, "") in self._entry(resource).subresources
 
     def forget(self, resource: Resource) -> None:
         """Drop what is known of the resource's group-version; the next question re-reads it."""
@@ -79,7 +84,7 @@ def _served_subresources(document: dict[str, object]) -> frozenset[tuple[str, st
     resources = document.get("resources")
     for item in resources if isinstance(resources, list) else ():
         name = item.get("name") if isinstance(item, dict) else None
-        if isinstance(name, str) and "/" in name:
+        if isinstance(name, str):
             plural, _, sub = name.partition("/")
             found.add((plural, sub))
     return frozenset(found)

@@ -47,6 +47,11 @@ SERVICES = Resource("services", "", "v1", "Service")
 JOBS = Resource("jobs", "batch", "v1", "Job")
 INGRESSES = Resource("ingresses", "networking.k8s.io", "v1", "Ingress")
 EVENTS = Resource("events", "", "v1", "Event")
+#: The SMI TrafficSplit at each version Argo speaks, newest first.
+TRAFFICSPLITS = tuple(
+    Resource("trafficsplits", "split.smi-spec.io", version, "TrafficSplit")
+    for version in ("v1alpha3", "v1alpha2", "v1alpha1")
+)
 PODS = Resource("pods", "", "v1", "Pod")
 DEPLOYMENTS = Resource("deployments", "apps", "v1", "Deployment")
 PODTEMPLATES = Resource("podtemplates", "", "v1", "PodTemplate")

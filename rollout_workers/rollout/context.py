@@ -54,6 +54,10 @@ class RolloutContext:
     services: dict[str, Obj] = field(default_factory=dict)  # referenced Services, by name
     # Stable and canary Ingresses of the nginx router, by name; replaced after a write.
     ingresses: dict[str, Obj] = field(default_factory=dict)
+    # The SMI router's TrafficSplit (by name, when it exists) and the version the API serves
+    # (None: not served); the dict is updated after a write.
+    traffic_splits: dict[str, Obj] = field(default_factory=dict)
+    traffic_split_resource: r.Resource | None = None
     analysis_runs: list[Obj] = field(default_factory=list)  # the AnalysisRuns it owns
     experiments: list[Obj] = field(default_factory=list)  # the Experiments it owns
     current_experiment: Obj | None = None  # the one the status named (set by its reconcile)
@@ -81,6 +85,8 @@ class RolloutContext:
         writer: Writer,
         services: dict[str, Obj] | None = None,
         ingresses: dict[str, Obj] | None = None,
+        traffic_splits: dict[str, Obj] | None = None,
+        traffic_split_resource: r.Resource | None = None,
         analysis_runs: list[Obj] | None = None,
         experiments: list[Obj] | None = None,
         template_lookup: TemplateLookup | None = None,
@@ -109,6 +115,8 @@ class RolloutContext:
             pause=PauseContext(status=rollout.status or RolloutStatus()),
             services=dict(services or {}),
             ingresses=dict(ingresses or {}),
+            traffic_splits=dict(traffic_splits or {}),
+            traffic_split_resource=traffic_split_resource,
             new_status=new_status,
             analysis_runs=list(analysis_runs or []),
             experiments=list(experiments or []),

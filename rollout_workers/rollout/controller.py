@@ -34,6 +34,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound, Unavailable
+from rollout_workers.kube.trafficsplits import ApiTrafficSplits
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
@@ -59,6 +60,7 @@ from rollout_workers.rollout.stepplugins.registry import (
 )
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, unsupported_router
 from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
+from rollout_workers.rollout.trafficrouting.smi import TrafficSplitReader
 from rollout_workers.settings import PluginSettings
 from rollout_workers.timefmt import format_time
 
@@ -91,6 +93,7 @@ class RolloutController:
         services: ObjectReader,
         written: WrittenGuard,
         ingresses: ObjectReader | None = None,
+        traffic_splits: TrafficSplitReader | None = None,
         writer: Writer,
         templates: ObjectReader | None = None,
         cluster_templates: ObjectReader | None = None,
@@ -105,7 +108,7 @@ class RolloutController:
         self.step_plugins = step_plugins or StepPluginRegistry()
         self.analysis_runs, self.experiments = analysis_runs, experiments
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
-        self.ingresses = ingresses
+        self.ingresses, self.traffic_splits = ingresses, traffic_splits
         self.templates, self.cluster_templates = templates, cluster_templates
         self.written, self.writer, self.clock = written, writer, clock
 
@@ -144,6 +147,11 @@ class RolloutController:
             log.info("ingress cache behind our last write for %s; requeueing", request.key)
             return Result.requeue_after(STALE_REQUEUE)
         request.lease.check()
+        try:
+            split_resource, splits = self._traffic_split(obj)
+        except Unavailable as err:
+            log.info("API unavailable reading the TrafficSplit of %s (%s)", request.key, err)
+            return Result.retry()
         references = validation.ReferencedResources(
             services=services,
             ingresses=ingresses,
@@ -173,6 +181,8 @@ class RolloutController:
             writer=self.writer,
             services=services,
             ingresses=ingresses,
+            traffic_splits=splits,
+            traffic_split_resource=split_resource,
             analysis_runs=runs,
             experiments=experiments,
             template_lookup=self._lookup(namespace),
@@ -223,6 +233,21 @@ class RolloutController:
         found = self.ingresses.get_many(f"{namespace}/{name}" for name in stable | canary)
         canary_keys = sorted(f"{namespace}/{name}" for name in canary)
         return {str(i["metadata"]["name"]): i for i in found}, canary_keys
+
+    def _traffic_split(self, obj: Obj) -> tuple[r.Resource | None, dict[str, Obj]]:
+        """The SMI router's TrafficSplit, read from the API server (not cached): the version
+        served (None when SMI is not installed) and the object by name when it exists."""
+        canary = ((obj.get("spec") or {}).get("strategy") or {}).get("canary") or {}
+        smi = (canary.get("trafficRouting") or {}).get("smi")
+        if self.traffic_splits is None or not isinstance(smi, dict):
+            return None, {}
+        resource = self.traffic_splits.served()
+        if resource is None:
+            return None, {}
+        meta = obj["metadata"]
+        name = str(smi.get("trafficSplitName") or meta["name"])
+        found = self.traffic_splits.get(resource, str(meta.get("namespace", "")), name)
+        return resource, {name: found} if found is not None else {}
 
     def _workload(self, resource: r.Resource, key: str) -> Obj | None:
         lister = self.workloads.get(resource.cache_name)
@@ -404,6 +429,7 @@ def make_handler(runtime: Runtime) -> Handler:
         replicasets=Lister(runtime.redis, prefix=prefix, resource=r.REPLICASETS),
         services=Lister(runtime.redis, prefix=prefix, resource=r.SERVICES),
         ingresses=Lister(runtime.redis, prefix=prefix, resource=r.INGRESSES),
+        traffic_splits=ApiTrafficSplits(kube),
         templates=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISTEMPLATES),
         cluster_templates=Lister(runtime.redis, prefix=prefix, resource=r.CLUSTERANALYSISTEMPLATES),
         analysis_runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),

@@ -20,7 +20,7 @@ Argo's field paths are kept even where they look odd: `ValidateRolloutStrategyCa
 with the path `spec.strategy`, so canary errors read `spec.strategy.steps[0].setWeight`, and a
 missing strategy reads `spec.strategy.strategy`.
 
-Traffic routers other than nginx are refused by the controller
+Traffic routers other than nginx and SMI are refused by the controller
 (`trafficrouting.unsupported_router`), not here: such a spec is valid Argo.
 """
 

@@ -18,6 +18,7 @@ from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError
 from rollout_workers.rollout.trafficrouting import weights as w
 from rollout_workers.rollout.trafficrouting.nginx import NginxRouter
+from rollout_workers.rollout.trafficrouting.smi import SMIRouter
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +28,14 @@ DEFAULT_MAX_TRAFFIC_WEIGHT = 100
 def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
     """The routers the rollout configures (the controller has refused any it cannot drive)."""
     routing = ctx.canary.traffic_routing if ctx.canary is not None else None
-    if routing is None or routing.nginx is None:
+    if routing is None:
         return []
-    return [NginxRouter(ctx, routing.nginx)]
+    routers: list[TrafficRouter] = []
+    if routing.nginx is not None:
+        routers.append(NginxRouter(ctx, routing.nginx))
+    if routing.smi is not None:
+        routers.append(SMIRouter(ctx, routing.smi))
+    return routers
 
 
 def max_traffic_weight(ctx: RolloutContext) -> int:

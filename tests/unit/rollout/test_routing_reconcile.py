@@ -5,12 +5,17 @@ before the canary is scaled down (after abortScaleDownDelaySeconds)."""
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any
 
+from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
+from rollout_workers.kube.writer import RecordingWriter
+from rollout_workers.pool.handlers import Outcome, SyncRequest
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.controller import reconcile
+from rollout_workers.rollout.controller import INVALID_SPEC_REQUEUE, RolloutController, reconcile
 from rollout_workers.rollout.hashing import pod_template_hash
 from tests.unit.rollout.test_controller import NS, TEMPLATE, Sim, rollout
 
@@ -193,3 +198,95 @@ def test_other_routers_are_invalid_spec_naming_the_router() -> None:
     sim.sync()
     condition = next(c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec")
     assert condition["message"] == "trafficRouting.istio is not supported by this controller yet"
+
+
+class WriterReader:
+    """A cache lister over the recording writer's objects of one type (always up to date)."""
+
+    def __init__(self, writer: RecordingWriter, resource: r.Resource) -> None:
+        self.writer, self.plural = writer, resource.plural
+
+    def get(self, key: str) -> Obj | None:
+        namespace, name = key.split("/")
+        found = self.writer.objects.get((self.plural, namespace, name))
+        return copy.deepcopy(found) if found is not None else None
+
+    def get_many(self, keys: Iterable[str]) -> list[Obj]:
+        return [o for o in (self.get(k) for k in keys) if o is not None]
+
+    def by_owner(self, uid: str) -> list[Obj]:
+        return [
+            copy.deepcopy(o)
+            for (plural, _, _), o in self.writer.objects.items()
+            if plural == self.plural
+            and any(ref.get("uid") == uid for ref in o["metadata"].get("ownerReferences") or [])
+        ]
+
+
+class NothingWritten:
+    """The stale-cache guard of a cache that is never behind."""
+
+    def stale(self, plural: str, items: dict[str, str]) -> list[str]:
+        return []
+
+    def stale_objects(self, plural: str, objs: list[Obj]) -> list[str]:
+        return []
+
+    def unseen(self, plural: str, keys: list[str], cached: set[str]) -> list[str]:
+        return []
+
+    def record_own(self, plural: str, key: str, resource_version: str) -> None:
+        return None
+
+
+class NoLease:
+    def lost(self) -> bool:
+        return False
+
+    def check(self) -> None:
+        return None
+
+
+def controller_for(writer: RecordingWriter, **readers: Any) -> RolloutController:
+    def reader(resource: r.Resource) -> WriterReader:
+        return WriterReader(writer, resource)
+
+    return RolloutController(
+        rollouts=reader(r.ROLLOUTS),
+        replicasets=reader(r.REPLICASETS),
+        services=reader(r.SERVICES),
+        ingresses=reader(r.INGRESSES),
+        written=NothingWritten(),
+        writer=writer,
+        **readers,
+    )
+
+
+def request() -> SyncRequest:
+    return SyncRequest("rollouts", ObjectKey(f"{NS}/web"), NoLease())
+
+
+def test_a_missing_stable_ingress_is_invalid_spec_rechecked_slowly() -> None:
+    sim = RoutedSim(routed_rollout({"setWeight": 20}, {"pause": {}}))
+    del sim.writer.objects[(r.INGRESSES.plural, NS, "web-ing")]
+    controller = controller_for(sim.writer)
+
+    result = controller.sync(request())
+
+    assert (result.outcome, result.delay) == (Outcome.AFTER, INVALID_SPEC_REQUEUE)
+    condition = next(c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec")
+    assert condition["message"] == (
+        'The Rollout "web" is invalid: spec.strategy.canary.trafficRouting.nginx.stableIngress: '
+        'Invalid value: "web-ing": ingress.networking.k8s.io "web-ing" not found'
+    )
+    assert sim.of(r.REPLICASETS) == {} and sim.of(r.INGRESSES) == {}
+    # Nothing changed: the next check writes nothing (no hot loop of status patches).
+    start = len(sim.writer.actions)
+    assert controller.sync(request()).delay == INVALID_SPEC_REQUEUE
+    assert sim.writer.actions[start:] == []
+    # The Ingress appears: the rollout is reconciled and the condition goes.
+    sim.writer.seed(r.INGRESSES, ingress())
+    for _ in range(2):
+        assert controller.sync(request()).outcome != Outcome.ERROR
+    assert "InvalidSpec" not in [c["type"] for c in sim.rollout["status"]["conditions"]]
+    assert len(sim.of(r.REPLICASETS)) == 1

@@ -102,6 +102,20 @@ CASES = [
     Case("valid blue-green", blue_green(), None),  # argo: successful run
     Case("argo: valid canary with traffic routing", routed(), None),
     Case(
+        "SMI: maxTrafficWeight is for nginx and plugins only",
+        routed(trafficRouting={"smi": {"rootService": "root"}, "maxTrafficWeight": 1000}),
+        "spec.strategy.trafficRouting.maxTrafficWeight: Invalid value: 1000: "
+        "Canary maxTrafficWeight in traffic routing only supported in Nginx and Plugins",
+    ),
+    Case(
+        "SMI: experiment template weights are allowed",
+        steps(
+            routed(),
+            {"experiment": {"templates": [{"name": "t", "specRef": "canary", "weight": 10}]}},
+        ),
+        None,
+    ),
+    Case(
         "argo: valid Istio with destinationRule and no services",
         canary(
             trafficRouting={
@@ -778,6 +792,33 @@ class RefCase:
     expected: str | None
 
 
+def nginx(**router: Any) -> Obj:
+    """A canary with services and the nginx router on stable Ingress `ing` (unless overridden)."""
+    config: Obj = {"stableIngress": "ing"}
+    config.update(router)
+    return routed(trafficRouting={"nginx": {k: x for k, x in config.items() if x is not None}})
+
+
+def ingress(name: str, *backends: str) -> Obj:
+    """An Ingress with one rule whose paths send traffic to `backends` (Services)."""
+    paths = [
+        {
+            "path": "/",
+            "pathType": "Prefix",
+            "backend": {"service": {"name": b, "port": {"number": 80}}},
+        }
+        for b in backends
+    ]
+    return {"metadata": {"name": name}, "spec": {"rules": [{"http": {"paths": paths}}]}}
+
+
+def ingresses(*found: Obj) -> dict[str, Obj]:
+    return {i["metadata"]["name"]: i for i in found}
+
+
+NGINX = "spec.strategy.canary.trafficRouting.nginx"
+
+
 REF_CASES = [
     RefCase(
         "valid references",
@@ -908,6 +949,68 @@ REF_CASES = [
         ),
         'spec.strategy.canary.analysis.templates: Invalid value: "templateNames: [t]": '
         "args.service was not resolved",
+    ),
+    RefCase(
+        "nginx stable ingress routes to the stable service",
+        nginx(),
+        lambda: v.ReferencedResources(
+            services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "stable"))
+        ),
+        None,
+    ),
+    RefCase(
+        "argo: nginx with both stableIngress and stableIngresses",
+        nginx(stableIngresses=["ing", "other"]),
+        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        f"{NGINX}: Internal error: "
+        "Either StableIngress or StableIngresses must be configured. Both are configured.",
+    ),
+    RefCase(
+        "argo: nginx with neither stableIngress nor stableIngresses",
+        nginx(stableIngress=None),
+        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        f"{NGINX}: Internal error: "
+        "Either StableIngress or StableIngresses must be configured. Neither are configured.",
+    ),
+    RefCase(
+        "nginx stable ingress not found",
+        nginx(),
+        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        f'{NGINX}.stableIngress: Invalid value: "ing": ingress.networking.k8s.io "ing" not found',
+    ),
+    RefCase(
+        "nginx: the first of stableIngresses not found is reported",
+        nginx(stableIngress=None, stableIngresses=["ing", "other"]),
+        lambda: v.ReferencedResources(
+            services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "stable"))
+        ),
+        f'{NGINX}.stableIngresses: Invalid value: []string{{"ing", "other"}}: '
+        'ingress.networking.k8s.io "other" not found',
+    ),
+    RefCase(
+        "argo: nginx stable ingress without a rule using the stable service",
+        nginx(),
+        lambda: v.ReferencedResources(
+            services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "web"))
+        ),
+        f'{NGINX}.stableIngress: Invalid value: "ing": '
+        "ingress `ing` has no rules using service stable backend",
+    ),
+    RefCase(
+        "nginx: each of stableIngresses must use the stable service",
+        nginx(stableIngress=None, stableIngresses=["ing", "other"]),
+        lambda: v.ReferencedResources(
+            services=services("stable", "canary"),
+            ingresses=ingresses(ingress("ing", "stable"), ingress("other", "web", "canary")),
+        ),
+        f'{NGINX}.stableIngresses: Invalid value: "other": '
+        "ingress `other` has no rules using service stable backend",
+    ),
+    RefCase(
+        "a missing service is reported before a missing ingress",
+        nginx(),
+        lambda: v.ReferencedResources(services=services("canary")),
+        'spec.strategy.canary.stableService: Invalid value: "stable": services "stable" not found',
     ),
 ]
 
