@@ -21,31 +21,17 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.canary import format_selector
 from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.rollout.scaledown import (
+    abort_scale_down_delay,
     add_scale_down_delay,
     has_deadline,
     remove_scale_down_delay,
+    scale_down_delay,
 )
 from rollout_workers.timefmt import parse_time
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SCALE_DOWN_DELAY = 30
-DEFAULT_ABORT_SCALE_DOWN_DELAY = 30
-
-
 # -- facts ------------------------------------------------------------------------------------
-
-
-def scale_down_delay(ctx: RolloutContext) -> int:
-    value = ctx.blue_green.scale_down_delay_seconds
-    return DEFAULT_SCALE_DOWN_DELAY if value is None else int(value)
-
-
-def abort_scale_down_delay(ctx: RolloutContext) -> int | None:
-    """Seconds the new ReplicaSet stays up after an abort; None when it goes at once."""
-    value = ctx.blue_green.abort_scale_down_delay_seconds
-    value = DEFAULT_ABORT_SCALE_DOWN_DELAY if value is None else int(value)
-    return value or None
 
 
 def by_hash(ctx: RolloutContext, pod_hash: str | None) -> Obj | None:
@@ -191,7 +177,7 @@ def reconcile_new(ctx: RolloutContext) -> None:
     wanted = new_rs_replicas(ctx)
     delay_on_abort = False
     if aborted and status.stable_rs and status.stable_rs != rsutil.pod_hash(new):
-        delay = abort_scale_down_delay(ctx)
+        delay = abort_scale_down_delay(ctx.blue_green)
         delay_on_abort = delay is not None
         deadline_text = ann.annotations_of(new).get(ann.SCALE_DOWN_DEADLINE)
         if delay is None:
@@ -341,7 +327,7 @@ def sync_status(ctx: RolloutContext) -> None:
         new.promote_full = None
         previous = by_hash(ctx, status.stable_rs)
         if previous is not None and rsutil.spec_replicas(previous) > 0:
-            add_scale_down_delay(ctx, previous, scale_down_delay(ctx))
+            add_scale_down_delay(ctx, previous, scale_down_delay(ctx.blue_green))
     active_rs = by_hash(ctx, new.blue_green.active_selector)
     if active_rs is not None:
         new.hpa_replicas = rsutil.status_count(active_rs, "replicas")

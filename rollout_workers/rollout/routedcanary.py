@@ -29,37 +29,24 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout import sync
 from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.rollout.scaledown import (
+    abort_scale_down_delay,
     add_scale_down_delay,
     cleanup_unhealthy,
     deadline_of,
     has_deadline,
     remove_scale_down_delay,
+    scale_down_delay,
 )
 from rollout_workers.rollout.trafficrouting.reconciler import fully_promoted, max_traffic_weight
 
 log = logging.getLogger(__name__)
-
-DEFAULT_SCALE_DOWN_DELAY = 30
-DEFAULT_ABORT_SCALE_DOWN_DELAY = 30
-
-
-def scale_down_delay(ctx: RolloutContext) -> int:
-    value = ctx.canary.scale_down_delay_seconds
-    return DEFAULT_SCALE_DOWN_DELAY if value is None else int(value)
-
-
-def abort_scale_down_delay(ctx: RolloutContext) -> int | None:
-    """Seconds the canary stays up after an abort; None when it stays up (explicit 0)."""
-    value = ctx.canary.abort_scale_down_delay_seconds
-    seconds = DEFAULT_ABORT_SCALE_DOWN_DELAY if value is None else int(value)
-    return seconds or None
 
 
 def should_delay_scale_down_on_abort(ctx: RolloutContext) -> bool:
     """Argo's shouldDelayScaleDownOnAbort for a traffic-routed canary."""
     if not ctx.pause.is_aborted() or ctx.stable_rs is None:
         return False
-    if abort_scale_down_delay(ctx) is None:
+    if abort_scale_down_delay(ctx.canary) is None:
         return False
     explicit = ctx.canary.abort_scale_down_delay_seconds is not None
     return not (ctx.canary.dynamic_stable_scale and not explicit)
@@ -197,7 +184,7 @@ def reconcile_new_rs(ctx: RolloutContext, *, step_weight: int) -> bool:
             # The window starts once the stable can take all the traffic again.
             stable = ctx.stable_rs
             if rsutil.status_count(stable, "availableReplicas") == ctx.replicas:
-                add_scale_down_delay(ctx, new, abort_scale_down_delay(ctx) or 0)
+                add_scale_down_delay(ctx, new, abort_scale_down_delay(ctx.canary) or 0)
             return False
     return sync.scale_rs(ctx, new, count, keep_deadline=delay_on_abort)
 
@@ -253,7 +240,7 @@ def _delayed_count(ctx: RolloutContext, rs: Obj, *, annotated: int, limit: int) 
     """Argo's scaleDownDelayHelper: (ReplicaSets now counted as delayed, desired replicas)."""
     replicas = rsutil.spec_replicas(rs)
     if not has_deadline(rs):
-        delay = scale_down_delay(ctx)
+        delay = scale_down_delay(ctx.canary)
         if annotated < limit and delay > 0:
             add_scale_down_delay(ctx, rs, delay)
             return annotated + 1, replicas

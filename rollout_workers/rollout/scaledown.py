@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
+from rollout_workers.api.rollout import BlueGreenStrategy, CanaryStrategy
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout import sync
@@ -17,6 +18,24 @@ from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.timefmt import format_time, parse_time
 
 log = logging.getLogger(__name__)
+
+DEFAULT_SCALE_DOWN_DELAY = 30
+DEFAULT_ABORT_SCALE_DOWN_DELAY = 30
+
+
+def scale_down_delay(strategy: BlueGreenStrategy | CanaryStrategy) -> int:
+    """scaleDownDelaySeconds: how long the previous stable stays up after a promotion."""
+    value = strategy.scale_down_delay_seconds
+    return DEFAULT_SCALE_DOWN_DELAY if value is None else int(value)
+
+
+def abort_scale_down_delay(strategy: BlueGreenStrategy | CanaryStrategy) -> int | None:
+    """abortScaleDownDelaySeconds: how long the new ReplicaSet stays up after an abort; None
+    for an explicit 0, which each strategy reads as Argo does (blue-green scales it down at
+    once, a traffic-routed canary keeps it)."""
+    value = strategy.abort_scale_down_delay_seconds
+    seconds = DEFAULT_ABORT_SCALE_DOWN_DELAY if value is None else int(value)
+    return seconds or None
 
 
 def has_deadline(rs: Obj | None) -> bool:

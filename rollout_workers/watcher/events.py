@@ -91,6 +91,17 @@ def event_script(add_source: str) -> str:
     )
 
 
+def valid_keys(kind: str, keys: Iterable[str]) -> list[ObjectKey]:
+    """The keys that are valid object keys, sorted; the others are logged and left out."""
+    valid = []
+    for key in sorted(keys):
+        try:
+            valid.append(parse_key(key))
+        except InvalidKey as err:
+            log.error("not queueing %s: %s", kind, err)
+    return valid
+
+
 @dataclass
 class Wanted:
     """The keys some changes wake, per task kind, which were woken only by the object's own
@@ -139,15 +150,6 @@ class EventQueuer:
         self._queue, self._lookup, self._label = queue, lookup, tenant_label
         self._script = client.register_script(event_script(add_source))
 
-    def _valid(self, kind: str, keys: Iterable[str]) -> list[ObjectKey]:
-        valid = []
-        for key in sorted(keys):
-            try:
-                valid.append(parse_key(key))
-            except InvalidKey as err:
-                log.error("not queueing %s: %s", kind, err)
-        return valid
-
     def changes(self, resource: Resource, changes: list[Change]) -> None:
         """Queue what changes already written to the cache wake."""
         wanted = Wanted(self._label)
@@ -156,7 +158,7 @@ class EventQueuer:
         for kind, keys in wanted.keys.items():
             if kind not in self.kinds:  # a controller this watcher does not serve
                 continue
-            self._add(kind, self._valid(kind, keys), wanted)
+            self._add(kind, valid_keys(kind, keys), wanted)
 
     def _add(self, kind: str, valid: list[ObjectKey], wanted: Wanted) -> None:
         queue, own, tenants = self._queue(kind), wanted.only_own(kind), wanted.tenants[kind]
@@ -179,7 +181,7 @@ class EventQueuer:
             if len(routed) > ADD_BATCH:
                 later.append(kind)
                 continue
-            valid = self._valid(kind, routed)
+            valid = valid_keys(kind, routed)
             if not valid:
                 continue
             queue = self._queue(kind)
@@ -200,5 +202,5 @@ class EventQueuer:
             queue.added([k for k, _ in taken], [c for _, c in taken])
         if not change.older:
             for kind in later:  # the ordinary path, after the write
-                self._add(kind, self._valid(kind, wanted.keys[kind]), wanted)
+                self._add(kind, valid_keys(kind, wanted.keys[kind]), wanted)
         return change

@@ -20,7 +20,6 @@ from rollout_workers import health as endpoints
 from rollout_workers.cache import CacheWriter, Change, Lister
 from rollout_workers.cache.epoch import CacheEpoch
 from rollout_workers.cache.store import Obj
-from rollout_workers.keys import InvalidKey, parse_key
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
@@ -31,7 +30,7 @@ from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
 from rollout_workers.watcher.controllers import queued_kinds, watched
-from rollout_workers.watcher.events import ADD_BATCH, EventQueuer
+from rollout_workers.watcher.events import ADD_BATCH, EventQueuer, valid_keys
 from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.ondemand import OnDemandReflectors, referenced_kinds
@@ -116,12 +115,7 @@ class Watcher:
         """Add every cached object of every task kind to its queue (as a resync does)."""
         counts: dict[str, int] = {}
         for kind in sorted(self.kinds):
-            keys = []
-            for key in self.listers[kind].object_keys():
-                try:
-                    keys.append(parse_key(key))
-                except InvalidKey as err:
-                    log.error("not queueing %s: %s", kind, err)
+            keys = valid_keys(kind, self.listers[kind].object_keys())
             queue = self.runtime.queue(kind)
             for i in range(0, len(keys), ADD_BATCH):
                 queue.add(keys[i : i + ADD_BATCH], priority=Priority.RESYNC)
