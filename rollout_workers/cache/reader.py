@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from rollout_workers.kube.resources import Resource
+
 Obj = dict[str, Any]
 
 
@@ -31,3 +33,12 @@ class WrittenGuard(Protocol):
     def unseen(self, plural: str, keys: list[str], cached: set[str]) -> list[str]: ...
 
     def record_own(self, plural: str, key: str, resource_version: str) -> None: ...
+
+
+class RouterObjectReader(Protocol):
+    """Where the controller reads traffic-router objects (kube.routerobjects.ApiRouterObjects):
+    the version of a router kind the API server serves, and one object at that version."""
+
+    def served(self, kind: str) -> Resource | None: ...
+
+    def get(self, resource: Resource, namespace: str, name: str) -> Obj | None: ...

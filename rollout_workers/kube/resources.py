@@ -47,11 +47,38 @@ SERVICES = Resource("services", "", "v1", "Service")
 JOBS = Resource("jobs", "batch", "v1", "Job")
 INGRESSES = Resource("ingresses", "networking.k8s.io", "v1", "Ingress")
 EVENTS = Resource("events", "", "v1", "Event")
+
+
+def _versions(plural: str, group: str, kind: str, *versions: str) -> tuple[Resource, ...]:
+    return tuple(Resource(plural, group, version, kind) for version in versions)
+
+
 #: The SMI TrafficSplit at each version Argo speaks, newest first.
-TRAFFICSPLITS = tuple(
-    Resource("trafficsplits", "split.smi-spec.io", version, "TrafficSplit")
-    for version in ("v1alpha3", "v1alpha2", "v1alpha1")
+TRAFFICSPLITS = _versions(
+    "trafficsplits", "split.smi-spec.io", "TrafficSplit", "v1alpha3", "v1alpha2", "v1alpha1"
 )
+VIRTUALSERVICES = _versions(
+    "virtualservices", "networking.istio.io", "VirtualService", "v1", "v1beta1", "v1alpha3"
+)
+DESTINATIONRULES = _versions(
+    "destinationrules", "networking.istio.io", "DestinationRule", "v1", "v1beta1", "v1alpha3"
+)
+HTTPROUTES = _versions("httproutes", "gateway.networking.k8s.io", "HTTPRoute", "v1", "v1beta1")
+GRPCROUTES = _versions("grpcroutes", "gateway.networking.k8s.io", "GRPCRoute", "v1", "v1alpha2")
+TCPROUTES = _versions("tcproutes", "gateway.networking.k8s.io", "TCPRoute", "v1alpha2")
+#: The objects of traffic routers that are CRDs (optional, in several versions), by kind: the
+#: versions a cluster may serve, newest first. The controller speaks the newest one served.
+ROUTER_OBJECTS: dict[str, tuple[Resource, ...]] = {
+    versions[0].kind: versions
+    for versions in (
+        TRAFFICSPLITS,
+        VIRTUALSERVICES,
+        DESTINATIONRULES,
+        HTTPROUTES,
+        GRPCROUTES,
+        TCPROUTES,
+    )
+}
 PODS = Resource("pods", "", "v1", "Pod")
 DEPLOYMENTS = Resource("deployments", "apps", "v1", "Deployment")
 PODTEMPLATES = Resource("podtemplates", "", "v1", "PodTemplate")

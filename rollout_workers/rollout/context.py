@@ -24,11 +24,34 @@ from rollout_workers.rollout.pause import PauseContext
 from rollout_workers.rollout.phase import replicas_or_default
 from rollout_workers.rollout.stepplugins.registry import StepPluginState
 from rollout_workers.rollout.templateref import Resolved
+from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.timefmt import format_time
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+
+@dataclass
+class RouterObjects:
+    """The router objects a reconcile reads (rollout/trafficrouting/refs.py), by kind,
+    namespace and name, with the version of each kind the API server serves."""
+
+    served: dict[str, r.Resource] = field(default_factory=dict)  # kind -> version spoken
+    objects: dict[RouterRef, Obj] = field(default_factory=dict)  # those that exist
+
+    def resource(self, kind: str) -> r.Resource | None:
+        """The version of `kind` to speak (None: the cluster does not serve it)."""
+        return self.served.get(kind)
+
+    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        return self.objects.get(RouterRef(kind, namespace, name))
+
+    def put(self, obj: Obj) -> None:
+        """Record an object as written (its kind, namespace and name from the object)."""
+        meta = obj.get("metadata") or {}
+        ref = RouterRef(str(obj.get("kind", "")), str(meta.get("namespace", "")), meta["name"])
+        self.objects[ref] = obj
 
 
 @dataclass
@@ -54,10 +77,9 @@ class RolloutContext:
     services: dict[str, Obj] = field(default_factory=dict)  # referenced Services, by name
     # Stable and canary Ingresses of the nginx router, by name; replaced after a write.
     ingresses: dict[str, Obj] = field(default_factory=dict)
-    # The SMI router's TrafficSplit (by name, when it exists) and the version the API serves
-    # (None: not served); the dict is updated after a write.
-    traffic_splits: dict[str, Obj] = field(default_factory=dict)
-    traffic_split_resource: r.Resource | None = None
+    # The router objects the rollout names (TrafficSplit, VirtualService, HTTPRoute, ...), as
+    # read before the reconcile; replaced after a write.
+    routed: RouterObjects = field(default_factory=RouterObjects)
     analysis_runs: list[Obj] = field(default_factory=list)  # the AnalysisRuns it owns
     experiments: list[Obj] = field(default_factory=list)  # the Experiments it owns
     current_experiment: Obj | None = None  # the one the status named (set by its reconcile)
@@ -85,8 +107,7 @@ class RolloutContext:
         writer: Writer,
         services: dict[str, Obj] | None = None,
         ingresses: dict[str, Obj] | None = None,
-        traffic_splits: dict[str, Obj] | None = None,
-        traffic_split_resource: r.Resource | None = None,
+        routed: RouterObjects | None = None,
         analysis_runs: list[Obj] | None = None,
         experiments: list[Obj] | None = None,
         template_lookup: TemplateLookup | None = None,
@@ -115,8 +136,7 @@ class RolloutContext:
             pause=PauseContext(status=rollout.status or RolloutStatus()),
             services=dict(services or {}),
             ingresses=dict(ingresses or {}),
-            traffic_splits=dict(traffic_splits or {}),
-            traffic_split_resource=traffic_split_resource,
+            routed=routed or RouterObjects(),
             new_status=new_status,
             analysis_runs=list(analysis_runs or []),
             experiments=list(experiments or []),

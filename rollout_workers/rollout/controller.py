@@ -27,14 +27,14 @@ from rollout_workers.cache.indexers import (
     TEMPLATE,
     rollout_references,
 )
-from rollout_workers.cache.reader import ObjectReader, WrittenGuard
+from rollout_workers.cache.reader import ObjectReader, RouterObjectReader, WrittenGuard
 from rollout_workers.cache.synced import is_synced
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound, Unavailable
-from rollout_workers.kube.trafficsplits import ApiTrafficSplits
+from rollout_workers.kube.routerobjects import ApiRouterObjects
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
@@ -50,7 +50,7 @@ from rollout_workers.rollout import (
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.analysis import AnalysisTemplateError
-from rollout_workers.rollout.context import RolloutContext
+from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.experiment import ExperimentStepError
 from rollout_workers.rollout.service import ServiceNotFound
 from rollout_workers.rollout.stepplugins.registry import (
@@ -60,7 +60,7 @@ from rollout_workers.rollout.stepplugins.registry import (
 )
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, unsupported_router
 from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
-from rollout_workers.rollout.trafficrouting.smi import TrafficSplitReader
+from rollout_workers.rollout.trafficrouting.refs import router_refs
 from rollout_workers.settings import PluginSettings
 from rollout_workers.timefmt import format_time
 
@@ -93,7 +93,7 @@ class RolloutController:
         services: ObjectReader,
         written: WrittenGuard,
         ingresses: ObjectReader | None = None,
-        traffic_splits: TrafficSplitReader | None = None,
+        router_objects: RouterObjectReader | None = None,
         writer: Writer,
         templates: ObjectReader | None = None,
         cluster_templates: ObjectReader | None = None,
@@ -108,7 +108,7 @@ class RolloutController:
         self.step_plugins = step_plugins or StepPluginRegistry()
         self.analysis_runs, self.experiments = analysis_runs, experiments
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
-        self.ingresses, self.traffic_splits = ingresses, traffic_splits
+        self.ingresses, self.router_objects = ingresses, router_objects
         self.templates, self.cluster_templates = templates, cluster_templates
         self.written, self.writer, self.clock = written, writer, clock
 
@@ -148,13 +148,15 @@ class RolloutController:
             return Result.requeue_after(STALE_REQUEUE)
         request.lease.check()
         try:
-            split_resource, splits = self._traffic_split(obj)
+            routed = self._router_objects(obj)
         except Unavailable as err:
-            log.info("API unavailable reading the TrafficSplit of %s (%s)", request.key, err)
+            log.info("API unavailable reading the router objects of %s (%s)", request.key, err)
             return Result.retry()
         references = validation.ReferencedResources(
             services=services,
             ingresses=ingresses,
+            router_objects=routed.objects,
+            served_router_kinds=frozenset(routed.served) if self.router_objects else None,
             analysis_templates=self._templates(self.templates, namespace, obj, TEMPLATE),
             cluster_analysis_templates=self._templates(
                 self.cluster_templates, None, obj, CLUSTER_TEMPLATE
@@ -181,8 +183,7 @@ class RolloutController:
             writer=self.writer,
             services=services,
             ingresses=ingresses,
-            traffic_splits=splits,
-            traffic_split_resource=split_resource,
+            routed=routed,
             analysis_runs=runs,
             experiments=experiments,
             template_lookup=self._lookup(namespace),
@@ -234,20 +235,21 @@ class RolloutController:
         canary_keys = sorted(f"{namespace}/{name}" for name in canary)
         return {str(i["metadata"]["name"]): i for i in found}, canary_keys
 
-    def _traffic_split(self, obj: Obj) -> tuple[r.Resource | None, dict[str, Obj]]:
-        """The SMI router's TrafficSplit, read from the API server (not cached): the version
-        served (None when SMI is not installed) and the object by name when it exists."""
-        canary = ((obj.get("spec") or {}).get("strategy") or {}).get("canary") or {}
-        smi = (canary.get("trafficRouting") or {}).get("smi")
-        if self.traffic_splits is None or not isinstance(smi, dict):
-            return None, {}
-        resource = self.traffic_splits.served()
-        if resource is None:
-            return None, {}
-        meta = obj["metadata"]
-        name = str(smi.get("trafficSplitName") or meta["name"])
-        found = self.traffic_splits.get(resource, str(meta.get("namespace", "")), name)
-        return resource, {name: found} if found is not None else {}
+    def _router_objects(self, obj: Obj) -> RouterObjects:
+        """The router objects the rollout names (refs.py) that exist, at the version of each
+        kind the API server serves; a kind it does not serve is left out."""
+        routed = RouterObjects()
+        if self.router_objects is None:
+            return routed
+        for ref in router_refs(obj):
+            resource = routed.served.get(ref.kind) or self.router_objects.served(ref.kind)
+            if resource is None:
+                continue
+            routed.served[ref.kind] = resource
+            found = self.router_objects.get(resource, ref.namespace, ref.name)
+            if found is not None:
+                routed.objects[ref] = found
+        return routed
 
     def _workload(self, resource: r.Resource, key: str) -> Obj | None:
         lister = self.workloads.get(resource.cache_name)
@@ -429,7 +431,7 @@ def make_handler(runtime: Runtime) -> Handler:
         replicasets=Lister(runtime.redis, prefix=prefix, resource=r.REPLICASETS),
         services=Lister(runtime.redis, prefix=prefix, resource=r.SERVICES),
         ingresses=Lister(runtime.redis, prefix=prefix, resource=r.INGRESSES),
-        traffic_splits=ApiTrafficSplits(kube),
+        router_objects=ApiRouterObjects(kube),
         templates=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISTEMPLATES),
         cluster_templates=Lister(runtime.redis, prefix=prefix, resource=r.CLUSTERANALYSISTEMPLATES),
         analysis_runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),

@@ -51,6 +51,7 @@ from rollout_workers.api.rollout import (
     SetMirrorRoute,
     StringMatch,
 )
+from rollout_workers.rollout.trafficrouting.refs import RouterRef
 
 # -- Argo's messages (validation.go) -----------------------------------------------------------
 
@@ -214,6 +215,10 @@ class ReferencedResources:
     cluster_analysis_templates: Mapping[str, ClusterAnalysisTemplate] = dataclass_field(
         default_factory=dict
     )
+    #: The router objects the rollout names that exist (trafficrouting/refs.py), and the kinds
+    #: the API server serves; None when they were not looked up (nothing to check against).
+    router_objects: Mapping[RouterRef, Mapping[str, Any]] = dataclass_field(default_factory=dict)
+    served_router_kinds: frozenset[str] | None = None
 
 
 def invalid_spec_message(name: str, error: ValidationError) -> str:

@@ -10,14 +10,14 @@ string ("20").
 The spec is owned whole: each reconcile compares it with the desired one and merge-patches the
 difference (Argo's two-way patch of the spec), so a change made by someone else is undone. A
 TrafficSplit of that name that the rollout does not control is an error, as in Argo. The
-reconcile reads the TrafficSplit from the API server (kube/trafficsplits.py), not the cache.
+controller reads the TrafficSplit before the reconcile (`ctx.routed`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from rollout_workers.api.rollout import (
     SetHeaderRoute,
@@ -38,15 +38,8 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 TYPE = "SMI"
+KIND = "TrafficSplit"
 NOT_SERVED_MESSAGE = "TrafficSplit (split.smi-spec.io) is not served by the API server"
-
-
-class TrafficSplitReader(Protocol):
-    """Where the controller reads the TrafficSplit from (kube.trafficsplits.ApiTrafficSplits)."""
-
-    def served(self) -> r.Resource | None: ...
-
-    def get(self, resource: r.Resource, namespace: str, name: str) -> Obj | None: ...
 
 
 def traffic_split_name(rollout: str, smi: SMITrafficRouting) -> str:
@@ -123,7 +116,7 @@ class SMIRouter:
 
     def set_weight(self, weight: int, additional: Sequence[WeightDestination] = ()) -> None:
         ctx = self.ctx
-        resource = ctx.traffic_split_resource
+        resource = ctx.routed.resource(KIND)
         if resource is None:
             raise TrafficRoutingError(NOT_SERVED_MESSAGE)
         name = traffic_split_name(ctx.name, self.smi)
@@ -141,10 +134,10 @@ class SMIRouter:
                 additional=additional,
             ),
         )
-        current = ctx.traffic_splits.get(name)
+        current = ctx.routed.get(KIND, ctx.namespace, name)
         if current is None:
             try:
-                ctx.traffic_splits[name] = ctx.writer.create(resource, ctx.namespace, desired)
+                ctx.routed.put(ctx.writer.create(resource, ctx.namespace, desired))
             except AlreadyExists:
                 # Created since it was read: look again in a fresh reconcile.
                 raise Conflict(409, "AlreadyExists", f"TrafficSplit {name} exists") from None
@@ -164,9 +157,7 @@ class SMIRouter:
             return
         log.info("%s: updating TrafficSplit %s to weight %d", ctx.key, name, weight)
         version = (current.get("metadata") or {}).get("resourceVersion")
-        ctx.traffic_splits[name] = ctx.writer.patch(
-            resource, ctx.namespace, name, fenced(patch, version)
-        )
+        ctx.routed.put(ctx.writer.patch(resource, ctx.namespace, name, fenced(patch, version)))
         ctx.event("TrafficSplitModified", f"TrafficSplit `{name}` modified")
 
     def set_header_route(self, route: SetHeaderRoute) -> None:

@@ -14,8 +14,9 @@ from rollout_workers.api.rollout import WeightDestination
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.pool.handlers import Outcome
-from rollout_workers.rollout.context import RolloutContext
+from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, smi
+from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from tests.unit.rollout.test_controller import NS, T0, rollout
 from tests.unit.rollout.test_routing_reconcile import RoutedSim, controller_for, request, service
 
@@ -55,8 +56,10 @@ def router_for(
         rss=[],
         now=T0,
         writer=writer,
-        traffic_splits={s["metadata"]["name"]: s for s in existing},
-        traffic_split_resource=resource,
+        routed=RouterObjects(
+            served={"TrafficSplit": resource},
+            objects={RouterRef("TrafficSplit", NS, s["metadata"]["name"]): s for s in existing},
+        ),
     )
     return smi.SMIRouter(ctx, ctx.canary.traffic_routing.smi), writer, ctx
 
@@ -187,7 +190,8 @@ class ServedSplits:
         self.writer, self.version = writer, version
         self.reads = 0
 
-    def served(self) -> r.Resource | None:
+    def served(self, kind: str) -> r.Resource | None:
+        assert kind == "TrafficSplit"
         return BY_VERSION[self.version] if self.version else None
 
     def get(self, resource: r.Resource, namespace: str, name: str) -> Obj | None:
@@ -209,7 +213,7 @@ def split_weights(sim: RoutedSim) -> list[int | str]:
 
 def test_the_controller_reads_the_split_and_puts_back_a_change() -> None:
     sim, splits = smi_sim("v1alpha2")
-    controller = controller_for(sim.writer, traffic_splits=splits)
+    controller = controller_for(sim.writer, router_objects=splits)
     for _ in range(5):
         sim.ready()
         assert controller.sync(request()).outcome != Outcome.ERROR
@@ -230,7 +234,7 @@ def test_the_controller_reads_the_split_and_puts_back_a_change() -> None:
 
 def test_without_a_served_traffic_split_the_reconcile_retries() -> None:
     sim, splits = smi_sim(None)
-    controller = controller_for(sim.writer, traffic_splits=splits)
+    controller = controller_for(sim.writer, router_objects=splits)
     outcomes = []
     for _ in range(3):
         sim.ready()

@@ -1,0 +1,33 @@
+"""Traffic-router objects (TrafficSplit, VirtualService, DestinationRule, HTTPRoute, ...), read
+from the API server at the newest version it serves.
+
+Router CRDs are optional and come in several versions, so which version to speak is learned
+from discovery (cached per group-version, see discovery.py), newest first as listed in
+`resources.ROUTER_OBJECTS`. A kind the cluster does not serve reads as None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.client import Kube
+from rollout_workers.kube.errors import NotFound
+
+Obj = dict[str, Any]
+
+
+class ApiRouterObjects:
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+
+    def served(self, kind: str) -> r.Resource | None:
+        """The newest version of the router kind the API server serves (None: not installed)."""
+        versions = r.ROUTER_OBJECTS.get(kind, ())
+        return next((res for res in versions if self.kube.discovery.serves(res)), None)
+
+    def get(self, resource: r.Resource, namespace: str, name: str) -> Obj | None:
+        try:
+            return self.kube.get(resource, namespace, name)
+        except NotFound:
+            return None
