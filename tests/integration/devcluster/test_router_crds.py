@@ -1,0 +1,37 @@
+"""The routers' CRDs (tests/support/routercrds.py) install through the embedded API, and the
+controller reads their objects at the newest version served."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rollout_workers.devcluster.server import run_in_thread
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.client import Kube
+from rollout_workers.kube.config import api_client
+from rollout_workers.kube.routerobjects import ApiRouterObjects
+from rollout_workers.settings import Settings
+from tests.support.routercrds import ROUTER_CRDS, install_router_crds, router_crd
+
+
+def test_router_objects_are_read_at_the_newest_served_version(tmp_path: Path) -> None:
+    with run_in_thread(ready_delay=0.1) as cluster:
+        settings = Settings(kubeconfig=cluster.write_kubeconfig(tmp_path / "kc"))
+        kube = Kube(api_client(settings), settings.kube)
+        reader = ApiRouterObjects(kube)
+        assert reader.served("VirtualService") is None
+        install_router_crds(kube, ROUTER_CRDS["VirtualService"], router_crd(r.TRAFFICSPLITS[1:]))
+        vs = reader.served("VirtualService")
+        assert vs is not None and vs.version == "v1"
+        split = reader.served("TrafficSplit")
+        assert split is not None and split.version == "v1alpha2"
+        body = {
+            "apiVersion": vs.api_version,
+            "kind": "VirtualService",
+            "metadata": {"name": "vs"},
+            "spec": {"http": [{"name": "primary", "route": []}]},
+        }
+        kube.create(vs, "default", body)
+        got = reader.get(vs, "default", "vs")
+        assert got is not None and got["spec"] == body["spec"]
+        assert reader.get(vs, "default", "missing") is None
