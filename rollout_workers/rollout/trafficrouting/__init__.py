@@ -35,6 +35,12 @@ class TrafficRouter(Protocol):
     @property
     def type(self) -> str: ...
 
+    def update_hash(
+        self, canary_hash: str, stable_hash: str, additional: Sequence[WeightDestination] = ()
+    ) -> None:
+        """Point what selects pods by hash (Istio's DestinationRule subsets) at these hashes;
+        called before set_weight on every reconcile."""
+
     def set_weight(self, weight: int, additional: Sequence[WeightDestination] = ()) -> None: ...
 
     def set_header_route(self, route: SetHeaderRoute) -> None: ...

@@ -155,6 +155,11 @@ class NginxRouter:
     def type(self) -> str:
         return TYPE
 
+    def update_hash(
+        self, canary_hash: str, stable_hash: str, additional: Sequence[WeightDestination] = ()
+    ) -> None:
+        """nginx selects by Service, not by pod hash: nothing to do."""
+
     def set_weight(self, weight: int, additional: Sequence[WeightDestination] = ()) -> None:
         for stable_name in stable_ingress_names(self.nginx):
             self._set_weight_on(stable_name, weight)

@@ -12,7 +12,17 @@ from __future__ import annotations
 
 import logging
 
-from rollout_workers.api.rollout import CanaryStatus, RolloutStatus
+import pydantic
+
+from rollout_workers.api.analysis import AnalysisPhase
+from rollout_workers.api.experiment import Experiment, ExperimentStatus
+from rollout_workers.api.rollout import (
+    CanaryStatus,
+    RolloutExperimentStep,
+    RolloutStatus,
+    WeightDestination,
+)
+from rollout_workers.rollout import experiment
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError
@@ -78,6 +88,38 @@ def weight_inputs(ctx: RolloutContext, *, at_desired_counts: bool) -> w.WeightIn
     )
 
 
+def current_experiment_step(ctx: RolloutContext) -> RolloutExperimentStep | None:
+    """The last experiment step at or before the current step (Argo's
+    GetCurrentExperimentStep; None past the last step)."""
+    step, index = ctx.current_step()
+    if step is None or index is None:
+        return None
+    return next((s.experiment for s in reversed(ctx.steps[: index + 1]) if s.experiment), None)
+
+
+def experiment_destinations(ctx: RolloutContext) -> list[WeightDestination]:
+    """The weight of each template of the running experiment that set one, to its Service
+    (Argo's calculateWeightDestinationsFromExperiment)."""
+    step = current_experiment_step(ctx)
+    current = experiment.current_experiment(ctx)
+    if step is None or current is None or experiment.ex_phase(current) != AnalysisPhase.RUNNING:
+        return []
+    weights = {t.name: t.weight for t in step.templates}
+    try:
+        statuses = (Experiment.from_dict(current).status or ExperimentStatus()).template_statuses
+    except pydantic.ValidationError:
+        return []
+    return [
+        WeightDestination(
+            weight=int(weights[t.name] or 0),
+            service_name=t.service_name,
+            pod_template_hash=t.pod_template_hash,
+        )
+        for t in statuses or []
+        if weights.get(t.name) is not None
+    ]
+
+
 def _hash(rs: dict[str, object] | None) -> str:
     return (rsutil.pod_hash(rs) if rs is not None else None) or ""
 
@@ -94,6 +136,7 @@ def reconcile_traffic_routing(ctx: RolloutContext, *, at_desired_counts: bool) -
     previous = status.canary.weights if status.canary else None
     inputs = weight_inputs(ctx, at_desired_counts=at_desired_counts)
     desired = w.calculate_desired_weight(inputs)
+    additional = experiment_destinations(ctx) if w.experiment_weights_apply(inputs) else []
     step, _ = ctx.current_step()
     generation = int((ctx.obj.get("metadata") or {}).get("generation") or 0)
     for router in routers:
@@ -104,8 +147,9 @@ def reconcile_traffic_routing(ctx: RolloutContext, *, at_desired_counts: bool) -
                 router.set_header_route(step.set_header_route)
             if step.set_mirror_route is not None:
                 router.set_mirror_route(step.set_mirror_route)
+        router.update_hash(_hash(ctx.new_rs), _hash(ctx.stable_rs), additional)
         try:
-            router.set_weight(desired)
+            router.set_weight(desired, additional)
         except TrafficRoutingError as err:
             ctx.event("TrafficRoutingError", str(err), warning=True)
             raise
@@ -117,13 +161,20 @@ def reconcile_traffic_routing(ctx: RolloutContext, *, at_desired_counts: bool) -
             stable_hash=_hash(ctx.stable_rs),
             canary_service=ctx.canary.canary_service,
             stable_service=ctx.canary.stable_service,
+            additional=additional,
         )
         if changed:
             ctx.event(w.WEIGHT_UPDATED_REASON, w.weight_updated_message(previous, new))
         elif previous is not None:
             new = previous.model_copy(deep=True)
-        new.verified = router.verify_weight(desired)
         ctx.new_status.canary.weights = new
+        try:
+            new.verified = router.verify_weight(desired, additional)
+        except TrafficRoutingError as err:
+            # Argo goes on with the reconcile: the weight stays unverified.
+            new.verified = None
+            ctx.event(w.WEIGHT_VERIFY_ERROR_REASON, w.WEIGHT_VERIFY_ERROR_MESSAGE.format(err))
+            continue
         if new.verified is False:
             log.info("%s: weight %d not yet verified by %s", ctx.key, desired, router.type)
             ctx.requeue(w.VERIFY_RETRY_SECONDS)

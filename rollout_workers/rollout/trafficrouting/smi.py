@@ -114,6 +114,11 @@ class SMIRouter:
     def type(self) -> str:
         return TYPE
 
+    def update_hash(
+        self, canary_hash: str, stable_hash: str, additional: Sequence[WeightDestination] = ()
+    ) -> None:
+        """SMI selects by Service, not by pod hash: nothing to do."""
+
     def set_weight(self, weight: int, additional: Sequence[WeightDestination] = ()) -> None:
         ctx = self.ctx
         resource = ctx.routed.resource(KIND)

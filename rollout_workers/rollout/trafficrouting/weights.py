@@ -29,6 +29,9 @@ WEIGHT_UPDATED_REASON = "TrafficWeightUpdated"
 WEIGHT_UPDATED_MESSAGE = "Traffic weight updated {}"
 #: How soon a weight the router has not verified yet is checked again (Argo's default).
 VERIFY_RETRY_SECONDS = 10.0
+#: Argo's event when a router fails to verify a weight (the reconcile goes on).
+WEIGHT_VERIFY_ERROR_REASON = "WeightVerifyError"
+WEIGHT_VERIFY_ERROR_MESSAGE = "Failed to verify weight: {}"
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,19 @@ def calculate_desired_weight(w: WeightInputs) -> int:
     if w.step_index != w.step_count:
         return w.current_set_weight
     return w.max_weight
+
+
+def experiment_weights_apply(w: WeightInputs) -> bool:
+    """Whether a running experiment's templates get their weights this reconcile: while the
+    canary has no available pod, or while the steps go on (at or short of the step's counts);
+    not once promoted or aborted, on a full promotion, or past the last step (Argo)."""
+    if w.fully_promoted or w.aborted:
+        return False
+    if w.new_available is None or w.new_available == 0:
+        return True
+    if w.promote_full or w.step_index is None:
+        return False
+    return not w.at_desired_counts or w.step_index != w.step_count
 
 
 def calculate_weight_status(

@@ -155,3 +155,25 @@ def test_routed_counts_with_max_traffic_weight(
 def test_canary_scale_at_stable_is_all_of_max_weight() -> None:
     scale = rmath.calculate_canary_scale(step_weight=10, at_stable=True, max_weight=1000)
     assert scale == rmath.CanaryScale(replicas=None, weight=1000)
+
+
+EXPERIMENT_CASES = {
+    "stepping through the steps": (case(), True),
+    "short of the step's counts": (case(at_desired_counts=False), True),
+    "canary without available pods": (case(new_available=0), True),
+    "no new ReplicaSet": (case(new_available=None), True),
+    "past the last step": (case(step_index=2), False),
+    "fully promoted": (case(fully_promoted=True), False),
+    "aborted": (case(aborted=True), False),
+    "promote-full": (case(promote_full=True), False),
+    "no steps": (case(step_index=None, step_count=0), False),
+}
+
+
+@pytest.mark.parametrize(
+    ("inputs", "expected"), EXPERIMENT_CASES.values(), ids=EXPERIMENT_CASES.keys()
+)
+def test_when_experiment_templates_get_their_weights(
+    inputs: w.WeightInputs, expected: bool
+) -> None:
+    assert w.experiment_weights_apply(inputs) is expected
