@@ -17,7 +17,15 @@ from rollout_workers.kube.errors import AlreadyExists
 NAMESPACES = r.Resource("namespaces", "", "v1", "Namespace", namespaced=False)
 KNOWN = {
     (res.api_version, res.kind): res
-    for res in (*r.WATCHED.values(), r.EVENTS, r.PODS, NAMESPACES, r.DEPLOYMENTS, r.PODTEMPLATES)
+    for res in (
+        *r.WATCHED.values(),
+        r.EVENTS,
+        r.PODS,
+        NAMESPACES,
+        r.DEPLOYMENTS,
+        r.PODTEMPLATES,
+        *(res for versions in r.ROUTER_OBJECTS.values() for res in versions),
+    )
 }
 
 

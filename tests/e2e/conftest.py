@@ -16,6 +16,7 @@ from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.settings import Settings
 from tests.support.procs import Proc, Processes
+from tests.support.routercrds import install_router_crds
 
 
 @pytest.fixture
@@ -69,7 +70,9 @@ def shaped_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[D
     through the API."""
     handle = run_in_thread(ready_delay=0.5, install_crds=False)
     settings = Settings(kubeconfig=handle.write_kubeconfig(tmp_path / "admin.kubeconfig"))
-    install_crds(Kube(api_client(settings), settings.kube), request.param)
+    kube = Kube(api_client(settings), settings.kube)
+    install_crds(kube, request.param)
+    install_router_crds(kube)
     yield handle
     handle.stop()
 

@@ -50,11 +50,6 @@ UNUSED_BUT_NEEDED = {
         "experiments with `service:` templates create their services"),
     ("worker", "", "services", "delete"): ({"argo", "status-everywhere"},
         "and delete them when the experiment ends"),
-    **{
-        ("worker", "split.smi-spec.io", "trafficsplits", verb): ({"argo", "status-everywhere"},
-            "SMI traffic routing: no scenario installs the TrafficSplit CRD yet")
-        for verb in ("get", "create", "patch")
-    },
 }  # fmt: skip
 
 #: Calls every authenticated identity may make through the default system:discovery role.

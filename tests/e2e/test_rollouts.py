@@ -33,6 +33,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.settings import KINDS, Settings
 from rollout_workers.workqueue import held_key
+from tests.e2e import routers
 from tests.e2e.conftest import start_system
 from tests.support.metrics import MetricsServer
 from tests.support.procs import REPO, Processes
@@ -583,6 +584,7 @@ SCENARIOS = [
     analysis_5_experiment_step,
     analysis_6_inconclusive_then_promote,
     *NGINX_SCENARIOS,
+    *routers.scenarios(routers.SMI),
 ]
 
 

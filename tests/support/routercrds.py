@@ -23,10 +23,16 @@ def router_crd(versions: tuple[r.Resource, ...], *, storage: str | None = None) 
     the newest)."""
     first = versions[0]
     storage = storage or first.version
+    # Gateway API's group is under k8s.io: its published CRDs carry the API-review approval.
+    annotations = (
+        {"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/2466"}
+        if first.group.endswith(".k8s.io")
+        else {}
+    )
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{first.plural}.{first.group}"},
+        "metadata": {"name": f"{first.plural}.{first.group}", "annotations": annotations},
         "spec": {
             "group": first.group,
             "scope": "Namespaced",

@@ -1,0 +1,269 @@
+"""The traffic-router scenarios (SMI, Istio, Gateway API), run with the others under chaos by
+test_rollouts.py. Each router's CRDs are installed through the embedded API's CRD support
+(tests/support/routercrds.py); the weights are read from the router's own object:
+
+- the weights follow setWeight step by step, and end 0/100 after promotion with the stable
+  Service on the new pod hash;
+- on abort the weight goes back to the stable before the canary is scaled down;
+- Istio and Gateway API: a header route and a mirror route appear at their steps and are gone
+  at the end; SMI: setCanaryScale keeps the canary at its replicas while the weight moves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.errors import NotFound
+from rollout_workers.rollout.trafficrouting.refs import GATEWAY_API_PLUGIN
+
+if TYPE_CHECKING:
+    from tests.e2e.test_rollouts import World
+
+Obj = dict[str, Any]
+TIMEOUT = 150.0
+
+HEADER_ROUTE = {"setHeaderRoute": {"name": "header", "match": [
+    {"headerName": "x-canary", "headerValue": {"exact": "yes"}}]}}  # fmt: skip
+MIRROR_ROUTE = {"setMirrorRoute": {"name": "mirror", "percentage": 50, "match": [
+    {"method": {"exact": "GET"}, "path": {"prefix": "/"}}]}}  # fmt: skip
+MANAGED_ROUTES = [{"name": "header"}, {"name": "mirror"}]
+
+
+@dataclass(frozen=True)
+class Router:
+    """How a scenario sets up one router and reads its state back."""
+
+    name: str
+    objects: Callable[[str, str], list[Obj]]  # (rollout, namespace) -> router objects to apply
+    routing: Callable[[str, str], Obj]  # (rollout, namespace) -> trafficRouting
+    weight: Callable[[World, str], int | None]  # the canary's weight on the router's object
+    routes: Callable[[World, str], int]  # how many header/mirror routes the object holds
+
+
+def services(name: str) -> list[Obj]:
+    return [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-{kind}"},
+         "spec": {"selector": {"app": name}, "ports": [{"port": 80}]}}
+        for kind in ("stable", "canary")
+    ]  # fmt: skip
+
+
+def get(w: World, resource: r.Resource, name: str) -> Obj | None:
+    try:
+        return w.kube.get(resource, w.namespace, name)
+    except NotFound:
+        return None
+
+
+# -- SMI ----------------------------------------------------------------------------------------
+
+
+def smi_weight(w: World, name: str) -> int | None:
+    split = get(w, r.TRAFFICSPLITS[0], name)
+    if split is None:
+        return None
+    backends = {b["service"]: int(b["weight"]) for b in split["spec"]["backends"]}
+    return backends.get(f"{name}-canary")
+
+
+SMI = Router(
+    "smi",
+    objects=lambda name, ns: [],
+    routing=lambda name, ns: {"smi": {}},
+    weight=smi_weight,
+    routes=lambda w, name: 0,
+)
+
+
+# -- Istio --------------------------------------------------------------------------------------
+
+
+def istio_objects(name: str, ns: str) -> list[Obj]:
+    route = [
+        {"destination": {"host": f"{name}-stable"}, "weight": 100},
+        {"destination": {"host": f"{name}-canary"}, "weight": 0},
+    ]
+    return [{
+        "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+        "metadata": {"name": f"{name}-vs"},
+        "spec": {"hosts": [f"{name}.example"], "http": [{"name": "primary", "route": route}]},
+    }]  # fmt: skip
+
+
+def istio_http(w: World, name: str) -> list[Obj]:
+    vs = get(w, r.VIRTUALSERVICES[0], f"{name}-vs")
+    return list((vs or {}).get("spec", {}).get("http") or [])
+
+
+def istio_weight(w: World, name: str) -> int | None:
+    for route in istio_http(w, name):
+        if route.get("name") == "primary":
+            for dest in route.get("route") or []:
+                if dest["destination"]["host"] == f"{name}-canary":
+                    return int(dest.get("weight") or 0)
+    return None
+
+
+ISTIO = Router(
+    "istio",
+    objects=istio_objects,
+    routing=lambda name, ns: {
+        "istio": {"virtualService": {"name": f"{name}-vs", "routes": ["primary"]}},
+        "managedRoutes": MANAGED_ROUTES,
+    },
+    weight=istio_weight,
+    routes=lambda w, name: sum(
+        1 for route in istio_http(w, name) if route.get("name") in ("header", "mirror")
+    ),
+)
+
+
+# -- Gateway API (the config of Argo's gatewayAPI plugin, unchanged) ----------------------------
+
+
+def gateway_objects(name: str, ns: str) -> list[Obj]:
+    refs = [
+        {"name": f"{name}-stable", "port": 80, "weight": 100},
+        {"name": f"{name}-canary", "port": 80, "weight": 0},
+    ]
+    return [{
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": f"{name}-route"},
+        "spec": {"parentRefs": [{"name": "gw"}], "rules": [{"backendRefs": refs}]},
+    }]  # fmt: skip
+
+
+def gateway_rules(w: World, name: str) -> list[Obj]:
+    route = get(w, r.HTTPROUTES[0], f"{name}-route")
+    return list((route or {}).get("spec", {}).get("rules") or [])
+
+
+def gateway_weight(w: World, name: str) -> int | None:
+    for rule in gateway_rules(w, name):
+        names = {ref["name"]: ref for ref in rule.get("backendRefs") or []}
+        if f"{name}-stable" in names and f"{name}-canary" in names:
+            return int(names[f"{name}-canary"].get("weight") or 0)
+    return None
+
+
+GATEWAY = Router(
+    "gateway",
+    objects=gateway_objects,
+    routing=lambda name, ns: {
+        "plugins": {GATEWAY_API_PLUGIN: {"httpRoute": f"{name}-route", "namespace": ns}},
+        "managedRoutes": MANAGED_ROUTES,
+    },
+    weight=gateway_weight,
+    routes=lambda w, name: max(0, len(gateway_rules(w, name)) - 1),
+)
+
+
+# -- the scenarios -------------------------------------------------------------------------------
+
+
+def routed_canary(w: World, router: Router, name: str, steps: list[Obj], **strategy: Any) -> None:
+    from tests.e2e.test_rollouts import canary
+
+    ro = canary(name, 5, steps)
+    ro["spec"]["strategy"]["canary"].update(
+        stableService=f"{name}-stable",
+        canaryService=f"{name}-canary",
+        trafficRouting=router.routing(name, w.namespace),
+        **strategy,
+    )
+    w.apply(*services(name), *router.objects(name, w.namespace), ro)
+
+
+def weights_follow_the_steps(router: Router) -> Callable[[World], None]:
+    def scenario(w: World) -> None:
+        from tests.e2e.test_rollouts import phase, promoted, selector, status
+
+        name = f"{router.name[:2]}w"
+        with_routes = router is not SMI
+        first = [{"setCanaryScale": {"replicas": 2}}] if not with_routes else []
+        extra = [HEADER_ROUTE, MIRROR_ROUTE] if with_routes else []
+        steps = [*first, {"setWeight": 20}, *extra, {"pause": {}}, {"setWeight": 60}, {"pause": {}}]
+        routed_canary(w, router, name, steps)
+        w.wait(name, lambda o: promoted(o) and router.weight(w, name) == 0, "first deploy")
+        w.cli("set", "image", name, "app=demo:2")
+        first_pause = len(first) + 1 + len(extra)
+        paused = w.wait(
+            name,
+            lambda o: (
+                phase(o) == "Paused"
+                and status(o).get("currentStepIndex") == first_pause
+                and router.weight(w, name) == 20
+            ),
+            "paused at weight 20",
+        )
+        new = paused["status"]["currentPodHash"]
+        if with_routes:
+            assert router.routes(w, name) == 2, "the header and mirror routes are in place"
+        else:
+            assert w.replicas(name)[new] == 2, "setCanaryScale holds the canary at 2 replicas"
+        w.cli("promote", name)
+        w.wait(
+            name,
+            lambda o: (
+                phase(o) == "Paused"
+                and status(o).get("currentStepIndex") == first_pause + 2
+                and router.weight(w, name) == 60
+            ),
+            "paused at weight 60",
+        )
+        if not with_routes:
+            assert w.replicas(name)[new] == 2, "setCanaryScale still holds while the weight moves"
+        w.cli("promote", name)
+        done = w.wait(
+            name, lambda o: promoted(o) and router.weight(w, name) == 0, "promoted, weight 0"
+        )
+        assert status(done)["stableRS"] == new and selector(w, f"{name}-stable") == new
+        assert router.routes(w, name) == 0, "the managed routes are gone at the end"
+
+    scenario.__name__ = f"{router.name}_1_weights_follow_the_steps"
+    return scenario
+
+
+def abort_weight_back_before_scale_down(router: Router) -> Callable[[World], None]:
+    def scenario(w: World) -> None:
+        from tests.e2e.test_rollouts import phase, promoted, selector, status
+
+        name = f"{router.name[:2]}a"
+        steps = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 60}, {"pause": {}}]
+        routed_canary(w, router, name, steps, abortScaleDownDelaySeconds=3)
+        stable = w.wait(name, promoted, "first deploy")["status"]["stableRS"]
+        w.cli("set", "image", name, "app=demo:2")
+        new = w.wait(
+            name,
+            lambda o: phase(o) == "Paused" and router.weight(w, name) == 20,
+            "paused at weight 20",
+        )["status"]["currentPodHash"]
+        w.cli("abort", name)
+        weight_back: int | None = None
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            weight, replicas = router.weight(w, name), w.replicas(name).get(new)
+            if weight == 0 and weight_back is None:
+                weight_back = replicas
+            if replicas == 0:
+                break
+            assert time.monotonic() < deadline, f"canary not scaled down: {weight=} {replicas=}"
+            time.sleep(0.1)
+        assert weight_back == 1, f"the weight went back to 0 with {weight_back} canary replicas"
+        aborted = w.wait(name, lambda o: phase(o) == "Degraded", "aborted")
+        assert status(aborted)["stableRS"] == stable and selector(w, f"{name}-stable") == stable
+
+    scenario.__name__ = f"{router.name}_2_abort_weight_back_before_scale_down"
+    return scenario
+
+
+def scenarios(*routers: Router) -> list[Callable[[World], None]]:
+    return [
+        make(router)
+        for router in routers
+        for make in (weights_follow_the_steps, abort_weight_back_before_scale_down)
+    ]
