@@ -2,11 +2,13 @@
 
 It brings the local stack up in its own state dir (with the metrics server as analysis' default
 Prometheus) and applies the examples from deploy/examples/: a canary with weighted steps and
-pauses, a blue-green with manual promotion, and two canaries with an analysis step. Then,
-through the `rollouts` CLI exactly as a user would type it, it changes every image (the second
-analysed canary gets a "flaky" one, which the metrics server scores at a 60% success rate),
-aborts and retries the first canary at its pause, and promotes it and the blue-green, printing
-each rollout's state as it changes. Meanwhile the analysis lets one canary through and aborts
+pauses, a blue-green with manual promotion, two canaries with an analysis step, and a canary
+whose traffic moves by weight through the nginx router (its canary Ingress's weight is shown
+beside the weight in the rollout's status). Then, through the `rollouts` CLI exactly as a user
+would type it, it changes every image (the second analysed canary gets a "flaky" one, which
+the metrics server scores at a 60% success rate), aborts and retries the first canary at its
+pause, and promotes it, the blue-green and the routed canary, printing each rollout's state
+as it changes. Meanwhile the analysis lets one canary through and aborts
 the other. It ends when those outcomes are reached and the others are Healthy on the new
 revision, with a summary of the reconciles: how many, how long (p50/p99), and how many per
 rollout update (a hot loop would show here).
@@ -29,7 +31,8 @@ import click
 from rollout_workers.kube import manifests
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
-from rollout_workers.kube.resources import ANALYSISRUNS, EVENTS, REPLICASETS, ROLLOUTS
+from rollout_workers.kube.errors import NotFound
+from rollout_workers.kube.resources import ANALYSISRUNS, EVENTS, INGRESSES, REPLICASETS, ROLLOUTS
 from rollout_workers.local.redis_server import client as redis_client
 from rollout_workers.local.stack import Stack
 from rollout_workers.settings import Settings
@@ -39,7 +42,11 @@ NAMESPACE = "rollouts-demo"
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
 CANARY, BLUEGREEN = "canary-demo", "bluegreen-demo"
 PASSING, FAILING = "canary-pass", "canary-fail"  # the canaries with an analysis step
-ROLLOUT_NAMES = (CANARY, BLUEGREEN, PASSING, FAILING)
+ROUTED = "canary-nginx"  # the canary whose traffic moves by weight (nginx)
+ROLLOUT_NAMES = (CANARY, BLUEGREEN, PASSING, FAILING, ROUTED)
+#: The canary Ingress the nginx router makes of the stable one, and its weight annotation.
+ROUTED_INGRESS = f"{ROUTED}-{ROUTED}-canary"
+NGINX_WEIGHT = "nginx.ingress.kubernetes.io/canary-weight"
 NEW_IMAGE = "argoproj/rollouts-demo:green"
 FLAKY_IMAGE = "argoproj/rollouts-demo:flaky-yellow"
 
@@ -108,7 +115,7 @@ class Demo:
             manifests.apply(self.kube, doc, NAMESPACE)
         self.wait_for(CANARY, lambda o: phase(o) == "Healthy", "the canary's first deploy")
         self.wait_for(BLUEGREEN, lambda o: phase(o) == "Healthy", "the blue-green's first deploy")
-        for name in (PASSING, FAILING):
+        for name in (PASSING, FAILING, ROUTED):
             self.wait_for(name, lambda o: phase(o) == "Healthy", f"{name}'s first deploy")
 
         before = self.reconciles()
@@ -118,6 +125,7 @@ class Demo:
         self.cli("set", "image", BLUEGREEN, f"app={NEW_IMAGE}")
         self.cli("set", "image", PASSING, f"app={NEW_IMAGE}")
         self.cli("set", "image", FAILING, f"app={FLAKY_IMAGE}")
+        self.cli("set", "image", ROUTED, f"app={NEW_IMAGE}")
         self.wait_for(CANARY, self.at_indefinite_pause, "the canary pauses at setWeight 50")
         self.wait_for(
             BLUEGREEN, lambda o: phase(o) == "Paused", "the blue-green waits for promotion"
@@ -134,17 +142,31 @@ class Demo:
             self.echo(f"  event {FAILING} {event.get('reason')}: {event.get('message')}")
         runs = self.analysis_runs()
 
+        self.echo(f"== {ROUTED}: the nginx canary Ingress's weight follows the steps")
+        self.wait_for(
+            ROUTED,
+            lambda o: self.at_indefinite_pause(o) and self.ingress_weight() == "50",
+            f"{ROUTED} pauses with canary-weight 50 on {ROUTED_INGRESS}",
+        )
+        self.cli("get", "rollout", ROUTED)
+
         self.echo("== abort the canary, then retry it")
         self.cli("abort", CANARY)
         self.wait_for(CANARY, lambda o: phase(o) == "Degraded", "the canary is aborted")
         self.cli("retry", "rollout", CANARY)
         self.wait_for(CANARY, self.at_indefinite_pause, "the retried canary pauses again")
 
-        self.echo("== promote both")
+        self.echo("== promote all three")
         self.cli("promote", CANARY)
         self.cli("promote", BLUEGREEN)
+        self.cli("promote", ROUTED)
         self.wait_for(CANARY, healthy_on_new_revision, "the canary is Healthy on revision 2")
         self.wait_for(BLUEGREEN, healthy_on_new_revision, "the blue-green is Healthy on revision 2")
+        self.wait_for(
+            ROUTED,
+            lambda o: healthy_on_new_revision(o) and self.ingress_weight() == "0",
+            f"{ROUTED} is Healthy on revision 2, all traffic back on the stable Service",
+        )
         updates = self.reconciles() - before
 
         durations = sorted(self.queue.durations())
@@ -261,10 +283,24 @@ class Demo:
         )
         pods = " ".join(f"rev{rev}:{avail}/{want}" for rev, want, avail in counts)
         message = status.get("message") or ""
+        weights = (status.get("canary") or {}).get("weights")
+        if weights:
+            # The weight the controller set, and what the canary Ingress carries.
+            pods += f" weight {weights['canary'].get('weight', 0)}"
+            if name == ROUTED:
+                pods += f" (ingress {self.ingress_weight()})"
         line = f"{name:<15} {phase(obj) or '-':<11}{step:<10} {pods:<24} {message}"
         if self._last.get(name) != line:
             self._last[name] = line
             self.echo(f"  {line.rstrip()}")
+
+    def ingress_weight(self) -> str | None:
+        """The canary-weight annotation of the routed canary's canary Ingress (None: none)."""
+        try:
+            ingress = self.kube.get(INGRESSES, NAMESPACE, ROUTED_INGRESS)
+        except NotFound:
+            return None
+        return (ingress["metadata"].get("annotations") or {}).get(NGINX_WEIGHT)
 
     def reconciles(self) -> int:
         return self.queue.stats().counters.get("reconciles", 0)

@@ -163,14 +163,20 @@ def test_demo_runs_to_the_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     summary = out.strip().splitlines()[-1]
-    assert summary.startswith("summary: rollouts 4, reconciles ")
+    assert summary.startswith("summary: rollouts 5, reconciles ")
     assert "analysis runs 1 Successful + 1 Failed" in summary
     for step in ("the canary pauses at setWeight 50", "the canary is aborted",
                  "the blue-green waits for promotion", "the canary is Healthy on revision 2",
                  "the blue-green is Healthy on revision 2",
                  "canary-pass passes its analysis and is Healthy on revision 2",
-                 "canary-fail fails its analysis and is aborted"):  # fmt: skip
+                 "canary-fail fails its analysis and is aborted",
+                 "canary-nginx pauses with canary-weight 50 on canary-nginx-canary-nginx-canary",
+                 "canary-nginx is Healthy on revision 2, all traffic back on the stable Service",
+                 ):  # fmt: skip
         assert f"ok: {step}" in out
+    # The nginx canary's weight moved with the steps, in its status and on the canary Ingress.
+    for weight in (20, 50, 80):
+        assert re.search(rf"canary-nginx .* weight {weight} \(ingress {weight}\)", out), out
     # Each analysis ran against the metrics server and judged the version it measured.
     assert re.search(r"analysisrun canary-pass-\w+-2-1: Successful \(success-rate \[0\.99\] "
                      r"\[0\.99\] \[0\.99\]\)", out), out  # fmt: skip
