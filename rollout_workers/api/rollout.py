@@ -302,7 +302,7 @@ class NginxTrafficRouting(KubeModel):
     stable_ingresses: list[str] | None = None
     additional_ingress_annotations: dict[str, str] | None = None
     canary_ingress_annotations: dict[str, str] | None = None
-    """Argo 1.8; modelled so that the CRD keeps it, not yet applied to the canary Ingress."""
+    """Annotations with full keys (no prefix added) for the canary Ingress."""
 
 
 class StickinessConfig(KubeModel):

@@ -5,8 +5,8 @@ and owns `<rollout>-<ingress>-canary` (Argo's GetCanaryIngressName, cut to 253 c
 stable Ingress's rules that send traffic to the stable Service, pointed at the canary Service,
 with its TLS, ingressClassName and `kubernetes.io/ingress.class`, plus the annotations
 `<prefix>/canary: "true"`, `<prefix>/canary-weight`, `<prefix>/canary-weight-total` (when
-maxTrafficWeight is set) and the rollout's `additionalIngressAnnotations` (prefixed unless they
-already are). The prefix is `annotationPrefix`, by default `nginx.ingress.kubernetes.io`.
+maxTrafficWeight is set), the rollout's `additionalIngressAnnotations` (prefixed unless they
+already are) and its `canaryIngressAnnotations` (full keys, as given). The prefix is `annotationPrefix`, by default `nginx.ingress.kubernetes.io`.
 
 The canary Ingress's annotations, labels and spec are owned whole, as Argo's two-way patch does:
 each reconcile compares them with the desired ones and patches the difference, so a change made
@@ -96,6 +96,8 @@ def build_canary_ingress(
         annotations[INGRESS_CLASS_ANNOTATION] = stable_class
     for key, value in (nginx.additional_ingress_annotations or {}).items():
         annotations[key if key.startswith(prefix) else f"{prefix}/{key}"] = value
+    # Full keys, as given (another controller's annotations on the canary Ingress).
+    annotations.update(nginx.canary_ingress_annotations or {})
     annotations[f"{prefix}/canary"] = "true"
     annotations[f"{prefix}/canary-weight"] = str(weight)
     if max_traffic_weight is not None:

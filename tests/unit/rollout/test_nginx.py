@@ -127,6 +127,18 @@ def test_additional_annotations_prefix_and_weight_total() -> None:
     }
 
 
+def test_canary_ingress_annotations_are_kept_whole() -> None:
+    desired = build(
+        stable_ingress(),
+        weight=10,
+        canaryIngressAnnotations={"mygroup.com/key": "value", "canary-by-cookie": "c"},
+    )
+    annotations = desired["metadata"]["annotations"]
+    assert annotations["mygroup.com/key"] == "value"
+    assert annotations["canary-by-cookie"] == "c"  # no prefix added
+    assert annotations["nginx.ingress.kubernetes.io/canary-weight"] == "10"
+
+
 def test_a_stable_ingress_without_the_stable_service_is_an_error() -> None:
     with pytest.raises(TrafficRoutingError, match="has no rules using service stable-service"):
         build(stable_ingress(service="elsewhere"))
