@@ -34,6 +34,7 @@ from rollout_workers.rollout.scaledown import cleanup_unhealthy
 from rollout_workers.rollout.trafficrouting.reconciler import (
     max_traffic_weight,
     reconcile_traffic_routing,
+    rolling_back_from,
 )
 from rollout_workers.timefmt import duration_seconds
 
@@ -175,8 +176,26 @@ def reconcile_canary(ctx: RolloutContext) -> None:
 
 
 def reconcile_services(ctx: RolloutContext) -> None:
+    """The stable Service on the stable pods; the canary Service on the new pods, except:
+    aborted, it goes back to the stable (with a router, once the traffic has: see
+    reconcile_traffic_routing; Argo points it at the canary first and back again on every
+    reconcile of the abort, a switch this skips), and while dynamically rolling back to the
+    stable it stays where the traffic still goes until the stable can take it all."""
     canary = ctx.canary
     service.ensure_targets(ctx, canary.stable_service, ctx.stable_rs, check_available=True)
+    if ctx.pause.is_aborted():
+        if not routed(ctx):
+            service.ensure_targets(ctx, canary.canary_service, ctx.stable_rs, check_available=True)
+        return
+    previous = rolling_back_from(ctx)
+    if previous is not None:
+        log.info(
+            "%s: delaying the switch of service %s from %s: the stable is not fully available",
+            ctx.key,
+            canary.canary_service,
+            previous,
+        )
+        return
     service.ensure_targets(ctx, canary.canary_service, ctx.new_rs, check_available=True)
 
 

@@ -6,7 +6,8 @@ stable Ingress's rules that send traffic to the stable Service, pointed at the c
 with its TLS, ingressClassName and `kubernetes.io/ingress.class`, plus the annotations
 `<prefix>/canary: "true"`, `<prefix>/canary-weight`, `<prefix>/canary-weight-total` (when
 maxTrafficWeight is set), the rollout's `additionalIngressAnnotations` (prefixed unless they
-already are) and its `canaryIngressAnnotations` (full keys, as given). The prefix is `annotationPrefix`, by default `nginx.ingress.kubernetes.io`.
+already are) and its `canaryIngressAnnotations` (full keys, as given). The prefix is
+`annotationPrefix`, by default `nginx.ingress.kubernetes.io`.
 
 The canary Ingress's annotations, labels and spec are owned whole, as Argo's two-way patch does:
 each reconcile compares them with the desired ones and patches the difference, so a change made

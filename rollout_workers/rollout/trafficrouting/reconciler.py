@@ -22,7 +22,8 @@ from rollout_workers.api.rollout import (
     RolloutStatus,
     WeightDestination,
 )
-from rollout_workers.rollout import experiment
+from rollout_workers.rollout import annotations as ann
+from rollout_workers.rollout import experiment, service
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError
@@ -60,6 +61,25 @@ def fully_promoted(ctx: RolloutContext) -> bool:
     return (status.stable_rs or "") == (status.current_pod_hash or "")
 
 
+def rolling_back_from(ctx: RolloutContext) -> str | None:
+    """The pod hash the traffic is still weighted to while the rollout dynamically rolls back
+    to its stable (Argo's isDynamicallyRollingBackToStable): fully promoted, because the
+    template went back to the stable's during an update, with dynamicStableScale, the weights
+    still naming another canary, and the stable not yet fully available. None otherwise."""
+    if not (fully_promoted(ctx) and ctx.canary.dynamic_stable_scale and routers_for(ctx)):
+        return None
+    status = ctx.rollout.status or RolloutStatus()
+    weights = status.canary.weights if status.canary else None
+    if weights is None or ctx.new_rs is None:
+        return None
+    previous = weights.canary.pod_template_hash or ""
+    if previous == _hash(ctx.new_rs):
+        return None
+    if rsutil.status_count(ctx.new_rs, "availableReplicas") >= ctx.replicas:
+        return None
+    return previous
+
+
 def weight_inputs(ctx: RolloutContext, *, at_desired_counts: bool) -> w.WeightInputs:
     status = ctx.rollout.status or RolloutStatus()
     previous = status.canary.weights if status.canary else None
@@ -85,6 +105,7 @@ def weight_inputs(ctx: RolloutContext, *, at_desired_counts: bool) -> w.WeightIn
         at_desired_counts=at_desired_counts,
         previous_set_weight=before[-1] if before else 0,
         current_set_weight=100 if past_end else (current[-1] if current else 0),
+        rolling_back=rolling_back_from(ctx) is not None,
     )
 
 
@@ -138,16 +159,29 @@ def reconcile_traffic_routing(ctx: RolloutContext, *, at_desired_counts: bool) -
     desired = w.calculate_desired_weight(inputs)
     additional = experiment_destinations(ctx) if w.experiment_weights_apply(inputs) else []
     step, _ = ctx.current_step()
-    generation = int((ctx.obj.get("metadata") or {}).get("generation") or 0)
+    canary_hash = rolling_back_from(ctx) or _hash(ctx.new_rs)
+    if (
+        inputs.aborted
+        and not inputs.rolling_back
+        and (not inputs.dynamic_stable_scale or desired == 0)
+    ):
+        # The traffic is all back on the stable: so is the canary Service (without waiting for
+        # availability, as Argo: the stable's pods may all be unready behind readiness gates).
+        service.ensure_targets(ctx, ctx.canary.canary_service, ctx.stable_rs, check_available=False)
     for router in routers:
-        if inputs.fully_promoted or inputs.aborted or inputs.promote_full:
+        if not inputs.rolling_back and (
+            inputs.fully_promoted
+            or inputs.aborted
+            or (inputs.promote_full and (inputs.new_available or 0) > 0)
+        ):
             router.remove_managed_routes()
-        if step is not None and generation > 1:
+        # Not on the first revision: its steps run once when the rollout is created.
+        if step is not None and ann.revision(ctx.obj) > 1:
             if step.set_header_route is not None:
                 router.set_header_route(step.set_header_route)
             if step.set_mirror_route is not None:
                 router.set_mirror_route(step.set_mirror_route)
-        router.update_hash(_hash(ctx.new_rs), _hash(ctx.stable_rs), additional)
+        router.update_hash(canary_hash, _hash(ctx.stable_rs), additional)
         try:
             router.set_weight(desired, additional)
         except TrafficRoutingError as err:
@@ -157,7 +191,7 @@ def reconcile_traffic_routing(ctx: RolloutContext, *, at_desired_counts: bool) -
             previous,
             desired=desired,
             max_weight=inputs.max_weight,
-            canary_hash=_hash(ctx.new_rs),
+            canary_hash=canary_hash,
             stable_hash=_hash(ctx.stable_rs),
             canary_service=ctx.canary.canary_service,
             stable_service=ctx.canary.stable_service,

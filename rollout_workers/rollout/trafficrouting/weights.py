@@ -4,9 +4,11 @@ Why this module exists: the weight a router is told to send to the canary must n
 of the pods that serve it. The rules (argo-rollouts rollout/trafficrouting.go, v1.8) are kept
 here apart from the routers and the Kubernetes objects, so they can be tested as tables:
 
+- rolling back to the stable with dynamicStableScale (the template set back to the stable's
+  while the previous canary still has traffic), or aborted: 0 at once, or with
+  dynamicStableScale as much as the stable's available pods can not yet carry (never more than
+  the weight already set);
 - fully promoted (status.stableRS == status.currentPodHash): 0, every request to the stable;
-- aborted: 0 at once, or with dynamicStableScale as much as the stable's available pods can
-  not yet carry (never more than the weight already set);
 - no new ReplicaSet, or none of its pods available: 0;
 - promote-full: the weight already set, or with dynamicStableScale the share the canary's
   available pods can carry;
@@ -57,20 +59,30 @@ class WeightInputs:
     at_desired_counts: bool
     previous_set_weight: int
     current_set_weight: int
+    #: Dynamically rolling back to the stable (see reconciler.rolling_back_from).
+    rolling_back: bool = False
+
+
+def abort_or_rollback_weight(w: WeightInputs) -> int:
+    """Aborted or rolling back to the stable: 0 at once, or with dynamicStableScale what the
+    stable's available pods cannot carry yet (never more than the weight already set)."""
+    if not w.dynamic_stable_scale or w.replicas == 0:
+        return 0
+    weight = w.max_weight - (w.max_weight * w.stable_available) // w.replicas
+    if w.current_canary_weight is not None:
+        # Never raise it again because the stable's availability flaps.
+        weight = min(weight, w.current_canary_weight)
+    return weight
 
 
 def calculate_desired_weight(w: WeightInputs) -> int:
     """The canary's weight for this reconcile (see the module docstring for the rules)."""
+    if w.rolling_back:
+        return abort_or_rollback_weight(w)
     if w.fully_promoted:
         return 0
     if w.aborted:
-        if not w.dynamic_stable_scale or w.replicas == 0:
-            return 0
-        weight = w.max_weight - (w.max_weight * w.stable_available) // w.replicas
-        if w.current_canary_weight is not None:
-            # Never raise it again because the stable's availability flaps.
-            weight = min(weight, w.current_canary_weight)
-        return weight
+        return abort_or_rollback_weight(w)
     if w.new_available is None or w.new_available == 0:
         return 0
     if w.promote_full:

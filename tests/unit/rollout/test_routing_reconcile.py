@@ -290,3 +290,56 @@ def test_a_missing_stable_ingress_is_invalid_spec_rechecked_slowly() -> None:
         assert controller.sync(request()).outcome != Outcome.ERROR
     assert "InvalidSpec" not in [c["type"] for c in sim.rollout["status"]["conditions"]]
     assert len(sim.of(r.REPLICASETS)) == 1
+
+
+def selector_of(sim: RoutedSim, name: str) -> str | None:
+    return sim.of(r.SERVICES)[name]["spec"]["selector"].get(r.POD_TEMPLATE_HASH_LABEL)
+
+
+def test_abort_points_the_canary_service_back_at_the_stable_with_the_traffic() -> None:
+    sim = deployed({"setWeight": 20}, {"pause": {}})
+    v2 = sim.update()
+    sim.settle()
+    assert selector_of(sim, "web-canary") == v2
+    sim.rollout["status"]["abort"] = True
+    sim.sync()
+    assert sim.weight() == "0" and selector_of(sim, "web-canary") == V1
+    # Once there it stays: the abort's reconciles do not switch it back and forth.
+    assert "patch services" not in sim.sync()
+
+
+def test_a_basic_canary_aborted_points_the_canary_service_at_the_stable() -> None:
+    obj = routed_rollout({"setWeight": 20}, {"pause": {}})
+    del obj["spec"]["strategy"]["canary"]["trafficRouting"]
+    sim = RoutedSim(obj)
+    sim.settle()
+    v2 = sim.update()
+    sim.settle()
+    assert selector_of(sim, "web-canary") == v2
+    sim.rollout["status"]["abort"] = True
+    sim.sync()
+    assert selector_of(sim, "web-canary") == V1
+
+
+def test_dynamic_rollback_to_the_stable_moves_the_traffic_as_the_stable_comes_up() -> None:
+    """Argo's isDynamicallyRollingBackToStable: the template set back to the stable's in the
+    middle of a dynamicStableScale update. The traffic stays weighted to the previous canary
+    (and its Service on it) until the stable can carry it, never more than it already had."""
+    sim = deployed({"setWeight": 50}, {"pause": {}}, dynamicStableScale=True)
+    v2 = sim.update()
+    sim.settle()
+    assert sim.weight() == "50" and sim.rs_replicas(V1) == 5 and sim.rs_replicas(v2) == 5
+    sim.rollout["spec"]["template"] = TEMPLATE
+    sim.rollout["metadata"]["generation"] = 3
+    for _ in range(3):
+        sim.sync()
+    status = sim.rollout["status"]
+    assert status["stableRS"] == status["currentPodHash"] == V1
+    # The stable is scaled back up; until its pods are available the previous canary keeps
+    # its pods, its weight and the canary Service.
+    assert sim.rs_replicas(V1) == 10 and sim.rs_replicas(v2) == 5
+    assert sim.weight() == "50" and selector_of(sim, "web-canary") == v2
+    assert status["canary"]["weights"]["canary"]["podTemplateHash"] == v2
+    sim.settle()
+    assert sim.weight() == "0" and selector_of(sim, "web-canary") == V1
+    assert sim.rs_replicas(v2) == 0

@@ -62,6 +62,30 @@ WEIGHT_CASES = {
         70,
     ),
     "no steps: 0 (no step index)": (case(step_index=None, step_count=0), 0),
+    "rolling back to the stable: 0 at once": (
+        case(rolling_back=True, fully_promoted=True, current_canary_weight=50),
+        0,
+    ),
+    "rolling back, dynamic: what the stable cannot carry yet": (
+        case(
+            rolling_back=True,
+            fully_promoted=True,
+            dynamic_stable_scale=True,
+            stable_available=8,
+            current_canary_weight=50,
+        ),
+        20,
+    ),
+    "rolling back, dynamic: never raised": (
+        case(
+            rolling_back=True,
+            fully_promoted=True,
+            dynamic_stable_scale=True,
+            stable_available=2,
+            current_canary_weight=50,
+        ),
+        50,
+    ),
 }
 
 
