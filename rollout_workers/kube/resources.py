@@ -46,6 +46,15 @@ REPLICASETS = Resource("replicasets", "apps", "v1", "ReplicaSet")
 SERVICES = Resource("services", "", "v1", "Service")
 JOBS = Resource("jobs", "batch", "v1", "Job")
 INGRESSES = Resource("ingresses", "networking.k8s.io", "v1", "Ingress")
+#: The Ingress at each version a cluster may serve, newest first: networking.k8s.io/v1 since
+#: Kubernetes 1.19; before it networking.k8s.io/v1beta1 and extensions/v1beta1, where a
+#: backend names its Service as `serviceName`/`servicePort`. One cache holds whichever is
+#: served (all are "ingresses").
+INGRESS_VERSIONS = (
+    INGRESSES,
+    Resource("ingresses", "networking.k8s.io", "v1beta1", "Ingress"),
+    Resource("ingresses", "extensions", "v1beta1", "Ingress"),
+)
 EVENTS = Resource("events", "", "v1", "Event")
 
 

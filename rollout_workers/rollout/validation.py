@@ -51,6 +51,7 @@ from rollout_workers.api.rollout import (
     SetMirrorRoute,
     StringMatch,
 )
+from rollout_workers.rollout.trafficrouting.nginx import uses_service
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
 
 # -- Argo's messages (validation.go) -----------------------------------------------------------
@@ -1095,18 +1096,10 @@ def _ingress_errors(rollout: Rollout, references: ReferencedResources) -> list[V
     errors = []
     for path, _value, name in _nginx_ingress_refs(rollout):
         ingress = references.ingresses[name]
-        if not _has_rule_with_service(ingress, stable_service):
+        if not uses_service(dict(ingress), stable_service):
             message = INGRESS_WITHOUT_STABLE_RULE.format(name, stable_service)
             errors.append(_invalid(path, go_quote(name), message))
     return errors
-
-
-def _has_rule_with_service(ingress: Mapping[str, Any], service: str) -> bool:
-    for rule in (ingress.get("spec") or {}).get("rules") or []:
-        for path in (rule.get("http") or {}).get("paths") or []:
-            if ((path.get("backend") or {}).get("service") or {}).get("name") == service:
-                return True
-    return False
 
 
 def _service_errors(

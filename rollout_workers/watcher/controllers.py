@@ -13,10 +13,14 @@ InvalidSpec "ClusterAnalysisTemplate '<name>' not found".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
 
 from rollout_workers.kube import resources as r
+from rollout_workers.kube.errors import KubeError
 from rollout_workers.settings import CONTROLLERS
+
+log = logging.getLogger(__name__)
 
 #: The types each controller's reconcile reads from the cache or is woken by.
 NEEDS: dict[str, frozenset[r.Resource]] = {
@@ -52,6 +56,19 @@ def watched(controllers: Iterable[str], *, namespace: str) -> list[r.Resource]:
     return [
         res for res in r.WATCHED.values() if res in needed and (res.namespaced or not namespace)
     ]
+
+
+def served_version(resource: r.Resource, serves: Callable[[r.Resource], bool]) -> r.Resource:
+    """The version to reflect a type at: for Ingresses the newest the API server serves (a
+    cluster older than 1.19 has only a v1beta1 one; v1 when discovery cannot answer), for
+    every other type its own."""
+    if resource != r.INGRESSES:
+        return resource
+    try:
+        return next((res for res in r.INGRESS_VERSIONS if serves(res)), resource)
+    except KubeError as err:
+        log.warning("cannot tell which Ingress version is served (%s): watching %s", err, resource)
+        return resource
 
 
 def queued_kinds(controllers: Iterable[str]) -> set[str]:

@@ -29,7 +29,7 @@ from rollout_workers.pool.app import create_app
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
-from rollout_workers.watcher.controllers import queued_kinds, watched
+from rollout_workers.watcher.controllers import queued_kinds, served_version, watched
 from rollout_workers.watcher.events import ADD_BATCH, EventQueuer, valid_keys
 from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
@@ -55,7 +55,7 @@ class Watcher:
         }
         self._kube = kube
         self.reflectors = [
-            self._reflector(res)
+            self._reflector(served_version(res, kube.discovery.serves))
             for res in watched(settings.watcher.controllers, namespace=settings.kube.namespace)
         ]
         self.kinds = queued_kinds(settings.watcher.controllers)

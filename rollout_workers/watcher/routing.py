@@ -91,7 +91,7 @@ def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
     elif resource is r.SERVICES:
         referencing(SERVICE, qualified, "rollouts")
         owner("Experiment", "experiments")
-    elif resource is r.INGRESSES:
+    elif resource.cache_name == r.INGRESSES.cache_name:  # at whichever version is served
         referencing(INGRESS, qualified, "rollouts")
         owner("Rollout", "rollouts")  # a canary Ingress the rollout's nginx router owns
     elif resource is r.ANALYSISTEMPLATES:

@@ -50,6 +50,12 @@ UNUSED_BUT_NEEDED = {
         "experiments with `service:` templates create their services"),
     ("worker", "", "services", "delete"): ({"argo", "status-everywhere"},
         "and delete them when the experiment ends"),
+    **{
+        (who, "extensions", "ingresses", verb): ({"argo", "status-everywhere"},
+            "the nginx router on clusters older than 1.19, which serve only v1beta1 Ingresses")
+        for who, verbs in (("watcher", ("list", "watch")), ("worker", ("create", "patch")))
+        for verb in verbs
+    },
 }  # fmt: skip
 
 #: Calls every authenticated identity may make through the default system:discovery role.

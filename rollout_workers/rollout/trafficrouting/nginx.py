@@ -11,8 +11,9 @@ already are) and its `canaryIngressAnnotations` (full keys, as given). The prefi
 
 The canary Ingress's annotations, labels and spec are owned whole, as Argo's two-way patch does:
 each reconcile compares them with the desired ones and patches the difference, so a change made
-by someone else is undone (level-triggered). Only networking.k8s.io/v1 is spoken; the older
-extensions/v1beta1 Ingress (removed in Kubernetes 1.22) is not.
+by someone else is undone (level-triggered). The canary Ingress is written at the stable one's
+version: networking.k8s.io/v1, or on a cluster older than 1.19 the v1beta1 Ingress the watcher
+found served (`serviceName` backends).
 """
 
 from __future__ import annotations
@@ -53,6 +54,44 @@ def stable_ingress_names(nginx: NginxTrafficRouting) -> list[str]:
     return [nginx.stable_ingress] if nginx.stable_ingress else []
 
 
+def backend_service(backend: Obj) -> str | None:
+    """The Service a path's backend names: `service.name` (networking.k8s.io/v1), or
+    `serviceName` (the v1beta1 Ingress)."""
+    if "serviceName" in backend:
+        return backend.get("serviceName")
+    return (backend.get("service") or {}).get("name")
+
+
+def _point_backend(backend: Obj, service: str) -> None:
+    if "serviceName" in backend:
+        backend["serviceName"] = service
+    else:
+        backend["service"]["name"] = service
+
+
+def uses_service(ingress: Obj, service: str) -> bool:
+    """Whether a rule of the Ingress sends a path to `service` (either Ingress version)."""
+    for rule in (ingress.get("spec") or {}).get("rules") or []:
+        for path in (rule.get("http") or {}).get("paths") or []:
+            if backend_service(path.get("backend") or {}) == service:
+                return True
+    return False
+
+
+def ingress_resource(ingress: Obj) -> r.Resource:
+    """The version to write a canary Ingress at: the stable Ingress's (its apiVersion, else
+    its shape: a v1beta1 backend names `serviceName`), as Argo's ingress wrapper does."""
+    api_version = ingress.get("apiVersion")
+    for res in r.INGRESS_VERSIONS:
+        if res.api_version == api_version:
+            return res
+    for rule in (ingress.get("spec") or {}).get("rules") or []:
+        for path in (rule.get("http") or {}).get("paths") or []:
+            if "serviceName" in (path.get("backend") or {}):
+                return r.INGRESS_VERSIONS[1]
+    return r.INGRESSES
+
+
 def canary_ingress_name(rollout: str, stable_ingress: str) -> str:
     prefix = f"{rollout}-{stable_ingress}"[: MAX_NAME_LENGTH - len(CANARY_SUFFIX)]
     return prefix + CANARY_SUFFIX
@@ -77,9 +116,8 @@ def build_canary_ingress(
         copied = copy.deepcopy(rule)
         uses_stable = False
         for path in (copied.get("http") or {}).get("paths") or []:
-            service = (path.get("backend") or {}).get("service") or {}
-            if service.get("name") == stable_service:
-                service["name"] = canary_service
+            if backend_service(path.get("backend") or {}) == stable_service:
+                _point_backend(path["backend"], canary_service)
                 uses_stable = True
         if uses_stable:
             rules.append(copied)
@@ -109,8 +147,8 @@ def build_canary_ingress(
     if spec.get("ingressClassName") is not None:
         desired_spec["ingressClassName"] = spec["ingressClassName"]
     return {
-        "apiVersion": f"{r.INGRESSES.group}/{r.INGRESSES.version}",
-        "kind": r.INGRESSES.kind,
+        "apiVersion": ingress_resource(stable).api_version,
+        "kind": "Ingress",
         "metadata": {
             "name": name,
             "annotations": annotations,
@@ -187,13 +225,14 @@ class NginxRouter:
             nginx=self.nginx,
             max_traffic_weight=canary.traffic_routing.max_traffic_weight,
         )
+        resource = ingress_resource(stable)
         current = ctx.ingresses.get(name)
         if current is None:
             ctx.event(
                 "CreatingCanaryIngress", f"Creating canary ingress `{name}` with weight `{weight}`"
             )
             try:
-                ctx.ingresses[name] = ctx.writer.create(r.INGRESSES, ctx.namespace, desired)
+                ctx.ingresses[name] = ctx.writer.create(resource, ctx.namespace, desired)
             except AlreadyExists:
                 # Created since the cache was read: look again with a fresh cache.
                 raise Conflict(409, "AlreadyExists", f"canary ingress {name} exists") from None
@@ -207,7 +246,7 @@ class NginxRouter:
         ctx.event("PatchingCanaryIngress", f"Updating Ingress `{name}` to desiredWeight '{weight}'")
         version = (current.get("metadata") or {}).get("resourceVersion")
         ctx.ingresses[name] = ctx.writer.patch(
-            r.INGRESSES, ctx.namespace, name, fenced(patch, version)
+            resource, ctx.namespace, name, fenced(patch, version)
         )
 
     def set_header_route(self, route: SetHeaderRoute) -> None:

@@ -12,6 +12,8 @@ from rollout_workers.rollout.trafficrouting.nginx import (
     build_canary_ingress,
     calculate_ingress_patch,
     canary_ingress_name,
+    ingress_resource,
+    uses_service,
 )
 
 Obj = dict[str, Any]
@@ -165,3 +167,47 @@ def test_patch_undoes_changes_made_by_others() -> None:
         "labels": None,
     }
     assert patch["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/foo"
+
+
+def legacy_stable_ingress(api_version: str | None) -> Obj:
+    """A v1beta1 Ingress (networking.k8s.io or extensions): backends name `serviceName`."""
+    backend = {"serviceName": "stable-service", "servicePort": 80}
+    ingress: Obj = {
+        "metadata": {"name": "stable-ingress", "namespace": "default"},
+        "spec": {
+            "backend": dict(backend),
+            "rules": [{"host": "h", "http": {"paths": [{"path": "/", "backend": backend}]}}],
+        },
+    }
+    if api_version:
+        ingress["apiVersion"] = api_version
+    return ingress
+
+
+@pytest.mark.parametrize(
+    ("api_version", "expected"),
+    [
+        ("extensions/v1beta1", "extensions/v1beta1"),
+        ("networking.k8s.io/v1beta1", "networking.k8s.io/v1beta1"),
+        # A LIST's items carry no apiVersion: the shape tells.
+        (None, "networking.k8s.io/v1beta1"),
+    ],
+)
+def test_a_v1beta1_stable_ingress_gets_a_v1beta1_canary_ingress(
+    api_version: str | None, expected: str
+) -> None:
+    stable = legacy_stable_ingress(api_version)
+    assert ingress_resource(stable).api_version == expected
+    assert uses_service(stable, "stable-service") and not uses_service(stable, "nope")
+    desired = build(stable, weight=30)
+    assert desired["apiVersion"] == expected
+    [rule] = desired["spec"]["rules"]
+    assert rule["http"]["paths"][0]["backend"] == {
+        "serviceName": "canary-service",
+        "servicePort": 80,
+    }
+    assert desired["metadata"]["annotations"]["nginx.ingress.kubernetes.io/canary-weight"] == "30"
+
+
+def test_a_v1_stable_ingress_without_apiversion_is_v1() -> None:
+    assert ingress_resource(stable_ingress()).api_version == "networking.k8s.io/v1"

@@ -10,8 +10,9 @@ from click.testing import CliRunner
 from rollout_workers.cache import Change
 from rollout_workers.cli.main import cli
 from rollout_workers.kube import resources as r
+from rollout_workers.kube.errors import Unavailable
 from rollout_workers.settings import CONTROLLERS, Settings
-from rollout_workers.watcher.controllers import NEEDS, queued_kinds, watched
+from rollout_workers.watcher.controllers import NEEDS, queued_kinds, served_version, watched
 from rollout_workers.watcher.routing import route
 
 OWNER_KINDS = ("Rollout", "Experiment", "AnalysisRun")
@@ -85,3 +86,18 @@ def test_watcher_cli_rejects_unknown_controllers() -> None:
     result = CliRunner().invoke(cli, ["watcher", "--controllers", "rollouts,bogus"])
     assert result.exit_code == 2
     assert "unknown ['bogus']" in result.output
+
+
+def test_ingresses_are_reflected_at_the_newest_version_served() -> None:
+    v1, networking_beta, extensions_beta = r.INGRESS_VERSIONS
+    assert served_version(r.INGRESSES, lambda res: True) == v1
+    assert served_version(r.INGRESSES, lambda res: res.version == "v1beta1") == networking_beta
+    assert served_version(r.INGRESSES, lambda res: res.group == "extensions") == extensions_beta
+    # Nothing answers (discovery unreachable, or no Ingress at all): v1, as before.
+    assert served_version(r.INGRESSES, lambda res: False) == v1
+
+    def unreachable(res: r.Resource) -> bool:
+        raise Unavailable(503, "ServiceUnavailable", "down")
+
+    assert served_version(r.INGRESSES, unreachable) == v1
+    assert served_version(r.SERVICES, unreachable) == r.SERVICES
