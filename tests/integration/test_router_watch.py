@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import redis
 
-from rollout_workers.cache import Lister
+from rollout_workers.cache import CacheWriter, Lister
 from rollout_workers.cache.routers import CachedRouterObjects
-from rollout_workers.cache.synced import listed_caches
+from rollout_workers.cache.synced import listed_caches, synced_key
 from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
@@ -178,3 +178,40 @@ def test_a_router_kind_is_followed_once_its_crd_is_served(
     install_router_crds(user, ROUTER_CRDS["DestinationRule"])
     watcher.on_demand.ensure_indexed()
     assert set(watcher.on_demand.routers) == {"VirtualService"}
+
+
+class NewerApi:
+    """An API that serves a newer version than the cache was listed at."""
+
+    def __init__(self) -> None:
+        self.gets: list[r.Resource] = []
+
+    def served(self, kind: str) -> r.Resource | None:
+        return r.ROUTER_OBJECTS[kind][0]
+
+    def get(self, resource: r.Resource, namespace: str, name: str) -> Obj | None:
+        self.gets.append(resource)
+        return virtual_service(resource, name, 1)
+
+
+def test_the_worker_reads_a_kind_at_the_version_its_cache_was_listed_at(
+    rdb: redis.Redis,
+) -> None:
+    """The CRD gained v1 after the watcher listed VirtualServices at v1beta1: the worker keeps
+    speaking v1beta1 (what the cache holds), so what it writes is at the version it read."""
+    listed = r.VIRTUALSERVICES[1]
+    CacheWriter(rdb, prefix="rw", resource=listed).apply(
+        "ADDED", {**virtual_service(listed, "vs", 30), "metadata": {"name": "vs", "namespace": NS}}
+    )
+    api = NewerApi()
+    reader = CachedRouterObjects(rdb, prefix="rw", api=api)
+    assert reader.served("VirtualService") == r.VIRTUALSERVICES[0]  # not listed yet: the API's
+    rdb.sadd(synced_key("rw"), listed.cache_name)
+    assert reader.served("VirtualService") == listed
+    cached = reader.get(listed, NS, "vs")
+    assert cached is not None and cached["apiVersion"] == listed.api_version and api.gets == []
+    # Another version of the kind is not in that cache: read from the API.
+    newer = reader.get(r.VIRTUALSERVICES[0], NS, "vs")
+    assert newer is not None and api.gets == [r.VIRTUALSERVICES[0]]
+    # Other kinds are unaffected.
+    assert reader.served("HTTPRoute") == r.HTTPROUTES[0]
