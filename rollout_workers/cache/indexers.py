@@ -2,7 +2,7 @@
 
 Indexes answer the watcher's and the workers' questions without scanning: the objects of a
 namespace, the ReplicaSets/AnalysisRuns owned by a rollout (controller owner UID), and the
-rollouts that reference a service, an analysis template or an ingress.
+rollouts that reference a service, an analysis template, an ingress or a traffic-router object.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from rollout_workers.cache.routerrefs import router_refs
 from rollout_workers.kube.resources import EXPERIMENTS, ROLLOUTS, Resource
 
 Obj = dict[str, Any]
@@ -25,6 +26,12 @@ WORKLOAD = "wl"
 #: Rollouts by the kind of workload they reference (`Kind.group`): which on-demand
 #: reflectors the watcher must run.
 WORKLOAD_KIND = "wlkind"
+#: Rollouts by the traffic-router objects they name (cache/routerrefs.py):
+#: `Kind/namespace/name`, so a change to a VirtualService wakes the rollouts routing through it.
+ROUTER = "router"
+#: Rollouts by the router kinds they name (`VirtualService`): which router reflectors the
+#: watcher must run.
+ROUTER_KIND = "routerkind"
 
 
 def object_key(obj: Obj) -> str:
@@ -104,6 +111,10 @@ def workload_value(namespace: str, group_kind_: str, name: str) -> str:
     return f"{namespace}/{group_kind_}/{name}"
 
 
+def router_value(kind: str, namespace: str, name: str) -> str:
+    return f"{kind}/{namespace}/{name}"
+
+
 def workload_reference(rollout: Obj) -> tuple[str, str] | None:
     """(`Kind.group`, name) of the rollout's `workloadRef`, or None."""
     ref = _get(rollout, "spec", "workloadRef")
@@ -133,4 +144,8 @@ def index_values(resource: Resource, obj: Obj) -> list[tuple[str, str]]:
     if workload is not None:
         values.append((WORKLOAD, workload_value(namespace, *workload)))
         values.append((WORKLOAD_KIND, workload[0]))
+    if resource == ROLLOUTS:
+        refs_ = router_refs(obj)
+        values.extend((ROUTER, router_value(ref.kind, ref.namespace, ref.name)) for ref in refs_)
+        values.extend((ROUTER_KIND, kind) for kind in dict.fromkeys(ref.kind for ref in refs_))
     return values

@@ -59,7 +59,12 @@ EVENTS = Resource("events", "", "v1", "Event")
 
 
 def _versions(plural: str, group: str, kind: str, *versions: str) -> tuple[Resource, ...]:
-    return tuple(Resource(plural, group, version, kind) for version in versions)
+    """One Resource per version, each cached under its own name (`<plural>-<version>`): the
+    watcher lists a router kind at one version, and a worker reads that cache only at the
+    version it was listed at (cache/routers.py)."""
+    return tuple(
+        Resource(plural, group, version, kind, cache=f"{plural}-{version}") for version in versions
+    )
 
 
 #: The SMI TrafficSplit at each version Argo speaks, newest first.

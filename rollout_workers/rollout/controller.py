@@ -28,6 +28,7 @@ from rollout_workers.cache.indexers import (
     rollout_references,
 )
 from rollout_workers.cache.reader import ObjectReader, RouterObjectReader, WrittenGuard
+from rollout_workers.cache.routers import CachedRouterObjects
 from rollout_workers.cache.synced import is_synced
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
@@ -152,6 +153,9 @@ class RolloutController:
         except Unavailable as err:
             log.info("API unavailable reading the router objects of %s (%s)", request.key, err)
             return Result.retry()
+        if self._routers_stale(obj, routed):
+            log.info("router cache behind our last write for %s; requeueing", request.key)
+            return Result.requeue_after(STALE_REQUEUE)
         references = validation.ReferencedResources(
             services=services,
             ingresses=ingresses,
@@ -250,6 +254,26 @@ class RolloutController:
             if found is not None:
                 routed.objects[ref] = found
         return routed
+
+    def _routers_stale(self, obj: Obj, routed: RouterObjects) -> bool:
+        """A router object read older than our last write to it, or one we wrote (created: the
+        TrafficSplit) that the cache does not hold yet: acting now would undo our own write or
+        create it again. Objects read from the API are never older than our writes."""
+        by_kind: dict[str, tuple[list[Obj], list[str], set[str]]] = {}
+        for ref in router_refs(obj):
+            if ref.kind not in routed.served:
+                continue
+            found, keys, have = by_kind.setdefault(ref.kind, ([], [], set()))
+            key = f"{ref.namespace}/{ref.name}"
+            keys.append(key)
+            if ref in routed.objects:
+                found.append(routed.objects[ref])
+                have.add(key)
+        for kind, (found, keys, have) in by_kind.items():
+            plural = routed.served[kind].plural
+            if self.written.stale_objects(plural, found) or self.written.unseen(plural, keys, have):
+                return True
+        return False
 
     def _workload(self, resource: r.Resource, key: str) -> Obj | None:
         lister = self.workloads.get(resource.cache_name)
@@ -431,7 +455,9 @@ def make_handler(runtime: Runtime) -> Handler:
         replicasets=Lister(runtime.redis, prefix=prefix, resource=r.REPLICASETS),
         services=Lister(runtime.redis, prefix=prefix, resource=r.SERVICES),
         ingresses=Lister(runtime.redis, prefix=prefix, resource=r.INGRESSES),
-        router_objects=ApiRouterObjects(kube),
+        router_objects=CachedRouterObjects(
+            runtime.redis, prefix=prefix, api=ApiRouterObjects(kube)
+        ),
         templates=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISTEMPLATES),
         cluster_templates=Lister(runtime.redis, prefix=prefix, resource=r.CLUSTERANALYSISTEMPLATES),
         analysis_runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),

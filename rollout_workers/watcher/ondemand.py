@@ -10,6 +10,16 @@ A referenced ReplicaSet may lack the pod-template-hash label that the always-on 
 reflector selects; its on-demand reflector lists the complement (`!rollouts-pod-template-hash`)
 into a cache of its own, so no ReplicaSet is cached twice.
 
+Traffic-router objects (TrafficSplit, VirtualService, DestinationRule, HTTPRoute, ...) are
+followed the same way, as Argo's Istio/SMI informers but started on demand: when a Rollout names
+a router kind and discovery serves it, the kind's reflector starts at the newest version served,
+listing every object of the kind (no selector), into a cache named for that version
+(`virtualservices-v1`), so a worker reads it only at the version it was listed at
+(cache/routers.py). A kind that is named but not served yet is asked again on each lease renewal
+(`ensure_indexed`), so installing its CRD later needs no restart; a rollout event asks discovery
+only about a kind it has never asked about. A kind keeps the version its reflector started at
+until the watcher stops (a newer version served later is taken by the next leader).
+
 Workers must not read a type's cache before its first LIST has landed (an absent object would
 read as "not found"): see cache/synced.py.
 """
@@ -23,9 +33,15 @@ from collections.abc import Callable, Iterable
 import redis
 
 from rollout_workers.cache import Change, Lister
-from rollout_workers.cache.indexers import WORKLOAD_KIND, group_kind, workload_reference
+from rollout_workers.cache.indexers import (
+    ROUTER_KIND,
+    WORKLOAD_KIND,
+    group_kind,
+    workload_reference,
+)
+from rollout_workers.cache.routerrefs import router_refs
 from rollout_workers.cache.synced import synced_key
-from rollout_workers.kube.resources import WATCHED, WORKLOADS, Resource
+from rollout_workers.kube.resources import ROUTER_OBJECTS, WATCHED, WORKLOADS, Resource
 from rollout_workers.watcher.reflector import Reflector
 
 log = logging.getLogger(__name__)
@@ -51,6 +67,20 @@ def referenced_kinds(changes: Iterable[Change]) -> set[str]:
     return kinds
 
 
+def referenced_router_kinds(changes: Iterable[Change]) -> set[str]:
+    """The router kinds (`VirtualService`) these rollout changes name."""
+    return {
+        ref.kind
+        for change in changes
+        if change.type != "DELETED"
+        for ref in router_refs(change.obj)
+    }
+
+
+#: The newest version of a router kind the API server serves (None: its CRD is not installed).
+Served = Callable[[str], Resource | None]
+
+
 class OnDemandReflectors:
     def __init__(
         self,
@@ -60,8 +90,14 @@ class OnDemandReflectors:
         client: redis.Redis,
         prefix: str,
         stop: threading.Event,
+        served: Served | None = None,
     ) -> None:
         self._make, self._rollouts = make, rollouts
+        self._served = served
+        #: Router kinds asked about and not served (yet), asked again by `ensure_indexed`.
+        self.unserved: set[str] = set()
+        #: Router kind -> the version its reflector runs at.
+        self.routers: dict[str, Resource] = {}
         self._redis, self._key = client, synced_key(prefix)
         self._stop = stop
         self._lock = threading.Lock()
@@ -75,9 +111,42 @@ class OnDemandReflectors:
             for resource in ON_DEMAND.get(kind, ()):
                 self._start(resource)
 
+    def ensure_routers(self, kinds: Iterable[str], *, recheck: bool = False) -> None:
+        """Start the reflectors of these router kinds that are served and not running yet.
+        A kind found unserved is asked about again only when `recheck` (the periodic path):
+        rollout events must not each cost a discovery request."""
+        if self._served is None:
+            return
+        for kind in sorted(set(kinds) & ROUTER_OBJECTS.keys()):
+            with self._lock:
+                if kind in self.routers or (kind in self.unserved and not recheck):
+                    continue
+            try:
+                resource = self._served(kind)
+            except Exception as err:  # the API unavailable: the periodic path asks again
+                log.warning("cannot tell whether the API serves %s: %s", kind, err)
+                resource = None
+            if resource is None:
+                with self._lock:
+                    if kind not in self.unserved:
+                        log.info("a rollout references %s, which the API does not serve", kind)
+                    self.unserved.add(kind)
+                continue
+            with self._lock:
+                if kind in self.routers:
+                    continue
+                self.unserved.discard(kind)
+                self.routers[kind] = resource
+            self._start(resource)
+
     def ensure_indexed(self) -> None:
-        """Start the reflector of every kind some cached rollout references."""
+        """Start the reflector of every kind some cached rollout references (router kinds not
+        served earlier are asked about again)."""
         self.ensure(k for k in ON_DEMAND if self._rollouts.keys_by_index(WORKLOAD_KIND, k))
+        self.ensure_routers(
+            (k for k in ROUTER_OBJECTS if self._rollouts.keys_by_index(ROUTER_KIND, k)),
+            recheck=True,
+        )
 
     def _start(self, resource: Resource) -> None:
         with self._lock:

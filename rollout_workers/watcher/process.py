@@ -24,6 +24,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.resources import WATCHED, Resource, watch_selector
+from rollout_workers.kube.routerobjects import ApiRouterObjects
 from rollout_workers.logs import OutageLog
 from rollout_workers.pool.app import create_app
 from rollout_workers.pool.runtime import Runtime
@@ -33,7 +34,11 @@ from rollout_workers.watcher.controllers import queued_kinds, served_version, wa
 from rollout_workers.watcher.events import ADD_BATCH, EventQueuer, valid_keys
 from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
-from rollout_workers.watcher.ondemand import OnDemandReflectors, referenced_kinds
+from rollout_workers.watcher.ondemand import (
+    OnDemandReflectors,
+    referenced_kinds,
+    referenced_router_kinds,
+)
 from rollout_workers.watcher.recovery import RedisCheck
 from rollout_workers.watcher.reflector import Reflector
 from rollout_workers.workqueue import Priority
@@ -76,6 +81,7 @@ class Watcher:
                 client=client,
                 prefix=prefix,
                 stop=stop,
+                served=ApiRouterObjects(kube).served,
             )
 
     def _reflector(self, res: Resource) -> Reflector:
@@ -108,8 +114,10 @@ class Watcher:
     def _ensure_workloads(self, resource: Resource, changes: list[Change]) -> None:
         if resource is r.ROLLOUTS and self.on_demand is not None:
             # Before the rollouts are queued: their workload's reflector is starting, and its
-            # first LIST wakes them again (routing: workload -> referencing rollouts).
+            # first LIST wakes them again (routing: workload -> referencing rollouts). The
+            # same for the router objects they name, once discovery serves the kind.
             self.on_demand.ensure(referenced_kinds(changes))
+            self.on_demand.ensure_routers(referenced_router_kinds(changes))
 
     def requeue_all(self) -> dict[str, int]:
         """Add every cached object of every task kind to its queue (as a resync does)."""
@@ -133,7 +141,7 @@ class Watcher:
             try:  # rollouts cached by an earlier leader may reference workloads already
                 self.on_demand.ensure_indexed()
             except Exception as err:
-                log.warning("cannot read the workload kinds rollouts reference: %s", err)
+                log.warning("cannot read the kinds rollouts reference: %s", err)
 
     def synced(self) -> bool:
         return all(ref.stats.synced.is_set() for ref in self.reflectors)

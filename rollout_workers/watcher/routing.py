@@ -10,11 +10,13 @@ from rollout_workers.cache import Change
 from rollout_workers.cache.indexers import (
     CLUSTER_TEMPLATE,
     INGRESS,
+    ROUTER,
     SERVICE,
     TEMPLATE,
     WORKLOAD,
     controller_owner,
     group_kind,
+    router_value,
     workload_value,
 )
 from rollout_workers.kube import resources as r
@@ -108,4 +110,14 @@ def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
             str(meta.get("name", "")),
         )
         referencing(WORKLOAD, value, "rollouts")
+    elif resource in r.ROUTER_OBJECTS.get(resource.kind, ()):
+        # A traffic-router object (reflector started on demand): the rollouts that route
+        # through it, and the Rollout that owns it (a TrafficSplit it created). A change
+        # someone else makes to a managed route is thus corrected on the next reconcile.
+        meta = change.obj.get("metadata") or {}
+        value = router_value(
+            resource.kind, str(meta.get("namespace", "")), str(meta.get("name", ""))
+        )
+        referencing(ROUTER, value, "rollouts")
+        owner("Rollout", "rollouts")
     return {kind: found for kind, found in keys.items() if found}

@@ -56,6 +56,25 @@ UNUSED_BUT_NEEDED = {
         for who, verbs in (("watcher", ("list", "watch")), ("worker", ("create", "patch")))
         for verb in verbs
     },
+    **{
+        ("worker", group, plural, verb): ({"argo", "status-everywhere"},
+            "Istio / Gateway API traffic routing: no scenario installs their CRDs yet")
+        for group, plural in (
+            ("networking.istio.io", "virtualservices"),
+            ("networking.istio.io", "destinationrules"),
+            ("gateway.networking.k8s.io", "httproutes"),
+            ("gateway.networking.k8s.io", "grpcroutes"),
+            ("gateway.networking.k8s.io", "tcproutes"),
+        )
+        for verb in ("get", "patch", "update")
+    },
+    **{
+        ("watcher", res.group, res.plural, verb): ({"argo", "status-everywhere"},
+            "router reflectors start when a rollout names the kind and its CRD is served: no "
+            "scenario installs a router CRD yet")
+        for res in (versions[0] for versions in r.ROUTER_OBJECTS.values())
+        for verb in ("list", "watch")
+    },
 }  # fmt: skip
 
 #: Calls every authenticated identity may make through the default system:discovery role.

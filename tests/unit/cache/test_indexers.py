@@ -136,3 +136,78 @@ def test_watch_selectors_follow_argo() -> None:
     assert r.watch_selector(r.UNHASHED_REPLICASETS, "a") == "!rollouts-pod-template-hash"
     assert r.UNHASHED_REPLICASETS.cache_name != r.REPLICASETS.cache_name
     assert r.watch_selector(r.DEPLOYMENTS, "a") is None
+
+
+ROUTED = {
+    "smi: the TrafficSplit, by default the rollout's name": (
+        {"smi": {"rootService": "root"}},
+        [
+            ("ns", "prod"),
+            ("svc", "prod/root"),
+            ("router", "TrafficSplit/prod/w"),
+            ("routerkind", "TrafficSplit"),
+        ],
+    ),
+    "istio: virtual services (one in another namespace) and the destination rule": (
+        {
+            "istio": {
+                "virtualServices": [{"name": "vs1"}, {"name": "vs2.mesh"}],
+                "destinationRule": {"name": "dr", "canarySubsetName": "c"},
+            }
+        },
+        [
+            ("ns", "prod"),
+            ("router", "DestinationRule/prod/dr"),
+            ("router", "VirtualService/mesh/vs2"),
+            ("router", "VirtualService/prod/vs1"),
+            ("routerkind", "DestinationRule"),
+            ("routerkind", "VirtualService"),
+        ],
+    ),
+    "gateway api plugin: routes in the config's namespace": (
+        {
+            "plugins": {
+                "argoproj-labs/gatewayAPI": {
+                    "namespace": "gw",
+                    "httpRoutes": [{"name": "h1"}, {"name": "h2"}],
+                    "grpcRoute": "g",
+                }
+            }
+        },
+        [
+            ("ns", "prod"),
+            ("router", "GRPCRoute/gw/g"),
+            ("router", "HTTPRoute/gw/h1"),
+            ("router", "HTTPRoute/gw/h2"),
+            ("routerkind", "GRPCRoute"),
+            ("routerkind", "HTTPRoute"),
+        ],
+    ),
+    "nginx: Ingresses are their own index, no router object": (
+        {"nginx": {"stableIngress": "ing"}},
+        [("ns", "prod"), ("ing", "prod/ing")],
+    ),
+}
+
+
+@pytest.mark.parametrize(("routing", "expected"), ROUTED.values(), ids=ROUTED.keys())
+def test_rollouts_are_indexed_by_the_router_objects_they_name(
+    routing: dict[str, Any], expected: list[Any]
+) -> None:
+    obj = {
+        "metadata": meta("w"),
+        "spec": {"strategy": {"canary": {"trafficRouting": routing}}},
+    }
+    assert index_values(r.ROLLOUTS, obj) == expected
+    # only rollouts are indexed by their routers
+    assert index_values(r.EXPERIMENTS, obj) == [("ns", "prod")]
+
+
+def test_router_kinds_are_cached_per_version() -> None:
+    """A kind is listed at one version into a cache of that version's own name, so a worker
+    never reads objects of one version as another's (cache/routers.py)."""
+    for versions in r.ROUTER_OBJECTS.values():
+        names = [v.cache_name for v in versions]
+        assert len(set(names)) == len(names)
+        assert all(v.cache_name == f"{v.plural}-{v.version}" for v in versions)
+        assert all(r.watch_selector(v, "a") is None for v in versions)  # all, as Argo's

@@ -177,3 +177,58 @@ def test_own_tenant(
     expected: tuple[str, str] | None,
 ) -> None:
     assert own_tenant(resource, _labelled(resource, labels, kind), "team") == expected, name
+
+
+ROUTER_REFS = {
+    ("rollouts", "router", "VirtualService/prod/vs"): ["prod/web", "prod/web2"],
+    ("rollouts", "router", "VirtualService/mesh/shared"): ["prod/web"],
+    ("rollouts", "router", "TrafficSplit/prod/split"): ["prod/other"],
+}
+
+
+def router_lookup(plural: str, index: str, value: str) -> list[str]:
+    return ROUTER_REFS.get((plural, index, value), [])
+
+
+ROUTER_CASES = {
+    "a virtual service wakes the rollouts naming it": (
+        r.VIRTUALSERVICES[0],
+        change("vs"),
+        {"rollouts": {"prod/web", "prod/web2"}},
+    ),
+    "at any version the kind is listed at": (
+        r.VIRTUALSERVICES[2],
+        change("vs"),
+        {"rollouts": {"prod/web", "prod/web2"}},
+    ),
+    "one in another namespace": (
+        r.VIRTUALSERVICES[0],
+        change("shared", ns="mesh"),
+        {"rollouts": {"prod/web"}},
+    ),
+    "a destination rule of the same name is another object": (
+        r.DESTINATIONRULES[0],
+        change("vs"),
+        {},
+    ),
+    "a traffic split wakes its controlling rollout and the ones naming it": (
+        r.TRAFFICSPLITS[0],
+        change("split", owners=owned("Rollout", "web")),
+        {"rollouts": {"prod/web", "prod/other"}},
+    ),
+    "an unnamed, unowned route wakes nothing": (r.HTTPROUTES[0], change("h"), {}),
+    "a route owned by something else": (
+        r.HTTPROUTES[0],
+        change("h", owners=owned("Gateway", "gw")),
+        {},
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("resource", "chg", "expected"), ROUTER_CASES.values(), ids=ROUTER_CASES.keys()
+)
+def test_a_router_object_wakes_its_rollouts(
+    resource: r.Resource, chg: Change, expected: dict[str, set[str]]
+) -> None:
+    assert route(resource, chg, router_lookup) == expected

@@ -1,0 +1,102 @@
+"""Which router objects a Rollout's `trafficRouting` names: pure, on the raw object (below the
+cache, which indexes rollouts by them; rollout/trafficrouting/refs.py re-exports it).
+
+One answer for every reader: the controller reads these objects before a reconcile, the cache
+indexes rollouts by them so that a change to one wakes the rollouts routing through it, and
+validation reports the missing ones. Ingresses are not here (the nginx router's stable
+Ingresses are always cached, see cache/indexers.py).
+
+- SMI: the TrafficSplit `trafficSplitName`, by default the rollout's name;
+- Istio: each VirtualService (`virtualService` or `virtualServices`) and the DestinationRule;
+  a name `<name>.<namespace>` names one in another namespace, as in Argo;
+- Gateway API: the HTTPRoutes, GRPCRoutes and TCPRoutes of `gatewayAPI`, or of the config of
+  Argo's gatewayAPI plugin (`plugins["argoproj-labs/gatewayAPI"]`), in its `namespace` when
+  set, else the rollout's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+
+#: The name of Argo's Gateway API traffic-router plugin, whose config is accepted as is.
+GATEWAY_API_PLUGIN = "argoproj-labs/gatewayAPI"
+#: Gateway API route kinds by the config's (single, list) field names.
+GATEWAY_ROUTE_FIELDS = {
+    "HTTPRoute": ("httpRoute", "httpRoutes"),
+    "GRPCRoute": ("grpcRoute", "grpcRoutes"),
+    "TCPRoute": ("tcpRoute", "tcpRoutes"),
+}
+
+
+@dataclass(frozen=True, order=True)
+class RouterRef:
+    kind: str
+    namespace: str
+    name: str
+
+
+def traffic_routing(obj: Obj) -> Obj:
+    canary = ((obj.get("spec") or {}).get("strategy") or {}).get("canary") or {}
+    routing = canary.get("trafficRouting") if isinstance(canary, dict) else None
+    return routing if isinstance(routing, dict) else {}
+
+
+def split_namespaced(name: str, default: str) -> tuple[str, str]:
+    """(namespace, name) of an Istio reference `<name>` or `<name>.<namespace>`."""
+    base, dot, namespace = name.partition(".")
+    return (namespace, base) if dot and namespace else (default, name)
+
+
+def gateway_api_config(routing: Obj) -> Obj | None:
+    """The Gateway API router's config: the first-class field, else Argo's plugin's."""
+    config = routing.get("gatewayAPI")
+    if not isinstance(config, dict):
+        plugins = routing.get("plugins")
+        config = plugins.get(GATEWAY_API_PLUGIN) if isinstance(plugins, dict) else None
+    return config if isinstance(config, dict) else None
+
+
+def gateway_route_names(config: Obj, kind: str) -> list[str]:
+    single, many = GATEWAY_ROUTE_FIELDS[kind]
+    names: list[str] = []
+    if isinstance(config.get(single), str) and config[single]:
+        names.append(config[single])
+    for entry in config.get(many) or []:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if isinstance(name, str) and name and name not in names:
+            names.append(name)
+    return names
+
+
+def router_refs(obj: Obj) -> list[RouterRef]:
+    """Every router object the rollout names (see the module docstring), sorted, unique."""
+    meta = obj.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    routing = traffic_routing(obj)
+    refs: set[RouterRef] = set()
+    smi = routing.get("smi")
+    if isinstance(smi, dict):
+        name = smi.get("trafficSplitName") or meta.get("name")
+        if isinstance(name, str) and name:
+            refs.add(RouterRef("TrafficSplit", namespace, name))
+    istio = routing.get("istio")
+    if isinstance(istio, dict):
+        services = [istio.get("virtualService"), *(istio.get("virtualServices") or [])]
+        for vs in services:
+            name = vs.get("name") if isinstance(vs, dict) else None
+            if isinstance(name, str) and name:
+                refs.add(RouterRef("VirtualService", *split_namespaced(name, namespace)))
+        rule = istio.get("destinationRule")
+        name = rule.get("name") if isinstance(rule, dict) else None
+        if isinstance(name, str) and name:
+            refs.add(RouterRef("DestinationRule", *split_namespaced(name, namespace)))
+    config = gateway_api_config(routing)
+    if config is not None:
+        where = config.get("namespace") if isinstance(config.get("namespace"), str) else ""
+        for kind in GATEWAY_ROUTE_FIELDS:
+            for name in gateway_route_names(config, kind):
+                refs.add(RouterRef(kind, where or namespace, name))
+    return sorted(refs)
