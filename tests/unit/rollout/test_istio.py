@@ -21,8 +21,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.rollout import validation as v
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
-from rollout_workers.rollout.trafficrouting import TrafficRoutingError, unsupported_router
-from rollout_workers.rollout.trafficrouting import istio
+from rollout_workers.rollout.trafficrouting import TrafficRoutingError, istio, unsupported_router
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from tests.unit.rollout.test_controller import NS, T0, rollout
@@ -559,9 +558,7 @@ def test_header_route_is_rewritten_only_when_it_changes() -> None:
 
 
 def test_header_route_with_a_destination_rule_uses_its_host_and_canary_subset() -> None:
-    router, writer, ctx = router_for(
-        subset_rollout(managed=["header-1"]), subset_vs(), subset_rule()
-    )
+    router, writer, _ = router_for(subset_rollout(managed=["header-1"]), subset_vs(), subset_rule())
     router.set_header_route(header_step())
     route = stored_http(writer)[0]
     assert route["route"] == [
@@ -585,7 +582,7 @@ def test_header_route_without_match_removes_it(match: list[Obj] | None) -> None:
 def test_header_route_needs_http_routes() -> None:
     vs = virtual_service(tcp=[tcp_route(8080, dest("stable", 100), dest("canary", 0))])
     router, _, _ = router_for(istio_rollout(managed=["header-1"]), vs)
-    with pytest.raises(TrafficRoutingError, match="spec.http not found"):
+    with pytest.raises(TrafficRoutingError, match=r"spec\.http not found"):
         router.set_header_route(header_step())
 
 
