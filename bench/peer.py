@@ -51,6 +51,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Gone, KubeError
+from rollout_workers.kube.routerobjects import ApiRouterObjects
 from rollout_workers.kube.writer import KubeWriter
 from rollout_workers.pool.handlers import Result, SyncRequest
 from rollout_workers.rollout.controller import RolloutController, step_plugin_registry
@@ -450,6 +451,8 @@ class Peer:
             written=written,
             writer=KubeWriter(self.kube, on_written=written.record),
             step_plugins=step_plugin_registry(settings.plugins),
+            # Argo's SMI reconciler GETs the TrafficSplit from the API on every reconcile.
+            router_objects=ApiRouterObjects(self.kube),
         )
 
     def _lookup(self, plural: str, index: str, value: str) -> list[str]:

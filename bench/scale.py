@@ -61,10 +61,12 @@ from harness import (
     write_json,
 )
 
+sys.path.insert(0, str(REPO))  # the routers' CRDs, as the tests install them
 from rollout_workers.kube.client import iter_lines
 from rollout_workers.local.redis_server import EmbeddedRedis
 from rollout_workers.pool.app import create_app
 from rollout_workers.settings import KubeSettings, Settings
+from tests.support.routercrds import ROUTER_CRDS
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results" / "scale.json"
@@ -113,10 +115,21 @@ def group_pids(pgid: int) -> list[int]:
 # -- the workload ----------------------------------------------------------------------------
 
 
-def rollout_body(name: str, *, bluegreen: bool) -> Obj:
+def rollout_body(name: str, *, bluegreen: bool, router: str = "") -> Obj:
     labels = {"app": name}
     strategy: Obj
-    if bluegreen:
+    if router:
+        # A canary whose traffic moves by weight through an SMI TrafficSplit: 1 replica, so
+        # the canary's pod and the weight move together (stable kept at full size).
+        strategy = {
+            "canary": {
+                "stableService": f"{name}-stable",
+                "canaryService": f"{name}-canary",
+                "trafficRouting": {"smi": {}},
+                "steps": [{"setWeight": 50}, {"pause": {"duration": "1s"}}, {"setWeight": 100}],
+            }
+        }
+    elif bluegreen:
         strategy = {
             "blueGreen": {
                 "activeService": f"{name}-active",
@@ -160,8 +173,23 @@ def service_body(name: str) -> Obj:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name},
-        "spec": {"selector": {"app": name.removesuffix("-active")}, "ports": [{"port": 80}]},
+        "spec": {"selector": {"app": name.rsplit("-", 1)[0]}, "ports": [{"port": 80}]},
     }
+
+
+def install_router_crd(http: Http, router: str) -> None:
+    """The router's CRD (tests/support/routercrds.py), and a wait until discovery serves it."""
+    if router != "smi":
+        raise SystemExit(f"unknown --router {router!r} (smi)")
+    crd = ROUTER_CRDS["TrafficSplit"]
+    http.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    group, version = crd["spec"]["group"], crd["spec"]["versions"][0]["name"]
+
+    def served() -> bool:
+        found = http.call("GET", f"/apis/{group}/{version}")
+        return any(res.get("name") == "trafficsplits" for res in found.get("resources") or [])
+
+    wait_for(served, 30, "the TrafficSplit CRD served", interval=POLL)
 
 
 def create_workload(http: Http, args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -174,11 +202,18 @@ def create_workload(http: Http, args: argparse.Namespace) -> list[tuple[str, str
         for i in range(args.rollouts)
     ]
 
+    if args.router:
+        install_router_crd(http, args.router)
+
     def create(item: tuple[str, str, bool]) -> None:
         ns, name, bluegreen = item
-        if bluegreen:
-            http.call("POST", f"/api/v1/namespaces/{ns}/services", service_body(f"{name}-active"))
-        body = rollout_body(name, bluegreen=bluegreen)
+        bluegreen = bluegreen and not args.router
+        services = [f"{name}-active"] if bluegreen else []
+        if args.router:
+            services = [f"{name}-stable", f"{name}-canary"]
+        for svc in services:
+            http.call("POST", f"/api/v1/namespaces/{ns}/services", service_body(svc))
+        body = rollout_body(name, bluegreen=bluegreen, router=args.router)
         http.call("POST", f"/apis/argoproj.io/v1alpha1/namespaces/{ns}/rollouts", body)
 
     with ThreadPoolExecutor(THREADS) as pool:
@@ -653,6 +688,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pools", default="1,2,4", help="worker processes of each pool case")
     p.add_argument("--peer-threads", type=int, default=10, help="0 skips the peer")
     p.add_argument("--bluegreen-every", type=int, default=10, help="every n-th is blue-green")
+    p.add_argument(
+        "--router", default="", help="smi: every rollout a canary routed by an SMI TrafficSplit"
+    )
     p.add_argument("--ready-delay", type=float, default=1.0, help="the API's pod readiness delay")
     p.add_argument("--latency-rate", type=float, default=100.0, help="annotation patches/s")
     p.add_argument("--latency-seconds", type=float, default=10.0)

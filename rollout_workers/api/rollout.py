@@ -330,13 +330,26 @@ class SMITrafficRouting(KubeModel):
     traffic_split_name: str | None = None
 
 
+class TLSRoute(KubeModel):
+    """A TLS route of a VirtualService, found by its one port and its SNI hosts."""
+
+    port: Int64 | None = None
+    sni_hosts: list[str] | None = None
+
+
+class TCPRoute(KubeModel):
+    """A TCP route of a VirtualService, found by its one port."""
+
+    port: Int64 | None = None
+
+
 class IstioVirtualService(KubeModel):
     """A VirtualService whose named routes the rollout re-weights."""
 
     name: str
     routes: list[str] | None = None
-    tls_routes: list[FreeForm] | None = None
-    tcp_routes: list[FreeForm] | None = None
+    tls_routes: list[TLSRoute] | None = None
+    tcp_routes: list[TCPRoute] | None = None
 
 
 class IstioDestinationRule(KubeModel):

@@ -44,6 +44,9 @@ from rollout_workers.api.rollout import (
     CanaryStep,
     CanaryStrategy,
     HeaderRoutingMatch,
+    IstioTrafficRouting,
+    IstioVirtualService,
+    ManagedRoute,
     Rollout,
     RolloutAnalysis,
     RolloutTrafficRouting,
@@ -51,8 +54,10 @@ from rollout_workers.api.rollout import (
     SetMirrorRoute,
     StringMatch,
 )
+from rollout_workers.rollout.trafficrouting import TrafficRoutingError
+from rollout_workers.rollout.trafficrouting import istio as istiorouter
 from rollout_workers.rollout.trafficrouting.nginx import uses_service
-from rollout_workers.rollout.trafficrouting.refs import RouterRef
+from rollout_workers.rollout.trafficrouting.refs import RouterRef, split_namespaced
 
 # -- Argo's messages (validation.go) -----------------------------------------------------------
 
@@ -161,6 +166,12 @@ NGINX_BOTH_INGRESSES = (
 NGINX_NO_INGRESS = (
     "Either StableIngress or StableIngresses must be configured. Neither are configured."
 )
+ISTIO_VIRTUAL_SERVICES_CONFIG = "either VirtualService or VirtualServices must be configured"
+VIRTUAL_SERVICE_NOT_FOUND = istiorouter.VS_NOT_FOUND
+VIRTUAL_SERVICE_WITHOUT_ROUTES = (
+    "Unable to get any of the HTTP, TCP or TLS routes for the Istio VirtualService"
+)
+VIRTUAL_SERVICE_INVALID_ROUTES = "Istio VirtualService has invalid {} routes. Error: {}"
 
 # -- defaults (utils/defaults/defaults.go) ---------------------------------------------------
 
@@ -1040,6 +1051,9 @@ def reference_errors(rollout: Rollout, references: ReferencedResources) -> list[
     ingress_lookup = _ingress_lookup_errors(rollout, references)
     if ingress_lookup:
         return ingress_lookup
+    virtual_service_lookup = _virtual_service_lookup_errors(rollout, references)
+    if virtual_service_lookup:
+        return virtual_service_lookup
 
     errors: list[ValidationError] = []
     for role, path, name in services:
@@ -1047,6 +1061,7 @@ def reference_errors(rollout: Rollout, references: ReferencedResources) -> list[
     for ref, templates in resolved:
         errors.extend(_analysis_template_errors(rollout, ref, templates))
     errors.extend(_ingress_errors(rollout, references))
+    errors.extend(_virtual_service_errors(rollout, references))
     return errors
 
 
@@ -1100,6 +1115,112 @@ def _ingress_errors(rollout: Rollout, references: ReferencedResources) -> list[V
             message = INGRESS_WITHOUT_STABLE_RULE.format(name, stable_service)
             errors.append(_invalid(path, go_quote(name), message))
     return errors
+
+
+_ISTIO_PATH = "spec.strategy.canary.trafficRouting.istio"
+
+
+def _istio(rollout: Rollout) -> IstioTrafficRouting | None:
+    strategy = rollout.spec.strategy
+    routing = strategy.canary.traffic_routing if strategy and strategy.canary else None
+    return routing.istio if routing else None
+
+
+def _virtual_service_refs(
+    rollout: Rollout,
+) -> list[tuple[str, IstioVirtualService, RouterRef]]:
+    """(field path, spec, reference) of each VirtualService the Istio router re-weights."""
+    istio = _istio(rollout)
+    if istio is None:
+        return []
+    field = "virtualServices" if istio.virtual_services else "virtualService"
+    namespace = rollout.metadata.namespace or ""
+    return [
+        (
+            f"{_ISTIO_PATH}.{field}.name",
+            vs,
+            RouterRef("VirtualService", *split_namespaced(vs.name, namespace)),
+        )
+        for vs in istiorouter.virtual_services(istio)
+    ]
+
+
+def _virtual_service_lookup_errors(
+    rollout: Rollout, references: ReferencedResources
+) -> list[ValidationError]:
+    """Argo's ValidateRolloutVirtualServicesConfig, then the look-up of each VirtualService
+    (skipped when the router objects were not looked up)."""
+    istio = _istio(rollout)
+    if istio is None:
+        return []
+    if bool(istio.virtual_services) == (istio.virtual_service is not None):
+        return [ValidationError(_ISTIO_PATH, ISTIO_VIRTUAL_SERVICES_CONFIG, ErrorType.INTERNAL)]
+    served = references.served_router_kinds
+    if served is None:
+        return []
+    for path, _vs, ref in _virtual_service_refs(rollout):
+        if "VirtualService" not in served or ref not in references.router_objects:
+            return [_invalid(path, go_quote(ref.name), VIRTUAL_SERVICE_NOT_FOUND.format(ref.name))]
+    return []
+
+
+def _virtual_service_errors(
+    rollout: Rollout, references: ReferencedResources
+) -> list[ValidationError]:
+    """Argo's ValidateVirtualService: the routes the rollout names exist in each
+    VirtualService, and send traffic to both the canary and the stable."""
+    istio = _istio(rollout)
+    if istio is None or references.served_router_kinds is None:
+        return []
+    strategy = rollout.spec.strategy
+    canary = strategy.canary if strategy else None
+    rule = istio.destination_rule
+    targets = istiorouter.Targets(
+        canary_service=(canary.canary_service if canary else "") or "",
+        stable_service=(canary.stable_service if canary else "") or "",
+        canary_subset=rule.canary_subset_name if rule else "",
+        stable_subset=rule.stable_subset_name if rule else "",
+        subset_level=rule is not None,
+    )
+    routing = canary.traffic_routing if canary else None
+    managed = list((routing.managed_routes if routing else None) or [])
+    errors = []
+    for path, vs, ref in _virtual_service_refs(rollout):
+        obj = references.router_objects.get(ref)
+        if obj is None:
+            continue
+        spec = dict(obj.get("spec") or {})
+        value = go_quote(ref.name)
+        http, tls, tcp = (istiorouter.route_list(spec, f) for f in ("http", "tls", "tcp"))
+        if http is None and tls is None and tcp is None:
+            errors.append(_invalid(path, value, VIRTUAL_SERVICE_WITHOUT_ROUTES))
+        for kind, routes in (("HTTP", http), ("TLS", tls), ("TCP", tcp)):
+            if routes is None:
+                continue
+            try:
+                _check_istio_routes(kind, routes, vs=vs, targets=targets, managed=managed)
+            except TrafficRoutingError as err:
+                message = VIRTUAL_SERVICE_INVALID_ROUTES.format(kind, err)
+                errors.append(_invalid(path, value, message))
+    return errors
+
+
+def _check_istio_routes(
+    kind: str,
+    routes: list[dict[str, Any]],
+    *,
+    vs: IstioVirtualService,
+    targets: istiorouter.Targets,
+    managed: list[ManagedRoute],
+) -> None:
+    if kind == "HTTP":
+        istiorouter.validate_http_routes(
+            route_names=vs.routes or [], http=routes, targets=targets, managed=managed
+        )
+    elif kind == "TLS":
+        istiorouter.validate_tls_routes(wanted=vs.tls_routes or [], tls=routes, targets=targets)
+    else:
+        istiorouter.validate_tcp_routes(wanted=vs.tcp_routes or [], tcp=routes, targets=targets)
 
 
 def _service_errors(

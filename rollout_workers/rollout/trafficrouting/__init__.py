@@ -3,9 +3,10 @@
 Mirrors argo-rollouts' `TrafficRoutingReconciler` (rollout/trafficrouting/): a router applies a
 canary weight (and header or mirror routes) to whatever carries the traffic, reports whether
 the weight is verified (None: the router cannot tell), and removes the routes it manages once
-the update is over or aborted. The nginx (`nginx.py`) and SMI (`smi.py`) routers are
-implemented; every other router a rollout may name is reported by `unsupported_router` so the
-controller can refuse the spec with a message naming it, rather than act on it half-way.
+the update is over or aborted. The nginx (`nginx.py`), SMI (`smi.py`) and Istio (`istio.py`)
+routers are implemented; every other router a rollout may name is reported by
+`unsupported_router` so the controller can refuse the spec with a message naming it, rather
+than act on it half-way.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from rollout_workers.api.rollout import (
     WeightDestination,
 )
 
-#: The routers Argo knows besides nginx and SMI, by their field in trafficRouting.
-OTHER_ROUTERS = ("alb", "istio", "ambassador", "appMesh", "traefik", "apisix", "plugins")
+#: The routers Argo knows besides nginx, SMI and Istio, by their field in trafficRouting.
+OTHER_ROUTERS = ("alb", "ambassador", "appMesh", "traefik", "apisix", "plugins")
 UNSUPPORTED_ROUTER_MESSAGE = "trafficRouting.{} is not supported by this controller yet"
 
 

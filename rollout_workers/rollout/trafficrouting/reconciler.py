@@ -28,6 +28,7 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError
 from rollout_workers.rollout.trafficrouting import weights as w
+from rollout_workers.rollout.trafficrouting.istio import IstioRouter
 from rollout_workers.rollout.trafficrouting.nginx import NginxRouter
 from rollout_workers.rollout.trafficrouting.smi import SMIRouter
 
@@ -46,6 +47,8 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
         routers.append(NginxRouter(ctx, routing.nginx))
     if routing.smi is not None:
         routers.append(SMIRouter(ctx, routing.smi))
+    if routing.istio is not None:
+        routers.append(IstioRouter(ctx, routing.istio))
     return routers
 
 

@@ -191,13 +191,12 @@ def test_a_changed_canary_ingress_is_put_back() -> None:
 
 def test_other_routers_are_invalid_spec_naming_the_router() -> None:
     obj = routed_rollout({"setWeight": 20})
-    obj["spec"]["strategy"]["canary"]["trafficRouting"] = {
-        "istio": {"virtualService": {"name": "v"}}
-    }
+    obj["spec"]["strategy"]["canary"]["trafficRouting"] = {"ambassador": {"mappings": ["m"]}}
     sim = RoutedSim(obj)
     sim.sync()
     condition = next(c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec")
-    assert condition["message"] == "trafficRouting.istio is not supported by this controller yet"
+    expected = "trafficRouting.ambassador is not supported by this controller yet"
+    assert condition["message"] == expected
 
 
 class WriterReader:
