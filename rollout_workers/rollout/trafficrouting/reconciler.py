@@ -17,6 +17,7 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError
 from rollout_workers.rollout.trafficrouting import weights as w
+from rollout_workers.rollout.trafficrouting.gatewayapi import GatewayAPIRouter, config_of
 from rollout_workers.rollout.trafficrouting.nginx import NginxRouter
 from rollout_workers.rollout.trafficrouting.smi import SMIRouter
 
@@ -35,6 +36,9 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
         routers.append(NginxRouter(ctx, routing.nginx))
     if routing.smi is not None:
         routers.append(SMIRouter(ctx, routing.smi))
+    gateway_api = config_of(routing)
+    if gateway_api is not None:
+        routers.append(GatewayAPIRouter(ctx, gateway_api))
     return routers
 
 
