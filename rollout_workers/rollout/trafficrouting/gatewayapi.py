@@ -507,9 +507,7 @@ class GatewayAPIRouter:
         record = read_record(current)
         kept = self._without(rules, record, {name}, strip_mirror=strip_mirror)
         new_rules, entry = build(kept, self._weighted(route, kept))
-        # A stored rule equal to a new one but for pruned fields stays as stored.
-        stored = {fingerprint(r): r for r in rules}
-        new_rules = [stored.get(fingerprint(r), r) for r in new_rules]
+        new_rules = _as_stored(new_rules, rules)
         record = self._forget(record, self.ctx.name, {name})
         record.setdefault(self.ctx.name, {})[name] = entry
         self._persist(route, current, new_rules, record, f"managed route `{name}` set")
@@ -607,6 +605,29 @@ class GatewayAPIRouter:
         written.setdefault("metadata", {}).setdefault("namespace", self.namespace)
         ctx.routed.put(written)
         ctx.event(f"{route.kind}Modified", f"{route.kind} `{route.name}` modified: {what}")
+
+
+def _as_stored(desired: list[Obj], stored: list[Obj]) -> list[Obj]:
+    """`desired`, where a rule equals a stored one but for what the server fills in or prunes
+    (defaults, the rule name on Gateway API before 1.2), the stored rule, each used once."""
+    unused = list(stored)
+    out = []
+    for rule in desired:
+        print_ = fingerprint(rule)
+        match = next(
+            (
+                s
+                for s in unused
+                if fingerprint(s) == print_ and s.get("name") in (None, rule.get("name"))
+            ),
+            None,
+        )
+        if match is None:
+            out.append(rule)
+        else:
+            unused.remove(match)
+            out.append(match)
+    return out
 
 
 def _same_mirror(present: list[Obj], wanted: Obj) -> bool:
