@@ -586,3 +586,47 @@ def test_only_the_gateway_api_plugin_is_accepted() -> None:
         unsupported_router(routing_of(other))
         == "trafficRouting.plugins is not supported by this controller yet"
     )
+
+
+# -- through the controller ----------------------------------------------------------------------
+
+
+class ServedRoutes:
+    """The API's routes as the controller reads them (every Gateway API kind served)."""
+
+    def __init__(self, writer: RecordingWriter) -> None:
+        self.writer = writer
+
+    def served(self, kind: str) -> r.Resource | None:
+        return RESOURCES.get(kind)
+
+    def get(self, resource: r.Resource, namespace: str, name: str) -> Obj | None:
+        return self.writer.objects.get((resource.plural, namespace, name))
+
+
+def test_the_controller_weights_the_plugins_route_and_puts_back_a_change() -> None:
+    from rollout_workers.pool.handlers import Outcome
+    from tests.unit.rollout.test_routing_reconcile import (
+        RoutedSim,
+        controller_for,
+        request,
+        routed_rollout,
+    )
+
+    obj = routed_rollout({"setWeight": 20}, {"pause": {}})
+    obj["spec"]["strategy"]["canary"]["trafficRouting"] = {"plugins": {PLUGIN: {"httpRoute": "rt"}}}
+    sim = RoutedSim(obj)
+    rule = {"backendRefs": [backend("web-stable", 100), backend("web-canary", 0)]}
+    sim.writer.seed(RESOURCES["HTTPRoute"], copy.deepcopy(route("HTTPRoute", "rt", rule)))
+    controller = controller_for(sim.writer, router_objects=ServedRoutes(sim.writer))
+    for _ in range(5):
+        sim.ready()
+        assert controller.sync(request()).outcome != Outcome.ERROR
+    status = sim.rollout["status"]
+    assert "InvalidSpec" not in [c["type"] for c in status["conditions"]]
+    assert status["canary"]["weights"]["verified"] is True
+    assert rules_of(sim.writer, "rt") == [rule]
+    # Someone else edits the route: the next reconcile puts it back.
+    stored(sim.writer, "HTTPRoute", "rt")["spec"]["rules"][0]["backendRefs"][1]["weight"] = 40
+    controller.sync(request())
+    assert rules_of(sim.writer, "rt") == [rule]
