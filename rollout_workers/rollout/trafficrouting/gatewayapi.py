@@ -51,7 +51,7 @@ import copy
 import hashlib
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -640,11 +640,3 @@ def _same_mirror(present: list[Obj], wanted: Obj) -> bool:
     if "percent" not in have.get("requestMirror", {}):
         want["requestMirror"].pop("percent", None)
     return _with_defaults({"filters": [have]}, "") == _with_defaults({"filters": [want]}, "")
-
-
-def route_kinds(config: GatewayAPITrafficRouting) -> Iterator[str]:
-    seen = []
-    for route in routes(config):
-        if route.kind not in seen:
-            seen.append(route.kind)
-            yield route.kind
