@@ -374,6 +374,33 @@ class ManagedRoute(KubeModel):
     name: str
 
 
+class GatewayAPIRoute(KubeModel):
+    """One route of the Gateway API router, by name."""
+
+    name: str
+    use_header_routes: bool | None = None
+    """Header and mirror routes are added to this route (always for the single-name fields)."""
+
+
+class GatewayAPITrafficRouting(OpenModel):
+    """Canary weights through Gateway API routes: the config of Argo's gatewayAPI plugin
+    (argoproj-labs/rollouts-plugin-trafficrouter-gatewayapi), as is. Fields it has that this
+    controller does not apply (tlsRoutes, route selectors, in-progress labels) are kept."""
+
+    http_route: str | None = None
+    http_routes: list[GatewayAPIRoute] | None = None
+    grpc_route: str | None = None
+    grpc_routes: list[GatewayAPIRoute] | None = None
+    tcp_route: str | None = None
+    tcp_routes: list[GatewayAPIRoute] | None = None
+    namespace: str | None = None
+    """Where the routes live; the rollout's namespace when unset."""
+    config_map: str | None = None
+    """The plugin's record of managed routes; unused here (they are recorded on the route)."""
+    mirror_mode: str | None = None
+    """`rule`: a mirror route is a rule of its own; else a filter on the weighted rules."""
+
+
 class RolloutTrafficRouting(OpenModel):
     """The traffic router(s) a canary uses. Routers this project does not implement (ambassador,
     appMesh, traefik, apisix, ...) are kept as given."""
@@ -382,6 +409,8 @@ class RolloutTrafficRouting(OpenModel):
     alb: ALBTrafficRouting | None = None
     smi: SMITrafficRouting | None = None
     istio: IstioTrafficRouting | None = None
+    gateway_api: GatewayAPITrafficRouting | None = Field(default=None, alias="gatewayAPI")
+    """The Gateway API router, configured as Argo's gatewayAPI plugin is."""
     managed_routes: list[ManagedRoute] | None = None
     max_traffic_weight: Int32 | None = None
     plugins: FreeForm | None = None

@@ -331,10 +331,9 @@ def completed_current_step(ctx: RolloutContext) -> bool:
             else None
         )
         return run is not None and run.status == AnalysisPhase.SUCCESSFUL
-    if step.set_header_route is not None or step.set_mirror_route is not None:
-        # The traffic step of this reconcile applied the route (an error stops the reconcile).
-        return True
-    return False
+    # A header or mirror route: the traffic step of this reconcile applied it (an error would
+    # have stopped the reconcile).
+    return step.set_header_route is not None or step.set_mirror_route is not None
 
 
 def sync_status(ctx: RolloutContext) -> None:

@@ -20,8 +20,11 @@ Argo's field paths are kept even where they look odd: `ValidateRolloutStrategyCa
 with the path `spec.strategy`, so canary errors read `spec.strategy.steps[0].setWeight`, and a
 missing strategy reads `spec.strategy.strategy`.
 
-Traffic routers other than nginx and SMI are refused by the controller
-(`trafficrouting.unsupported_router`), not here: such a spec is valid Argo.
+Traffic routers other than nginx, SMI and Gateway API are refused by the controller
+(`trafficrouting.unsupported_router`), not here: such a spec is valid Argo. The Gateway API
+router's config (the gatewayAPI plugin's) is checked here as the plugin would fail on it: a
+config naming no route (the plugin's message), a route kind the API server does not serve, and a
+route that does not exist (the API server's NotFound message, which the plugin reports).
 """
 
 from __future__ import annotations
@@ -54,10 +57,14 @@ from rollout_workers.api.rollout import (
     SetMirrorRoute,
     StringMatch,
 )
-from rollout_workers.rollout.trafficrouting import TrafficRoutingError
+from rollout_workers.rollout.trafficrouting import TrafficRoutingError, gatewayapi
 from rollout_workers.rollout.trafficrouting import istio as istiorouter
 from rollout_workers.rollout.trafficrouting.nginx import uses_service
-from rollout_workers.rollout.trafficrouting.refs import RouterRef, split_namespaced
+from rollout_workers.rollout.trafficrouting.refs import (
+    GATEWAY_API_PLUGIN,
+    RouterRef,
+    split_namespaced,
+)
 
 # -- Argo's messages (validation.go) -----------------------------------------------------------
 
@@ -452,7 +459,8 @@ def _router(routing: RolloutTrafficRouting, name: str) -> Any:
 
 
 def _has_plugins(routing: RolloutTrafficRouting) -> bool:
-    return bool(routing.plugins)
+    """Plugins configured; the first-class gatewayAPI field stands for Argo's plugin."""
+    return bool(routing.plugins) or routing.gateway_api is not None
 
 
 _LABEL_KEY_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
@@ -1054,6 +1062,9 @@ def reference_errors(rollout: Rollout, references: ReferencedResources) -> list[
     virtual_service_lookup = _virtual_service_lookup_errors(rollout, references)
     if virtual_service_lookup:
         return virtual_service_lookup
+    gateway_lookup = _gateway_api_errors(rollout, references)
+    if gateway_lookup:
+        return gateway_lookup
 
     errors: list[ValidationError] = []
     for role, path, name in services:
@@ -1065,7 +1076,8 @@ def reference_errors(rollout: Rollout, references: ReferencedResources) -> list[
     return errors
 
 
-_NGINX_PATH = "spec.strategy.canary.trafficRouting.nginx"
+_ROUTING_PATH = "spec.strategy.canary.trafficRouting"
+_NGINX_PATH = f"{_ROUTING_PATH}.nginx"
 
 
 def _nginx_ingress_refs(rollout: Rollout) -> list[tuple[str, str, str]]:
@@ -1221,6 +1233,48 @@ def _check_istio_routes(
         istiorouter.validate_tls_routes(wanted=vs.tls_routes or [], tls=routes, targets=targets)
     else:
         istiorouter.validate_tcp_routes(wanted=vs.tcp_routes or [], tcp=routes, targets=targets)
+
+
+def _gateway_api_errors(rollout: Rollout, references: ReferencedResources) -> list[ValidationError]:
+    """The Gateway API router's routes: at least one named, each of a kind the API server
+    serves, each found (in the config's namespace, else the rollout's)."""
+    strategy = rollout.spec.strategy
+    routing = strategy.canary.traffic_routing if strategy and strategy.canary else None
+    if routing is None:
+        return []
+    if routing.gateway_api is not None:
+        path = f"{_ROUTING_PATH}.gatewayAPI"
+    else:
+        path = f"{_ROUTING_PATH}.plugins[{GATEWAY_API_PLUGIN}]"
+    try:
+        config = gatewayapi.config_of(routing)
+    except TrafficRoutingError as err:
+        return [ValidationError(path, str(err), ErrorType.INVALID, "{...}")]
+    if config is None:
+        return []
+    routes = gatewayapi.routes(config)
+    if not routes:
+        return [ValidationError(path, gatewayapi.NO_ROUTES_MESSAGE, ErrorType.REQUIRED)]
+    if references.served_router_kinds is None:
+        return []
+    namespace = config.namespace or rollout.metadata.namespace or ""
+    for route in routes:
+        field = f"{path}.{gatewayapi.FIELDS[route.kind]}"
+        if route.kind not in references.served_router_kinds:
+            message = gatewayapi.not_served_message(route.kind)
+            return [_invalid(field, go_quote(route.name), message)]
+        if RouterRef(route.kind, namespace, route.name) not in references.router_objects:
+            message = gatewayapi.not_found_message(route.kind, route.name)
+            return [_invalid(field, go_quote(route.name), message)]
+    return []
+
+
+def _has_rule_with_service(ingress: Mapping[str, Any], service: str) -> bool:
+    for rule in (ingress.get("spec") or {}).get("rules") or []:
+        for path in (rule.get("http") or {}).get("paths") or []:
+            if ((path.get("backend") or {}).get("service") or {}).get("name") == service:
+                return True
+    return False
 
 
 def _service_errors(

@@ -3,10 +3,11 @@
 Mirrors argo-rollouts' `TrafficRoutingReconciler` (rollout/trafficrouting/): a router applies a
 canary weight (and header or mirror routes) to whatever carries the traffic, reports whether
 the weight is verified (None: the router cannot tell), and removes the routes it manages once
-the update is over or aborted. The nginx (`nginx.py`), SMI (`smi.py`) and Istio (`istio.py`)
-routers are implemented; every other router a rollout may name is reported by
-`unsupported_router` so the controller can refuse the spec with a message naming it, rather
-than act on it half-way.
+the update is over or aborted. The nginx (`nginx.py`), SMI (`smi.py`), Istio (`istio.py`) and
+Gateway API (`gatewayapi.py`: the first-class `gatewayAPI` field, or Argo's
+`argoproj-labs/gatewayAPI` plugin entry, which is the only plugin accepted) routers are
+implemented; every other router a rollout may name is reported by `unsupported_router` so the
+controller can refuse the spec with a message naming it, rather than act on it half-way.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from rollout_workers.api.rollout import (
     WeightDestination,
 )
 
-#: The routers Argo knows besides nginx, SMI and Istio, by their field in trafficRouting.
+#: The routers Argo knows besides nginx, SMI and Istio, by their field in trafficRouting (of
+#: the plugins, only the Gateway API one is driven).
 OTHER_ROUTERS = ("alb", "ambassador", "appMesh", "traefik", "apisix", "plugins")
 UNSUPPORTED_ROUTER_MESSAGE = "trafficRouting.{} is not supported by this controller yet"
+#: The plugin this controller implements natively (trafficrouting/gatewayapi.py).
+SUPPORTED_PLUGINS = frozenset({"argoproj-labs/gatewayAPI"})
 
 
 class TrafficRoutingError(RuntimeError):
@@ -64,6 +68,8 @@ def unsupported_router(routing: RolloutTrafficRouting | None) -> str:
     for name in OTHER_ROUTERS:
         modelled = name in RolloutTrafficRouting.model_fields
         value = getattr(routing, name) if modelled else extra.get(name)
+        if name == "plugins" and isinstance(value, dict) and set(value) <= SUPPORTED_PLUGINS:
+            continue
         if value is not None:
             return UNSUPPORTED_ROUTER_MESSAGE.format(name)
     return ""

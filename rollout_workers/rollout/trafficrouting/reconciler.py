@@ -28,6 +28,7 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError
 from rollout_workers.rollout.trafficrouting import weights as w
+from rollout_workers.rollout.trafficrouting.gatewayapi import GatewayAPIRouter, config_of
 from rollout_workers.rollout.trafficrouting.istio import IstioRouter
 from rollout_workers.rollout.trafficrouting.nginx import NginxRouter
 from rollout_workers.rollout.trafficrouting.smi import SMIRouter
@@ -49,6 +50,9 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
         routers.append(SMIRouter(ctx, routing.smi))
     if routing.istio is not None:
         routers.append(IstioRouter(ctx, routing.istio))
+    gateway_api = config_of(routing)
+    if gateway_api is not None:
+        routers.append(GatewayAPIRouter(ctx, gateway_api))
     return routers
 
 

@@ -1,0 +1,632 @@
+"""The Gateway API router, after the gatewayAPI plugin's tests (pkg/plugin/plugin_test.go,
+httproute_mirror_test.go): weights on HTTPRoutes, GRPCRoutes and TCPRoutes, configured as the
+plugin or the first-class field; header and mirror routes added, replaced and removed; the
+managed rules removed at the end; the plugin's errors; a foreign weight change put back. Then the
+validation of the routes, and the refusal of other plugins."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from rollout_workers.api.rollout import Rollout, SetHeaderRoute, SetMirrorRoute
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.writer import RecordingWriter
+from rollout_workers.rollout import validation as v
+from rollout_workers.rollout.context import RolloutContext, RouterObjects
+from rollout_workers.rollout.trafficrouting import (
+    TrafficRoutingError,
+    gatewayapi,
+    unsupported_router,
+)
+from rollout_workers.rollout.trafficrouting.reconciler import routers_for
+from rollout_workers.rollout.trafficrouting.refs import RouterRef
+from tests.unit.rollout.test_controller import NS, T0, rollout
+
+Obj = dict[str, Any]
+PLUGIN = "argoproj-labs/gatewayAPI"
+RESOURCES = {"HTTPRoute": r.HTTPROUTES[0], "GRPCRoute": r.GRPCROUTES[0], "TCPRoute": r.TCPROUTES[0]}
+
+
+def gw_rollout(config: Obj, *, first_class: bool = False, **routing: Any) -> Obj:
+    traffic = {"gatewayAPI": config} if first_class else {"plugins": {PLUGIN: config}}
+    traffic.update(routing)
+    return rollout(
+        strategy={
+            "canary": {
+                "stableService": "stable",
+                "canaryService": "canary",
+                "trafficRouting": traffic,
+                "steps": [{"setWeight": 30}, {"pause": {}}],
+            }
+        }
+    )
+
+
+def backend(name: str, weight: int | None = None, port: int = 80) -> Obj:
+    ref: Obj = {"name": name, "port": port}
+    if weight is not None:
+        ref["weight"] = weight
+    return ref
+
+
+def route(kind: str, name: str, *rules: Obj, namespace: str = NS) -> Obj:
+    return {
+        "apiVersion": f"{RESOURCES[kind].group}/{RESOURCES[kind].version}",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace, "resourceVersion": "5"},
+        "spec": {"rules": list(rules)},
+    }
+
+
+def weighted_rule(canary: int = 0, stable: int = 100, **extra: Any) -> Obj:
+    return {"backendRefs": [backend("stable", stable), backend("canary", canary)], **extra}
+
+
+PATH_MATCH = {"path": {"type": "PathPrefix", "value": "/api"}}
+
+
+def router_for(
+    obj: Obj, *routes: Obj, served: tuple[str, ...] = tuple(RESOURCES)
+) -> tuple[gatewayapi.GatewayAPIRouter, RecordingWriter, RolloutContext]:
+    writer = RecordingWriter()
+    for found in routes:
+        writer.seed(RESOURCES[found["kind"]], copy.deepcopy(found))
+    ctx = RolloutContext.build(
+        obj=obj,
+        rss=[],
+        now=T0,
+        writer=writer,
+        routed=RouterObjects(
+            served={kind: RESOURCES[kind] for kind in served},
+            objects={
+                RouterRef(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]): o
+                for o in routes
+            },
+        ),
+    )
+    [router] = [x for x in routers_for(ctx) if x.type == "GatewayAPI"]
+    assert isinstance(router, gatewayapi.GatewayAPIRouter)
+    return router, writer, ctx
+
+
+def writes(writer: RecordingWriter) -> list[Any]:
+    return [a for a in writer.actions if a.resource != "events"]
+
+
+def stored(writer: RecordingWriter, kind: str, name: str, namespace: str = NS) -> Obj:
+    return writer.objects[(RESOURCES[kind].plural, namespace, name)]
+
+
+def rules_of(writer: RecordingWriter, name: str = "web-route", kind: str = "HTTPRoute") -> Any:
+    return stored(writer, kind, name)["spec"]["rules"]
+
+
+def record_of(writer: RecordingWriter, name: str = "web-route") -> Any:
+    annotations = stored(writer, "HTTPRoute", name)["metadata"].get("annotations") or {}
+    text = annotations.get(gatewayapi.MANAGED_ANNOTATION)
+    return json.loads(text) if text else None
+
+
+# -- weights -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first_class", [False, True], ids=["plugin", "gatewayAPI"])
+def test_http_route_weight_as_the_plugin_sets_it(first_class: bool) -> None:
+    obj = gw_rollout({"httpRoute": "web-route"}, first_class=first_class)
+    router, writer, ctx = router_for(obj, route("HTTPRoute", "web-route", weighted_rule()))
+    router.set_weight(30)
+    [action] = writes(writer)
+    assert (action.verb, action.resource, action.name) == ("patch", "httproutes", "web-route")
+    assert action.body == {
+        "metadata": {"resourceVersion": "5"},
+        "spec": {"rules": [weighted_rule(canary=30, stable=70)]},
+    }
+    assert [(e.reason, e.message) for e in ctx.events] == [
+        ("HTTPRouteModified", "HTTPRoute `web-route` modified: weight 30")
+    ]
+    assert router.verify_weight(30) is True
+    assert router.verify_weight(40) is False
+
+
+def test_weight_again_writes_nothing() -> None:
+    obj = gw_rollout({"httpRoute": "web-route"})
+    router, writer, _ = router_for(obj, route("HTTPRoute", "web-route", weighted_rule(30, 70)))
+    router.set_weight(30)
+    assert writes(writer) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "kind"),
+    [("grpcRoute", "GRPCRoute"), ("tcpRoute", "TCPRoute"), ("httpRoute", "HTTPRoute")],
+)
+def test_each_kind_is_weighted(field: str, kind: str) -> None:
+    obj = gw_rollout({field: "r1"})
+    router, writer, _ = router_for(obj, route(kind, "r1", weighted_rule()))
+    router.set_weight(10)
+    [action] = writes(writer)
+    assert action.resource == RESOURCES[kind].plural
+    assert rules_of(writer, "r1", kind) == [weighted_rule(canary=10, stable=90)]
+
+
+def test_several_routes_of_each_kind_and_rules_naming_one_service_left_alone() -> None:
+    config = {
+        "httpRoutes": [{"name": "a"}, {"name": "b", "useHeaderRoutes": True}],
+        "grpcRoutes": [{"name": "g"}],
+        "tcpRoutes": [{"name": "t"}],
+    }
+    lone = {"backendRefs": [backend("canary")]}
+    routes = [
+        route("HTTPRoute", "a", weighted_rule(), lone),
+        route("HTTPRoute", "b", weighted_rule(), weighted_rule(matches=[PATH_MATCH])),
+        route("GRPCRoute", "g", weighted_rule()),
+        route("TCPRoute", "t", weighted_rule()),
+    ]
+    router, writer, _ = router_for(gw_rollout(config), *routes)
+    router.set_weight(40)
+    assert [a.name for a in writes(writer)] == ["a", "b", "g", "t"]
+    assert rules_of(writer, "a") == [weighted_rule(40, 60), lone]
+    assert rules_of(writer, "b") == [
+        weighted_rule(40, 60),
+        weighted_rule(40, 60, matches=[PATH_MATCH]),
+    ]
+    assert rules_of(writer, "g", "GRPCRoute") == [weighted_rule(40, 60)]
+    assert rules_of(writer, "t", "TCPRoute") == [weighted_rule(40, 60)]
+
+
+def test_routes_in_the_configs_namespace() -> None:
+    obj = gw_rollout({"httpRoute": "web-route", "namespace": "gateways"})
+    found = route("HTTPRoute", "web-route", weighted_rule(), namespace="gateways")
+    router, writer, _ = router_for(obj, found)
+    router.set_weight(5)
+    [action] = writes(writer)
+    assert (action.namespace, action.name) == ("gateways", "web-route")
+    assert rules_of_ns(writer, "gateways") == [weighted_rule(5, 95)]
+
+
+def rules_of_ns(writer: RecordingWriter, namespace: str) -> Any:
+    return stored(writer, "HTTPRoute", "web-route", namespace)["spec"]["rules"]
+
+
+def test_max_traffic_weight_and_additional_destinations() -> None:
+    from rollout_workers.api.rollout import WeightDestination
+
+    obj = gw_rollout({"httpRoute": "web-route"}, maxTrafficWeight=1000)
+    rule = {"backendRefs": [backend("stable", 1000), backend("canary", 0), backend("exp", 0)]}
+    router, writer, _ = router_for(obj, route("HTTPRoute", "web-route", rule))
+    router.set_weight(100, [WeightDestination(serviceName="exp", weight=50)])
+    assert rules_of(writer) == [
+        {"backendRefs": [backend("stable", 850), backend("canary", 100), backend("exp", 50)]}
+    ]
+
+
+def test_a_foreign_weight_change_is_put_back() -> None:
+    obj = gw_rollout({"httpRoute": "web-route"})
+    router, writer, ctx = router_for(obj, route("HTTPRoute", "web-route", weighted_rule()))
+    router.set_weight(30)
+    changed = copy.deepcopy(stored(writer, "HTTPRoute", "web-route"))
+    changed["spec"]["rules"] = [weighted_rule(canary=0, stable=100)]
+    writer.seed(RESOURCES["HTTPRoute"], changed)
+    ctx.routed.put(changed)  # what the next reconcile reads
+    assert router.verify_weight(30) is False
+    router.set_weight(30)
+    assert len(writes(writer)) == 2
+    assert rules_of(writer) == [weighted_rule(30, 70)]
+    assert writes(writer)[1].body["metadata"] == {
+        "resourceVersion": changed["metadata"]["resourceVersion"]
+    }
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+def test_missing_route_is_the_api_servers_not_found() -> None:
+    router, _, _ = router_for(gw_rollout({"httpRoute": "web-route"}))
+    with pytest.raises(TrafficRoutingError) as err:
+        router.set_weight(10)
+    assert str(err.value) == 'httproutes.gateway.networking.k8s.io "web-route" not found'
+
+
+def test_route_without_a_rule_naming_both_services() -> None:
+    obj = gw_rollout({"grpcRoute": "g"})
+    only_stable = {"backendRefs": [backend("stable", 100)]}
+    router, _, _ = router_for(obj, route("GRPCRoute", "g", only_stable))
+    with pytest.raises(TrafficRoutingError, match=r"^backendRef was not found in grpcRoute$"):
+        router.set_weight(10)
+
+
+def test_no_routes_is_the_plugins_manifest_error() -> None:
+    router, _, _ = router_for(gw_rollout({"namespace": "x"}))
+    with pytest.raises(TrafficRoutingError) as err:
+        router.set_weight(10)
+    assert str(err.value) == gatewayapi.NO_ROUTES_MESSAGE
+
+
+def test_kind_not_served() -> None:
+    obj = gw_rollout({"tcpRoute": "t"})
+    router, _, _ = router_for(obj, served=("HTTPRoute",))
+    with pytest.raises(
+        TrafficRoutingError, match=r"^TCPRoute \(gateway.networking.k8s.io\) is not"
+    ):
+        router.set_weight(10)
+
+
+# -- header routes -------------------------------------------------------------------------------
+
+
+HEADER_ROUTE = SetHeaderRoute.from_dict(
+    {
+        "name": "canary-header",
+        "match": [{"headerName": "X-Canary", "headerValue": {"exact": "yes"}}],
+    }
+)
+HEADER = {"name": "X-Canary", "type": "Exact", "value": "yes"}
+
+
+def header_rollout(config: Obj | None = None) -> Obj:
+    return gw_rollout(
+        config or {"httpRoute": "web-route"}, managedRoutes=[{"name": "canary-header"}]
+    )
+
+
+def test_header_route_added_per_weighted_rule_and_recorded() -> None:
+    filt = {
+        "type": "RequestHeaderModifier",
+        "requestHeaderModifier": {"set": [{"name": "a", "value": "b"}]},
+    }
+    first = weighted_rule(
+        30, 70, matches=[{**PATH_MATCH, "headers": [{"name": "h", "value": "1"}]}]
+    )
+    second = weighted_rule(30, 70, filters=[filt])
+    router, writer, ctx = router_for(
+        header_rollout(), route("HTTPRoute", "web-route", first, second)
+    )
+    router.set_header_route(HEADER_ROUTE)
+    canary_ref = {"group": "", "kind": "Service", "name": "canary", "port": 80}
+    added = [
+        {
+            "name": "canary-header",
+            "matches": [{**PATH_MATCH, "headers": [{"name": "h", "value": "1"}, HEADER]}],
+            "backendRefs": [canary_ref],
+        },
+        {
+            "name": "canary-header-1",
+            "matches": [{"headers": [HEADER]}],
+            "filters": [filt],
+            "backendRefs": [canary_ref],
+        },
+    ]
+    assert rules_of(writer) == [first, second, *added]
+    assert record_of(writer) == {
+        "web": {"canary-header": {"rules": [gatewayapi.fingerprint(a) for a in added]}}
+    }
+    # The same step again changes nothing; weights leave the header rules alone.
+    router.set_header_route(HEADER_ROUTE)
+    router.set_weight(30)
+    assert len(writes(writer)) == 1
+    assert ctx.events[0].reason == "HTTPRouteModified"
+
+
+def test_header_route_recognised_after_the_server_defaults_and_prunes_names() -> None:
+    router, writer, ctx = router_for(
+        header_rollout(), route("HTTPRoute", "web-route", weighted_rule())
+    )
+    router.set_header_route(HEADER_ROUTE)
+    as_stored = copy.deepcopy(stored(writer, "HTTPRoute", "web-route"))
+    managed = as_stored["spec"]["rules"][1]
+    del managed["name"]  # Gateway API before 1.2 has no rule names
+    managed["backendRefs"][0]["weight"] = 1
+    managed["matches"][0]["path"] = {"type": "PathPrefix", "value": "/"}
+    writer.seed(RESOURCES["HTTPRoute"], as_stored)
+    ctx.routed.put(as_stored)
+    router.set_header_route(HEADER_ROUTE)
+    assert len(writes(writer)) == 1
+    router.remove_managed_routes()
+    assert rules_of(writer) == [weighted_rule()]
+    assert record_of(writer) is None
+
+
+def test_header_route_prefix_and_regex_and_invalid_match() -> None:
+    header = SetHeaderRoute.from_dict(
+        {
+            "name": "canary-header",
+            "match": [
+                {"headerName": "a", "headerValue": {"prefix": "v1.2"}},
+                {"headerName": "b", "headerValue": {"regex": "x+"}},
+            ],
+        }
+    )
+    router, writer, _ = router_for(
+        header_rollout(), route("HTTPRoute", "web-route", weighted_rule())
+    )
+    router.set_header_route(header)
+    assert rules_of(writer)[1]["matches"] == [
+        {
+            "headers": [
+                {"name": "a", "type": "RegularExpression", "value": r"^v1\.2.*"},
+                {"name": "b", "type": "RegularExpression", "value": "x+"},
+            ]
+        }
+    ]
+    bad = SetHeaderRoute.from_dict({"name": "canary-header", "match": [{"headerName": "a"}]})
+    with pytest.raises(TrafficRoutingError, match=r"^invalid header match type$"):
+        router.set_header_route(bad)
+
+
+def test_header_route_replaced_then_removed_by_an_empty_match() -> None:
+    router, writer, _ = router_for(
+        header_rollout(), route("HTTPRoute", "web-route", weighted_rule())
+    )
+    router.set_header_route(HEADER_ROUTE)
+    other = SetHeaderRoute.from_dict(
+        {
+            "name": "canary-header",
+            "match": [{"headerName": "X-Canary", "headerValue": {"exact": "no"}}],
+        }
+    )
+    router.set_header_route(other)
+    assert len(rules_of(writer)) == 2
+    assert rules_of(writer)[1]["matches"] == [{"headers": [{**HEADER, "value": "no"}]}]
+    router.set_header_route(SetHeaderRoute.from_dict({"name": "canary-header"}))
+    assert rules_of(writer) == [weighted_rule()]
+    assert record_of(writer) is None
+
+
+def test_header_routes_only_on_routes_with_use_header_routes() -> None:
+    config = {"httpRoutes": [{"name": "a"}, {"name": "b", "useHeaderRoutes": True}]}
+    routes = [route("HTTPRoute", n, weighted_rule()) for n in ("a", "b")]
+    router, writer, _ = router_for(header_rollout(config), *routes)
+    router.set_header_route(HEADER_ROUTE)
+    assert [a.name for a in writes(writer)] == ["b"]
+
+
+def test_header_route_without_a_weighted_rule() -> None:
+    only = route("HTTPRoute", "web-route", {"backendRefs": [backend("stable")]})
+    router, _, _ = router_for(header_rollout(), only)
+    with pytest.raises(TrafficRoutingError, match=r"^backendRef was not found in httpRoute$"):
+        router.set_header_route(HEADER_ROUTE)
+
+
+# -- mirror routes -------------------------------------------------------------------------------
+
+
+def mirror(percentage: int | None = 50, *, match: bool = True) -> SetMirrorRoute:
+    body: Obj = {"name": "mirror-route"}
+    if match:
+        body["match"] = [{"method": {"exact": "GET"}, "headers": {"X-M": {"prefix": "a"}}}]
+    if percentage is not None:
+        body["percentage"] = percentage
+    return SetMirrorRoute.from_dict(body)
+
+
+MIRROR_FILTER = {
+    "type": "RequestMirror",
+    "requestMirror": {
+        "backendRef": {"group": "", "kind": "Service", "name": "canary", "port": 80},
+        "percent": 50,
+    },
+}
+
+
+def mirror_rollout(**config: Any) -> Obj:
+    return gw_rollout(
+        {"httpRoute": "web-route", **config}, managedRoutes=[{"name": "mirror-route"}]
+    )
+
+
+def test_mirror_route_as_a_filter_on_the_weighted_rules_then_removed() -> None:
+    lone = {"backendRefs": [backend("other")]}
+    found = route("HTTPRoute", "web-route", weighted_rule(), lone)
+    router, writer, _ = router_for(mirror_rollout(), found)
+    router.set_mirror_route(mirror())
+    assert rules_of(writer) == [{**weighted_rule(), "filters": [MIRROR_FILTER]}, lone]
+    assert record_of(writer) == {"web": {"mirror-route": {"mirrorFilter": True}}}
+    router.set_mirror_route(mirror())
+    router.set_weight(20)
+    assert rules_of(writer)[0] == {**weighted_rule(20, 80), "filters": [MIRROR_FILTER]}
+    router.set_mirror_route(mirror(match=False))
+    assert rules_of(writer) == [weighted_rule(20, 80), lone]
+    assert record_of(writer) is None
+    assert len(writes(writer)) == 3
+
+
+def test_mirror_filter_without_percentage_and_a_pruned_percent_is_not_rewritten() -> None:
+    router, writer, _ = router_for(
+        mirror_rollout(), route("HTTPRoute", "web-route", weighted_rule())
+    )
+    router.set_mirror_route(mirror(None))
+    assert "percent" not in rules_of(writer)[0]["filters"][0]["requestMirror"]
+    # A server that prunes `percent` (Gateway API before 1.2) stores the filter without it.
+    router, writer, ctx = router_for(
+        mirror_rollout(), route("HTTPRoute", "web-route", weighted_rule())
+    )
+    router.set_mirror_route(mirror(50))
+    as_stored = copy.deepcopy(stored(writer, "HTTPRoute", "web-route"))
+    del as_stored["spec"]["rules"][0]["filters"][0]["requestMirror"]["percent"]
+    writer.seed(RESOURCES["HTTPRoute"], as_stored)
+    ctx.routed.put(as_stored)
+    router.set_mirror_route(mirror(50))
+    assert len(writes(writer)) == 1
+
+
+def test_mirror_route_as_a_rule() -> None:
+    router, writer, _ = router_for(
+        mirror_rollout(mirrorMode="rule"), route("HTTPRoute", "web-route", weighted_rule())
+    )
+    router.set_mirror_route(mirror())
+    rule = {
+        "name": "mirror-route",
+        "matches": [
+            {
+                "method": "GET",
+                "headers": [{"name": "X-M", "type": "RegularExpression", "value": "a.*"}],
+            }
+        ],
+        "filters": [MIRROR_FILTER],
+        "backendRefs": [{"group": "", "kind": "Service", "name": "stable", "port": 80}],
+    }
+    assert rules_of(writer) == [weighted_rule(), rule]
+    router.set_mirror_route(mirror(70))
+    assert len(rules_of(writer)) == 2
+    assert rules_of(writer)[1]["filters"][0]["requestMirror"]["percent"] == 70
+    router.set_mirror_route(mirror(match=False))
+    assert rules_of(writer) == [weighted_rule()]
+
+
+# -- removing managed routes ---------------------------------------------------------------------
+
+
+def test_remove_managed_routes_removes_every_recorded_rule_and_the_plugins_named_ones() -> None:
+    obj = gw_rollout(
+        {"httpRoute": "web-route"},
+        managedRoutes=[{"name": "canary-header"}, {"name": "mirror-route"}, {"name": "legacy"}],
+    )
+    plugin_made = {"name": "legacy-1", "backendRefs": [backend("canary")]}
+    users = {"name": "users", "backendRefs": [backend("canary")]}
+    found = route("HTTPRoute", "web-route", weighted_rule(), plugin_made, users)
+    router, writer, _ = router_for(obj, found)
+    router.set_header_route(HEADER_ROUTE)
+    router.set_mirror_route(mirror())
+    assert len(rules_of(writer)) == 4
+    router.remove_managed_routes()
+    assert rules_of(writer) == [weighted_rule(), users]
+    assert record_of(writer) is None
+    router.remove_managed_routes()
+    assert len(writes(writer)) == 3
+
+
+def test_remove_managed_routes_keeps_other_rollouts_records() -> None:
+    theirs = {"other": {"x": {"rules": ["0123456789abcdef"]}}}
+    found = route("HTTPRoute", "web-route", weighted_rule())
+    found["metadata"]["annotations"] = {gatewayapi.MANAGED_ANNOTATION: json.dumps(theirs)}
+    router, writer, _ = router_for(header_rollout(), found)
+    router.set_header_route(HEADER_ROUTE)
+    assert set(record_of(writer)) == {"other", "web"}
+    router.remove_managed_routes()
+    assert record_of(writer) == theirs
+
+
+def test_remove_managed_routes_skips_routes_that_are_gone() -> None:
+    router, writer, _ = router_for(header_rollout())
+    router.remove_managed_routes()
+    assert writes(writer) == []
+
+
+# -- validation ----------------------------------------------------------------------------------
+
+
+def refs(*found: tuple[str, str, str], served: frozenset[str] | None = frozenset(RESOURCES)) -> Any:
+    return v.ReferencedResources(
+        services={
+            "stable": {"metadata": {"name": "stable"}},
+            "canary": {"metadata": {"name": "canary"}},
+        },
+        router_objects={RouterRef(*ref): {} for ref in found},
+        served_router_kinds=served,
+    )
+
+
+def errors(obj: Obj, references: Any) -> list[str]:
+    return [str(e) for e in v.reference_errors(Rollout.from_dict(obj), references)]
+
+
+def test_validation_of_the_routes() -> None:
+    base = "spec.strategy.canary.trafficRouting"
+    obj = gw_rollout({"namespace": "gw"})
+    assert errors(obj, refs()) == [
+        f"{base}.plugins[argoproj-labs/gatewayAPI]: Required value: {gatewayapi.NO_ROUTES_MESSAGE}"
+    ]
+    obj = gw_rollout({"httpRoutes": [{"name": "a"}], "grpcRoute": "g"}, first_class=True)
+    assert errors(obj, refs()) == [
+        f'{base}.gatewayAPI.httpRoute: Invalid value: "a": '
+        'httproutes.gateway.networking.k8s.io "a" not found'
+    ]
+    assert errors(obj, refs(("HTTPRoute", NS, "a"), served=frozenset({"HTTPRoute"}))) == [
+        f'{base}.gatewayAPI.grpcRoute: Invalid value: "g": '
+        "GRPCRoute (gateway.networking.k8s.io) is not served by the API server"
+    ]
+    assert errors(obj, refs(("HTTPRoute", NS, "a"), ("GRPCRoute", NS, "g"))) == []
+    assert errors(obj, refs(served=None)) == []  # not looked up
+    in_gw = gw_rollout({"httpRoute": "a", "namespace": "gw"})
+    assert errors(in_gw, refs(("HTTPRoute", NS, "a"))) != []
+    assert errors(in_gw, refs(("HTTPRoute", "gw", "a"))) == []
+
+
+def test_header_and_mirror_steps_are_valid_with_the_gateway_api_router() -> None:
+    obj = gw_rollout({"httpRoute": "a"}, first_class=True, managedRoutes=[{"name": "h"}])
+    obj["spec"]["strategy"]["canary"]["steps"] = [
+        {
+            "setHeaderRoute": {
+                "name": "h",
+                "match": [{"headerName": "x", "headerValue": {"exact": "1"}}],
+            }
+        }
+    ]
+    assert v.spec_errors(Rollout.from_dict(obj)) == []
+
+
+# -- which plugins are accepted ------------------------------------------------------------------
+
+
+def routing_of(obj: Obj) -> Any:
+    canary = Rollout.from_dict(obj).spec.strategy.canary  # type: ignore[union-attr]
+    return canary.traffic_routing if canary else None
+
+
+def test_only_the_gateway_api_plugin_is_accepted() -> None:
+    assert unsupported_router(routing_of(gw_rollout({"httpRoute": "a"}))) == ""
+    assert unsupported_router(routing_of(gw_rollout({"httpRoute": "a"}, first_class=True))) == ""
+    other = rollout(
+        strategy={"canary": {"trafficRouting": {"plugins": {PLUGIN: {}, "acme/router": {}}}}}
+    )
+    assert (
+        unsupported_router(routing_of(other))
+        == "trafficRouting.plugins is not supported by this controller yet"
+    )
+
+
+# -- through the controller ----------------------------------------------------------------------
+
+
+class ServedRoutes:
+    """The API's routes as the controller reads them (every Gateway API kind served)."""
+
+    def __init__(self, writer: RecordingWriter) -> None:
+        self.writer = writer
+
+    def served(self, kind: str) -> r.Resource | None:
+        return RESOURCES.get(kind)
+
+    def get(self, resource: r.Resource, namespace: str, name: str) -> Obj | None:
+        return self.writer.objects.get((resource.plural, namespace, name))
+
+
+def test_the_controller_weights_the_plugins_route_and_puts_back_a_change() -> None:
+    from rollout_workers.pool.handlers import Outcome
+    from tests.unit.rollout.test_routing_reconcile import (
+        RoutedSim,
+        controller_for,
+        request,
+        routed_rollout,
+    )
+
+    obj = routed_rollout({"setWeight": 20}, {"pause": {}})
+    obj["spec"]["strategy"]["canary"]["trafficRouting"] = {"plugins": {PLUGIN: {"httpRoute": "rt"}}}
+    sim = RoutedSim(obj)
+    rule = {"backendRefs": [backend("web-stable", 100), backend("web-canary", 0)]}
+    sim.writer.seed(RESOURCES["HTTPRoute"], copy.deepcopy(route("HTTPRoute", "rt", rule)))
+    controller = controller_for(sim.writer, router_objects=ServedRoutes(sim.writer))
+    for _ in range(5):
+        sim.ready()
+        assert controller.sync(request()).outcome != Outcome.ERROR
+    status = sim.rollout["status"]
+    assert "InvalidSpec" not in [c["type"] for c in status["conditions"]]
+    assert status["canary"]["weights"]["verified"] is True
+    assert rules_of(sim.writer, "rt") == [rule]
+    # Someone else edits the route: the next reconcile puts it back.
+    stored(sim.writer, "HTTPRoute", "rt")["spec"]["rules"][0]["backendRefs"][1]["weight"] = 40
+    controller.sync(request())
+    assert rules_of(sim.writer, "rt") == [rule]
