@@ -150,6 +150,16 @@ def gateway_weight(w: World, name: str) -> int | None:
     return None
 
 
+def gateway_routes(w: World, name: str) -> int:
+    """Header routes are rules of their own; a mirror route is, by default, a RequestMirror
+    filter on the weighted rule (the plugin's `mirrorMode: filter`)."""
+    rules = gateway_rules(w, name)
+    mirrors = sum(
+        1 for rule in rules for f in rule.get("filters") or [] if f.get("type") == "RequestMirror"
+    )
+    return max(0, len(rules) - 1) + min(mirrors, 1)
+
+
 GATEWAY = Router(
     "gateway",
     objects=gateway_objects,
@@ -158,7 +168,7 @@ GATEWAY = Router(
         "managedRoutes": MANAGED_ROUTES,
     },
     weight=gateway_weight,
-    routes=lambda w, name: max(0, len(gateway_rules(w, name)) - 1),
+    routes=gateway_routes,
 )
 
 

@@ -57,25 +57,30 @@ UNUSED_BUT_NEEDED = {
         for verb in verbs
     },
     **{
-        ("worker", group, plural, verb): ({"argo", "status-everywhere"},
-            "Istio / Gateway API traffic routing: no scenario installs their CRDs yet")
+        (who, group, plural, verb): ({"argo", "status-everywhere"},
+            "routers no scenario drives: subset-level Istio (DestinationRule), GRPCRoute, "
+            "TCPRoute (unit-tested in test_istio.py and test_gatewayapi.py)")
         for group, plural in (
-            ("networking.istio.io", "virtualservices"),
             ("networking.istio.io", "destinationrules"),
-            ("gateway.networking.k8s.io", "httproutes"),
             ("gateway.networking.k8s.io", "grpcroutes"),
             ("gateway.networking.k8s.io", "tcproutes"),
         )
-        for verb in ("get", "patch", "update")
-    },
-    **{
-        ("watcher", res.group, res.plural, verb): ({"argo", "status-everywhere"},
-            "router reflectors start when a rollout names the kind and its CRD is served: no "
-            "scenario installs a router CRD yet")
-        for res in (versions[0] for versions in r.ROUTER_OBJECTS.values())
-        for verb in ("list", "watch")
+        for who, verb in (("worker", "get"), ("worker", "patch"), ("watcher", "list"),
+                          ("watcher", "watch"))
     },
 }  # fmt: skip
+
+#: Rules the scenarios may or may not exercise, run to run: the worker reads a router object from
+#: the API only until the watcher's on-demand reflector for its kind has listed it (after that,
+#: from the cache), so whether a GET happens depends on which comes first.
+SOMETIMES_USED = {
+    ("worker", group, plural, "get")
+    for group, plural in (
+        ("split.smi-spec.io", "trafficsplits"),
+        ("networking.istio.io", "virtualservices"),
+        ("gateway.networking.k8s.io", "httproutes"),
+    )
+}
 
 #: Calls every authenticated identity may make through the default system:discovery role.
 DISCOVERY_PREFIXES = ("/api", "/apis", "/version", "/openapi")
@@ -275,7 +280,7 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
         expected = {
             k[1:] for k, (shapes, _) in UNUSED_BUT_NEEDED.items() if k[0] == who and shape in shapes
         }
-        unexplained = unused - expected
+        unexplained = unused - expected - {k[1:] for k in SOMETIMES_USED if k[0] == who}
         assert not unexplained, f"{who} is granted rules nothing used: {sorted(unexplained)}"
         stale = expected - unused
         assert not stale, f"listed as unused but used (remove from the table): {sorted(stale)}"

@@ -584,7 +584,7 @@ SCENARIOS = [
     analysis_5_experiment_step,
     analysis_6_inconclusive_then_promote,
     *NGINX_SCENARIOS,
-    *routers.scenarios(routers.SMI),
+    *routers.scenarios(routers.SMI, routers.ISTIO, routers.GATEWAY),
 ]
 
 

@@ -14,11 +14,11 @@ from tests.unit.deploy.render import Obj, overlays, rendered
 #: What the worker's routers do to each router kind, beyond the `get` of an unlisted kind.
 WORKER_WRITES = {
     "TrafficSplit": {"create", "patch"},  # the rollout's own TrafficSplit
-    "VirtualService": {"patch", "update"},  # the user's: changed in place, never created
-    "DestinationRule": {"patch", "update"},
-    "HTTPRoute": {"patch", "update"},
-    "GRPCRoute": {"patch", "update"},
-    "TCPRoute": {"patch", "update"},
+    "VirtualService": {"patch"},  # the user's: changed in place, never created
+    "DestinationRule": {"patch"},
+    "HTTPRoute": {"patch"},
+    "GRPCRoute": {"patch"},
+    "TCPRoute": {"patch"},
 }
 
 
