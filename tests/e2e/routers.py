@@ -42,6 +42,8 @@ class Router:
     routing: Callable[[str, str], Obj]  # (rollout, namespace) -> trafficRouting
     weight: Callable[[World, str], int | None]  # the canary's weight on the router's object
     routes: Callable[[World, str], int]  # how many header/mirror routes the object holds
+    #: The pod hash each subset selects (subset-level routing), else None.
+    subsets: Callable[[World, str], dict[str, str]] | None = None
 
 
 def services(name: str) -> list[Obj]:
@@ -119,6 +121,60 @@ ISTIO = Router(
     routes=lambda w, name: sum(
         1 for route in istio_http(w, name) if route.get("name") in ("header", "mirror")
     ),
+)
+
+
+def istio_subset_objects(name: str, ns: str) -> list[Obj]:
+    """Subset-level: one host, its canary and stable subsets in a DestinationRule."""
+    host = f"{name}-stable"
+    route = [
+        {"destination": {"host": host, "subset": "stable"}, "weight": 100},
+        {"destination": {"host": host, "subset": "canary"}, "weight": 0},
+    ]
+    return [{
+        "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+        "metadata": {"name": f"{name}-vs"},
+        "spec": {"hosts": [f"{name}.example"], "http": [{"name": "primary", "route": route}]},
+    }, {
+        "apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+        "metadata": {"name": f"{name}-dr"},
+        "spec": {"host": host, "subsets": [{"name": "canary"}, {"name": "stable"}]},
+    }]  # fmt: skip
+
+
+def istio_subset_weight(w: World, name: str) -> int | None:
+    for route in istio_http(w, name):
+        if route.get("name") == "primary":
+            for dest in route.get("route") or []:
+                if dest["destination"].get("subset") == "canary":
+                    return int(dest.get("weight") or 0)
+    return None
+
+
+def istio_subsets(w: World, name: str) -> dict[str, str]:
+    rule = get(w, r.DESTINATIONRULES[0], f"{name}-dr") or {}
+    return {
+        subset["name"]: (subset.get("labels") or {}).get(r.POD_TEMPLATE_HASH_LABEL, "")
+        for subset in rule.get("spec", {}).get("subsets") or []
+    }
+
+
+ISTIO_SUBSET = Router(
+    "istio-subset",
+    objects=istio_subset_objects,
+    routing=lambda name, ns: {
+        "istio": {
+            "virtualService": {"name": f"{name}-vs", "routes": ["primary"]},
+            "destinationRule": {
+                "name": f"{name}-dr",
+                "canarySubsetName": "canary",
+                "stableSubsetName": "stable",
+            },
+        }
+    },
+    weight=istio_subset_weight,
+    routes=lambda w, name: 0,
+    subsets=istio_subsets,
 )
 
 
@@ -242,9 +298,9 @@ def abort_weight_back_before_scale_down(router: Router) -> Callable[[World], Non
     def scenario(w: World) -> None:
         from tests.e2e.test_rollouts import phase, promoted, selector, status
 
-        name = f"{router.name[:2]}a"
+        name = f"{router.name[:2]}{router.name[-1]}a"
         steps = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 60}, {"pause": {}}]
-        routed_canary(w, router, name, steps, abortScaleDownDelaySeconds=3)
+        routed_canary(w, router, name, steps, abortScaleDownDelaySeconds=10)
         stable = w.wait(name, promoted, "first deploy")["status"]["stableRS"]
         w.cli("set", "image", name, "app=demo:2")
         new = w.wait(
@@ -252,6 +308,8 @@ def abort_weight_back_before_scale_down(router: Router) -> Callable[[World], Non
             lambda o: phase(o) == "Paused" and router.weight(w, name) == 20,
             "paused at weight 20",
         )["status"]["currentPodHash"]
+        if router.subsets is not None:
+            assert router.subsets(w, name) == {"canary": new, "stable": stable}
         w.cli("abort", name)
         weight_back: int | None = None
         deadline = time.monotonic() + TIMEOUT
@@ -266,14 +324,22 @@ def abort_weight_back_before_scale_down(router: Router) -> Callable[[World], Non
         assert weight_back == 1, f"the weight went back to 0 with {weight_back} canary replicas"
         aborted = w.wait(name, lambda o: phase(o) == "Degraded", "aborted")
         assert status(aborted)["stableRS"] == stable and selector(w, f"{name}-stable") == stable
+        if router.subsets is not None:
+            # Argo's UpdateHash: the canary subset follows the new ReplicaSet (still there,
+            # scaled to 0), the stable subset the stable.
+            assert router.subsets(w, name)["stable"] == stable
 
-    scenario.__name__ = f"{router.name}_2_abort_weight_back_before_scale_down"
+    scenario.__name__ = f"{router.name.replace('-', '_')}_2_abort_weight_back_before_scale_down"
     return scenario
 
 
 def scenarios(*routers: Router) -> list[Callable[[World], None]]:
-    return [
+    """Both scenarios for each router; subset-level Istio (a variant) runs the abort one."""
+    found = [
         make(router)
         for router in routers
         for make in (weights_follow_the_steps, abort_weight_back_before_scale_down)
     ]
+    if ISTIO in routers:
+        found.append(abort_weight_back_before_scale_down(ISTIO_SUBSET))
+    return found

@@ -58,10 +58,9 @@ UNUSED_BUT_NEEDED = {
     },
     **{
         (who, group, plural, verb): ({"argo", "status-everywhere"},
-            "routers no scenario drives: subset-level Istio (DestinationRule), GRPCRoute, "
-            "TCPRoute (unit-tested in test_istio.py and test_gatewayapi.py)")
+            "route kinds no scenario drives: GRPCRoute, TCPRoute (unit-tested in "
+            "test_gatewayapi.py)")
         for group, plural in (
-            ("networking.istio.io", "destinationrules"),
             ("gateway.networking.k8s.io", "grpcroutes"),
             ("gateway.networking.k8s.io", "tcproutes"),
         )
@@ -78,6 +77,7 @@ SOMETIMES_USED = {
     for group, plural in (
         ("split.smi-spec.io", "trafficsplits"),
         ("networking.istio.io", "virtualservices"),
+        ("networking.istio.io", "destinationrules"),
         ("gateway.networking.k8s.io", "httproutes"),
     )
 }

@@ -540,7 +540,7 @@ def nginx_2_abort_weight_back_before_scale_down(w: World) -> None:
     """Aborted at weight 20: the canary Ingress goes back to 0 while the canary ReplicaSet still
     has its pods (abortScaleDownDelaySeconds), and only then is the canary scaled down."""
     steps = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 60}, {"pause": {}}]
-    w.apply(*nginx_canary("na", 5, steps, abortScaleDownDelaySeconds=3))
+    w.apply(*nginx_canary("na", 5, steps, abortScaleDownDelaySeconds=10))
     stable = w.wait("na", promoted, "first deploy")["status"]["stableRS"]
     w.cli("set", "image", "na", "app=demo:2")
     new = w.wait(
