@@ -1,12 +1,13 @@
-"""The traffic-router scenarios (SMI, Istio, Gateway API), run with the others under chaos by
-test_rollouts.py. Each router's CRDs are installed through the embedded API's CRD support
-(tests/support/routercrds.py); the weights are read from the router's own object:
+"""The traffic-router scenarios (nginx, SMI, Istio, Gateway API), run with the others under
+chaos by test_rollouts.py. The routers' CRDs are installed through the embedded API's CRD
+support (tests/support/routercrds.py); the weights are read from the router's own object:
 
 - the weights follow setWeight step by step, and end 0/100 after promotion with the stable
   Service on the new pod hash;
 - on abort the weight goes back to the stable before the canary is scaled down;
 - Istio and Gateway API: a header route and a mirror route appear at their steps and are gone
-  at the end; SMI: setCanaryScale keeps the canary at its replicas while the weight moves.
+  at the end; nginx and SMI: setCanaryScale keeps the canary at its replicas while the weight
+  moves.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Router:
     routes: Callable[[World, str], int]  # how many header/mirror routes the object holds
     #: The pod hash each subset selects (subset-level routing), else None.
     subsets: Callable[[World, str], dict[str, str]] | None = None
+    #: Header and mirror routes (Istio, Gateway API); the others run setCanaryScale instead.
+    managed_routes: bool = False
 
 
 def services(name: str) -> list[Obj]:
@@ -59,6 +62,39 @@ def get(w: World, resource: r.Resource, name: str) -> Obj | None:
         return w.kube.get(resource, w.namespace, name)
     except NotFound:
         return None
+
+
+# -- nginx --------------------------------------------------------------------------------------
+
+NGINX_WEIGHT = "nginx.ingress.kubernetes.io/canary-weight"
+
+
+def nginx_objects(name: str, ns: str) -> list[Obj]:
+    """A stable Ingress `<name>-ing` sending `/` to the stable Service."""
+    backend = {"service": {"name": f"{name}-stable", "port": {"number": 80}}}
+    return [{
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": f"{name}-ing"},
+        "spec": {"rules": [{"host": f"{name}.example", "http": {"paths": [
+            {"path": "/", "pathType": "Prefix", "backend": backend}]}}]},
+    }]  # fmt: skip
+
+
+def nginx_weight(w: World, name: str) -> int | None:
+    """The canary Ingress's canary-weight annotation (None while there is no canary Ingress)."""
+    ingress = get(w, r.INGRESSES, f"{name}-{name}-ing-canary")
+    if ingress is None:
+        return None
+    return int(ingress["metadata"]["annotations"][NGINX_WEIGHT])
+
+
+NGINX = Router(
+    "nginx",
+    objects=nginx_objects,
+    routing=lambda name, ns: {"nginx": {"stableIngress": f"{name}-ing"}},
+    weight=nginx_weight,
+    routes=lambda w, name: 0,
+)
 
 
 # -- SMI ----------------------------------------------------------------------------------------
@@ -118,6 +154,7 @@ ISTIO = Router(
         "managedRoutes": MANAGED_ROUTES,
     },
     weight=istio_weight,
+    managed_routes=True,
     routes=lambda w, name: sum(
         1 for route in istio_http(w, name) if route.get("name") in ("header", "mirror")
     ),
@@ -224,6 +261,7 @@ GATEWAY = Router(
         "managedRoutes": MANAGED_ROUTES,
     },
     weight=gateway_weight,
+    managed_routes=True,
     routes=gateway_routes,
 )
 
@@ -249,7 +287,7 @@ def weights_follow_the_steps(router: Router) -> Callable[[World], None]:
         from tests.e2e.test_rollouts import phase, promoted, selector, status
 
         name = f"{router.name[:2]}w"
-        with_routes = router is not SMI
+        with_routes = router.managed_routes
         first = [{"setCanaryScale": {"replicas": 2}}] if not with_routes else []
         extra = [HEADER_ROUTE, MIRROR_ROUTE] if with_routes else []
         steps = [*first, {"setWeight": 20}, *extra, {"pause": {}}, {"setWeight": 60}, {"pause": {}}]

@@ -1,9 +1,9 @@
 """Issue scenarios end to end: real watcher, beat and worker processes on the embedded API,
 every user action through the `rollouts` CLI: the rollout scenarios of #4, the analysis and
 experiment scenarios of #5 (web metrics from an in-process endpoint, job metrics completed by
-the embedded API's Job controller) and the nginx traffic-routing ones. They run concurrently,
-one namespace each, with three worker hosts while a thread kill -9s a random one every 0.5-1.5 s
-(and starts it again); every end state they assert must hold.
+the embedded API's Job controller) and the traffic-routing ones (tests/e2e/routers.py). They
+run concurrently, one namespace each, with three worker hosts while a thread kill -9s a random
+one every 0.5-1.5 s (and starts it again); every end state they assert must hold.
 """
 
 from __future__ import annotations
@@ -471,104 +471,6 @@ def analysis_6_inconclusive_then_promote(w: World) -> None:
     assert len(runs_of(w, "Step")) == 1
 
 
-# -- traffic routing (nginx) ----------------------------------------------------------------------
-
-NGINX_WEIGHT = "nginx.ingress.kubernetes.io/canary-weight"
-
-
-def nginx_canary(name: str, replicas: int, steps: list[Obj], **strategy: Any) -> list[Obj]:
-    """Stable and canary Services, a stable Ingress `<name>-ing` sending `/` to the stable
-    Service, and a canary rollout routing through it with the nginx router."""
-    svc = [
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-{kind}"},
-         "spec": {"selector": {"app": name}, "ports": [{"port": 80}]}}
-        for kind in ("stable", "canary")
-    ]  # fmt: skip
-    backend = {"service": {"name": f"{name}-stable", "port": {"number": 80}}}
-    ingress = {
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": f"{name}-ing"},
-        "spec": {"rules": [{"host": f"{name}.example", "http": {"paths": [
-            {"path": "/", "pathType": "Prefix", "backend": backend}]}}]},
-    }  # fmt: skip
-    ro = canary(name, replicas, steps)
-    ro["spec"]["strategy"]["canary"].update(
-        stableService=f"{name}-stable",
-        canaryService=f"{name}-canary",
-        trafficRouting={"nginx": {"stableIngress": f"{name}-ing"}},
-        **strategy,
-    )
-    return [*svc, ingress, ro]
-
-
-def canary_weight(w: World, name: str) -> str | None:
-    """The canary Ingress's canary-weight annotation (None while there is no canary Ingress)."""
-    found = [i for i in w.list(r.INGRESSES) if i["metadata"]["name"] == f"{name}-{name}-ing-canary"]
-    return found[0]["metadata"]["annotations"].get(NGINX_WEIGHT) if found else None
-
-
-def nginx_1_weights_follow_the_steps(w: World) -> None:
-    """setWeight 20, pause, setWeight 60, pause: the canary Ingress carries each step's weight,
-    and 0 once fully promoted, with the stable Service on the new pods."""
-    steps = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 60}, {"pause": {}}]
-    w.apply(*nginx_canary("ng", 5, steps))
-    w.wait("ng", lambda o: promoted(o) and canary_weight(w, "ng") == "0", "first deploy")
-    w.cli("set", "image", "ng", "app=demo:2")
-    new = w.wait(
-        "ng",
-        lambda o: phase(o) == "Paused" and canary_weight(w, "ng") == "20",
-        "paused at weight 20",
-    )["status"]["currentPodHash"]
-    w.cli("promote", "ng")
-    w.wait(
-        "ng",
-        lambda o: (
-            phase(o) == "Paused"
-            and status(o).get("currentStepIndex") == 3
-            and canary_weight(w, "ng") == "60"
-        ),
-        "paused at weight 60",
-    )
-    assert new in w.replicas("ng") and w.replicas("ng")[new] == 3
-    w.cli("promote", "ng")
-    done = w.wait("ng", lambda o: promoted(o) and canary_weight(w, "ng") == "0", "promoted")
-    assert status(done)["stableRS"] == new and selector(w, "ng-stable") == new
-    assert "TrafficWeightUpdated" in w.reasons()
-
-
-def nginx_2_abort_weight_back_before_scale_down(w: World) -> None:
-    """Aborted at weight 20: the canary Ingress goes back to 0 while the canary ReplicaSet still
-    has its pods (abortScaleDownDelaySeconds), and only then is the canary scaled down."""
-    steps = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 60}, {"pause": {}}]
-    w.apply(*nginx_canary("na", 5, steps, abortScaleDownDelaySeconds=10))
-    stable = w.wait("na", promoted, "first deploy")["status"]["stableRS"]
-    w.cli("set", "image", "na", "app=demo:2")
-    new = w.wait(
-        "na",
-        lambda o: phase(o) == "Paused" and canary_weight(w, "na") == "20",
-        "paused at weight 20",
-    )["status"]["currentPodHash"]
-    w.cli("abort", "na")
-    # Poll both: the first sample with the weight back at 0 must still show the canary's pods.
-    weight_back: int | None = None
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        weight, replicas = canary_weight(w, "na"), w.replicas("na").get(new)
-        if weight == "0" and weight_back is None:
-            weight_back = replicas
-        if replicas == 0:
-            break
-        assert time.monotonic() < deadline, f"canary not scaled down: {weight=} {replicas=}"
-        time.sleep(0.1)
-    assert weight_back == 1, f"the weight went back to 0 with {weight_back} canary replicas"
-    assert canary_weight(w, "na") == "0"
-    aborted = w.wait("na", lambda o: phase(o) == "Degraded", "aborted")
-    assert status(aborted)["stableRS"] == stable and selector(w, "na-stable") == stable
-
-
-NGINX_SCENARIOS = [nginx_1_weights_follow_the_steps, nginx_2_abort_weight_back_before_scale_down]
-
-
 SCENARIOS = [
     scenario_1_scaling_while_paused,
     scenario_2_abort_retry_promote,
@@ -583,8 +485,7 @@ SCENARIOS = [
     analysis_4_pre_and_post_then_fast_rollback,
     analysis_5_experiment_step,
     analysis_6_inconclusive_then_promote,
-    *NGINX_SCENARIOS,
-    *routers.scenarios(routers.SMI, routers.ISTIO, routers.GATEWAY),
+    *routers.scenarios(routers.NGINX, routers.SMI, routers.ISTIO, routers.GATEWAY),
 ]
 
 
