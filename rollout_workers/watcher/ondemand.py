@@ -163,6 +163,18 @@ class OnDemandReflectors:
             thread.start()
             self.threads.append(thread)
 
+    def running(self) -> list[Reflector]:
+        with self._lock:
+            return list(self.reflectors.values())
+
+    def mark_listed(self) -> None:
+        """Record again every running reflector that has listed its type (after Redis lost
+        the record: see recovery.py); raises redis.RedisError."""
+        with self._lock:
+            names = [n for n, ref in self.reflectors.items() if ref.stats.synced.is_set()]
+        if names:
+            self._redis.sadd(self._key, *names)
+
     def _mark_synced(self, reflector: Reflector) -> None:
         while not self._stop.is_set():
             if reflector.stats.synced.wait(0.5):

@@ -143,6 +143,21 @@ class Watcher:
             except Exception as err:
                 log.warning("cannot read the kinds rollouts reference: %s", err)
 
+    def redis_check(self) -> RedisCheck:
+        """The leader's check of Redis (recovery.py), over every reflector running, those
+        started on demand included."""
+        on_demand = self.on_demand
+        return RedisCheck(
+            self.runtime.redis,
+            epoch=CacheEpoch(self.runtime.redis, prefix=self.settings.redis.key_prefix),
+            reflectors=lambda: [
+                *self.reflectors,
+                *(on_demand.running() if on_demand is not None else []),
+            ],
+            requeue=self.requeue_all,
+            on_recovered=on_demand.mark_listed if on_demand is not None else lambda: None,
+        )
+
     def synced(self) -> bool:
         return all(ref.stats.synced.is_set() for ref in self.reflectors)
 
@@ -231,12 +246,7 @@ def run(settings: Settings, redis_url: str) -> int:
     leading.set()
     watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop)
     log.info("%s leads; starting %d reflectors", identity, len(watcher.reflectors))
-    check = RedisCheck(
-        runtime.redis,
-        epoch=CacheEpoch(runtime.redis, prefix=settings.redis.key_prefix),
-        reflectors=watcher.reflectors,
-        requeue=watcher.requeue_all,
-    )
+    check = watcher.redis_check()
     watcher.start()
     health.leading(watcher.reflectors, watcher.threads)
 

@@ -9,9 +9,11 @@ Redis can lose writes in two ways, and the queues, timers and cache with them:
   change of the server's `run_id` (a restart between two checks), counts as a possible loss.
 
 Either way the answer is the same and costs one relist: every reflector lists its type again
-(in its own thread, see Reflector.request_relist), which rewrites what the cache lost; then the
-epoch is written anew and every rollout, AnalysisRun and Experiment in the cache is added to
-its queue (as a resync does). Every reconcile re-arms its own timers, so timers lost with Redis
+(in its own thread, see Reflector.request_relist), which rewrites what the cache lost, the
+reflectors started on demand included (workloads, routers: their "listed" marks, which workers
+wait for, went with Redis and are set again by `on_recovered`); then the epoch is written anew
+and every rollout, AnalysisRun and Experiment in the cache is added to its queue (as a resync
+does). Every reconcile re-arms its own timers, so timers lost with Redis
 come back with that requeue. The check is one pipelined round trip a second (GET + INFO).
 """
 
@@ -32,6 +34,8 @@ log = logging.getLogger(__name__)
 
 #: Requeues every key of every kind; returns the number of keys per kind.
 Requeue = Callable[[], dict[str, int]]
+#: The reflectors running now (those started on demand come and go with the rollouts).
+Reflectors = Sequence[Reflector] | Callable[[], Sequence[Reflector]]
 
 
 class RedisCheck:
@@ -40,19 +44,24 @@ class RedisCheck:
         client: redis.Redis,
         *,
         epoch: CacheEpoch,
-        reflectors: Sequence[Reflector],
+        reflectors: Reflectors,
         requeue: Requeue,
+        on_recovered: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._redis, self._epoch, self._reflectors = client, epoch, reflectors
-        self._requeue = requeue
+        self._redis, self._epoch = client, epoch
+        self._reflectors = reflectors if callable(reflectors) else lambda: reflectors
+        self._requeue, self._on_recovered = requeue, on_recovered
         self._clock = clock
         self.outage = OutageLog("redis", log, clock)
         self.epoch: str | None = None
         self.run_id: str | None = None
         self.recoveries = 0
         #: The relist generation asked of each reflector, while a recovery runs.
-        self._pending: list[int] | None = [1] * len(reflectors)  # the first list
+        self._pending: list[tuple[Reflector, int]] | None = [
+            (r, 1)
+            for r in self._reflectors()  # the first list
+        ]
         self._reason = "start"
         self._started = clock()
 
@@ -94,13 +103,13 @@ class RedisCheck:
         self._reason = reason
         self._started = self._clock()
         self.epoch = None
-        self._pending = [r.request_relist() for r in self._reflectors]
+        self._pending = [(r, r.request_relist()) for r in self._reflectors()]
 
     def _finish(self) -> None:
         pending = self._pending
         if pending is None:
             return
-        if not all(r.relisted(g) for r, g in zip(self._reflectors, pending, strict=True)):
+        if not all(r.relisted(g) for r, g in pending):
             return
         try:
             requeued: dict[str, int] = {}
@@ -113,6 +122,7 @@ class RedisCheck:
                     self._begin("the cache epoch is gone")
                     return
             else:
+                self._on_recovered()
                 self.epoch = self._epoch.mark()
                 requeued = self._requeue()
         except redis.RedisError as err:

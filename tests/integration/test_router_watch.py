@@ -215,3 +215,28 @@ def test_the_worker_reads_a_kind_at_the_version_its_cache_was_listed_at(
     assert newer is not None and api.gets == [r.VIRTUALSERVICES[0]]
     # Other kinds are unaffected.
     assert reader.served("HTTPRoute") == r.HTTPROUTES[0]
+
+
+def test_after_redis_loses_everything_an_on_demand_kind_is_relisted_and_listed_again(
+    watcher: Watcher, cluster: DevClusterThread, rdb: redis.Redis, tmp_path: Path
+) -> None:
+    """Workers read a router (or workload) kind's cache only once it is marked listed; that
+    mark goes with a Redis restart without persistence. The leader's recovery relists the
+    on-demand reflectors with the others and marks them listed again."""
+    user = user_kube(cluster, tmp_path, "user")
+    assert watcher.on_demand is not None
+    install_router_crds(user, ROUTER_CRDS["VirtualService"])
+    served = r.VIRTUALSERVICES[0]
+    user.create(served, NS, virtual_service(served, "vs", 100))
+    user.create(r.ROLLOUTS, NS, istio_rollout("web", "vs"))
+    check = watcher.redis_check()
+    wait_for(lambda: check.poll() and not check.recovering, 15, "the first lists")
+    wait_for(lambda: served.cache_name in listed_caches(rdb, "rw"), 15, "the kind listed")
+
+    rdb.flushall()
+    assert check.poll() and check.recovering
+    wait_for(lambda: check.poll() and not check.recovering, 15, "the recovery")
+    assert served.cache_name in listed_caches(rdb, "rw")
+    cached = Lister(rdb, prefix="rw", resource=served).get(f"{NS}/vs")
+    assert cached is not None and check.recoveries == 1
+    assert f"{NS}/web" in queued(rdb)

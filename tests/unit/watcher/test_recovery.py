@@ -174,3 +174,34 @@ def test_an_epoch_lost_during_the_first_lists_starts_a_full_recovery() -> None:
     w.relist_all()
     w.check.poll()
     assert not w.check.recovering and w.requeues == 1 and w.redis.data[w.epoch.key]
+
+
+def test_reflectors_started_on_demand_are_relisted_and_marked_listed_again() -> None:
+    """Workload and router reflectors start after the leader does: a recovery relists those
+    running at the time, and marks them listed again (workers wait for that mark) before the
+    keys are requeued."""
+    w = started("e0")
+    on_demand: list[FakeReflector] = []
+    marks: list[int] = []
+    w.check = RedisCheck(
+        w.redis,  # type: ignore[arg-type]
+        epoch=w.epoch,
+        reflectors=lambda: [*w.reflectors, *on_demand],  # type: ignore[list-item]
+        requeue=w.requeue,
+        on_recovered=lambda: marks.append(w.requeues),
+    )
+    w.check.poll()
+    w.relist_all()
+    w.check.poll()
+    assert not w.check.recovering and marks == []  # a start marks nothing
+    on_demand.append(FakeReflector())  # a rollout names a workload: its reflector starts
+    on_demand[0].relist()
+    w.redis.data.clear()
+    assert w.check.poll() and w.check.recovering
+    assert on_demand[0].wanted == 2
+    w.relist_all()
+    w.check.poll()
+    assert w.check.recovering  # the on-demand reflector has not relisted yet
+    on_demand[0].relist()
+    w.check.poll()
+    assert not w.check.recovering and marks == [0] and w.requeues == 1
