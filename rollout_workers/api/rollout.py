@@ -385,7 +385,7 @@ class GatewayAPIRoute(KubeModel):
 class GatewayAPITrafficRouting(OpenModel):
     """Canary weights through Gateway API routes: the config of Argo's gatewayAPI plugin
     (argoproj-labs/rollouts-plugin-trafficrouter-gatewayapi), as is. Fields it has that this
-    controller does not apply (tlsRoutes, route selectors, in-progress labels) are kept."""
+    controller does not apply (route selectors, in-progress labels) are kept."""
 
     http_route: str | None = None
     http_routes: list[GatewayAPIRoute] | None = None
@@ -393,6 +393,8 @@ class GatewayAPITrafficRouting(OpenModel):
     grpc_routes: list[GatewayAPIRoute] | None = None
     tcp_route: str | None = None
     tcp_routes: list[GatewayAPIRoute] | None = None
+    tls_route: str | None = None
+    tls_routes: list[GatewayAPIRoute] | None = None
     namespace: str | None = None
     """Where the routes live; the rollout's namespace when unset."""
     config_map: str | None = None

@@ -9,9 +9,9 @@ Ingresses are always cached, see cache/indexers.py).
 - SMI: the TrafficSplit `trafficSplitName`, by default the rollout's name;
 - Istio: each VirtualService (`virtualService` or `virtualServices`) and the DestinationRule;
   a name `<name>.<namespace>` names one in another namespace, as in Argo;
-- Gateway API: the HTTPRoutes, GRPCRoutes and TCPRoutes of `gatewayAPI`, or of the config of
-  Argo's gatewayAPI plugin (`plugins["argoproj-labs/gatewayAPI"]`), in its `namespace` when
-  set, else the rollout's.
+- Gateway API: the HTTPRoutes, GRPCRoutes, TCPRoutes and TLSRoutes of `gatewayAPI`, or of the
+  config of Argo's gatewayAPI plugin (`plugins["argoproj-labs/gatewayAPI"]`), in its
+  `namespace` when set, else the rollout's.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ GATEWAY_ROUTE_FIELDS = {
     "HTTPRoute": ("httpRoute", "httpRoutes"),
     "GRPCRoute": ("grpcRoute", "grpcRoutes"),
     "TCPRoute": ("tcpRoute", "tcpRoutes"),
+    "TLSRoute": ("tlsRoute", "tlsRoutes"),
 }
 
 

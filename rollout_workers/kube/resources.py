@@ -80,6 +80,7 @@ DESTINATIONRULES = _versions(
 HTTPROUTES = _versions("httproutes", "gateway.networking.k8s.io", "HTTPRoute", "v1", "v1beta1")
 GRPCROUTES = _versions("grpcroutes", "gateway.networking.k8s.io", "GRPCRoute", "v1", "v1alpha2")
 TCPROUTES = _versions("tcproutes", "gateway.networking.k8s.io", "TCPRoute", "v1alpha2")
+TLSROUTES = _versions("tlsroutes", "gateway.networking.k8s.io", "TLSRoute", "v1alpha3", "v1alpha2")
 #: The objects of traffic routers that are CRDs (optional, in several versions), by kind: the
 #: versions a cluster may serve, newest first. The controller speaks the newest one served.
 ROUTER_OBJECTS: dict[str, tuple[Resource, ...]] = {
@@ -91,6 +92,7 @@ ROUTER_OBJECTS: dict[str, tuple[Resource, ...]] = {
         HTTPROUTES,
         GRPCROUTES,
         TCPROUTES,
+        TLSROUTES,
     )
 }
 PODS = Resource("pods", "", "v1", "Pod")

@@ -58,11 +58,12 @@ UNUSED_BUT_NEEDED = {
     },
     **{
         (who, group, plural, verb): ({"argo", "status-everywhere"},
-            "route kinds no scenario drives: GRPCRoute, TCPRoute (unit-tested in "
+            "route kinds no scenario drives: GRPCRoute, TCPRoute, TLSRoute (unit-tested in "
             "test_gatewayapi.py)")
         for group, plural in (
             ("gateway.networking.k8s.io", "grpcroutes"),
             ("gateway.networking.k8s.io", "tcproutes"),
+            ("gateway.networking.k8s.io", "tlsroutes"),
         )
         for who, verb in (("worker", "get"), ("worker", "patch"), ("watcher", "list"),
                           ("watcher", "watch"))

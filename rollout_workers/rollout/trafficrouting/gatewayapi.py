@@ -1,5 +1,5 @@
-"""The Gateway API router: the canary weight on the backendRefs of HTTPRoutes, GRPCRoutes and
-TCPRoutes, natively, configured exactly as Argo's plugin argoproj-labs/gatewayAPI
+"""The Gateway API router: the canary weight on the backendRefs of HTTPRoutes, GRPCRoutes,
+TCPRoutes and TLSRoutes, natively, configured exactly as Argo's plugin argoproj-labs/gatewayAPI
 (rollouts-plugin-trafficrouter-gatewayapi) is: `trafficRouting.plugins["argoproj-labs/gatewayAPI"]`
 or the first-class `trafficRouting.gatewayAPI` of the same shape.
 
@@ -40,7 +40,7 @@ changed is put back. A rule already there whose fingerprint matches the desired 
 stored, so a field an older Gateway API prunes (rule names, mirror `percent`) does not cause a
 write on every reconcile.
 
-Not carried over: TLSRoutes, the label-selector discovery of routes (`httpRouteSelector`, ...),
+Not carried over: the label-selector discovery of routes (`httpRouteSelector`, ...),
 the in-progress label, header routes on GRPCRoutes, and adding experiment services as new
 backendRefs (additional destinations already named by the weighted rules get their weight).
 """
@@ -79,9 +79,19 @@ Obj = dict[str, Any]
 
 TYPE = "GatewayAPI"
 GROUP = "gateway.networking.k8s.io"
-KINDS = ("HTTPRoute", "GRPCRoute", "TCPRoute")
-PLURALS = {"HTTPRoute": "httproutes", "GRPCRoute": "grpcroutes", "TCPRoute": "tcproutes"}
-FIELDS = {"HTTPRoute": "httpRoute", "GRPCRoute": "grpcRoute", "TCPRoute": "tcpRoute"}
+KINDS = ("HTTPRoute", "GRPCRoute", "TCPRoute", "TLSRoute")
+PLURALS = {
+    "HTTPRoute": "httproutes",
+    "GRPCRoute": "grpcroutes",
+    "TCPRoute": "tcproutes",
+    "TLSRoute": "tlsroutes",
+}
+FIELDS = {
+    "HTTPRoute": "httpRoute",
+    "GRPCRoute": "grpcRoute",
+    "TCPRoute": "tcpRoute",
+    "TLSRoute": "tlsRoute",
+}
 MANAGED_ANNOTATION = "rollout-workers/managed-routes"
 MIRROR = "RequestMirror"
 DEFAULT_MAX_TRAFFIC_WEIGHT = 100
@@ -137,6 +147,7 @@ def routes(config: GatewayAPITrafficRouting) -> list[Route]:
         ("HTTPRoute", config.http_route, config.http_routes),
         ("GRPCRoute", config.grpc_route, config.grpc_routes),
         ("TCPRoute", config.tcp_route, config.tcp_routes),
+        ("TLSRoute", config.tls_route, config.tls_routes),
     ):
         for entry in many or []:
             out.append(Route(kind, entry.name, bool(entry.use_header_routes)))

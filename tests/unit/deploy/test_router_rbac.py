@@ -19,6 +19,7 @@ WORKER_WRITES = {
     "HTTPRoute": {"patch"},
     "GRPCRoute": {"patch"},
     "TCPRoute": {"patch"},
+    "TLSRoute": {"patch"},
 }
 
 

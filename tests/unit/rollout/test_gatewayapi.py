@@ -1,8 +1,8 @@
 """The Gateway API router, after the gatewayAPI plugin's tests (pkg/plugin/plugin_test.go,
-httproute_mirror_test.go): weights on HTTPRoutes, GRPCRoutes and TCPRoutes, configured as the
-plugin or the first-class field; header and mirror routes added, replaced and removed; the
-managed rules removed at the end; the plugin's errors; a foreign weight change put back. Then the
-validation of the routes, and the refusal of other plugins."""
+httproute_mirror_test.go): weights on HTTPRoutes, GRPCRoutes, TCPRoutes and TLSRoutes,
+configured as the plugin or the first-class field; header and mirror routes added, replaced and
+removed; the managed rules removed at the end; the plugin's errors; a foreign weight change put
+back. Then the validation of the routes, and the refusal of other plugins."""
 
 from __future__ import annotations
 
@@ -28,7 +28,12 @@ from tests.unit.rollout.test_controller import NS, T0, rollout
 
 Obj = dict[str, Any]
 PLUGIN = "argoproj-labs/gatewayAPI"
-RESOURCES = {"HTTPRoute": r.HTTPROUTES[0], "GRPCRoute": r.GRPCROUTES[0], "TCPRoute": r.TCPROUTES[0]}
+RESOURCES = {
+    "HTTPRoute": r.HTTPROUTES[0],
+    "GRPCRoute": r.GRPCROUTES[0],
+    "TCPRoute": r.TCPROUTES[0],
+    "TLSRoute": r.TLSROUTES[0],
+}
 
 
 def gw_rollout(config: Obj, *, first_class: bool = False, **routing: Any) -> Obj:
@@ -141,7 +146,12 @@ def test_weight_again_writes_nothing() -> None:
 
 @pytest.mark.parametrize(
     ("field", "kind"),
-    [("grpcRoute", "GRPCRoute"), ("tcpRoute", "TCPRoute"), ("httpRoute", "HTTPRoute")],
+    [
+        ("grpcRoute", "GRPCRoute"),
+        ("tcpRoute", "TCPRoute"),
+        ("tlsRoute", "TLSRoute"),
+        ("httpRoute", "HTTPRoute"),
+    ],
 )
 def test_each_kind_is_weighted(field: str, kind: str) -> None:
     obj = gw_rollout({field: "r1"})
@@ -157,6 +167,7 @@ def test_several_routes_of_each_kind_and_rules_naming_one_service_left_alone() -
         "httpRoutes": [{"name": "a"}, {"name": "b", "useHeaderRoutes": True}],
         "grpcRoutes": [{"name": "g"}],
         "tcpRoutes": [{"name": "t"}],
+        "tlsRoutes": [{"name": "s"}],
     }
     lone = {"backendRefs": [backend("canary")]}
     routes = [
@@ -164,10 +175,11 @@ def test_several_routes_of_each_kind_and_rules_naming_one_service_left_alone() -
         route("HTTPRoute", "b", weighted_rule(), weighted_rule(matches=[PATH_MATCH])),
         route("GRPCRoute", "g", weighted_rule()),
         route("TCPRoute", "t", weighted_rule()),
+        route("TLSRoute", "s", weighted_rule()),
     ]
     router, writer, _ = router_for(gw_rollout(config), *routes)
     router.set_weight(40)
-    assert [a.name for a in writes(writer)] == ["a", "b", "g", "t"]
+    assert [a.name for a in writes(writer)] == ["a", "b", "g", "t", "s"]
     assert rules_of(writer, "a") == [weighted_rule(40, 60), lone]
     assert rules_of(writer, "b") == [
         weighted_rule(40, 60),
@@ -175,6 +187,7 @@ def test_several_routes_of_each_kind_and_rules_naming_one_service_left_alone() -
     ]
     assert rules_of(writer, "g", "GRPCRoute") == [weighted_rule(40, 60)]
     assert rules_of(writer, "t", "TCPRoute") == [weighted_rule(40, 60)]
+    assert rules_of(writer, "s", "TLSRoute") == [weighted_rule(40, 60)]
 
 
 def test_routes_in_the_configs_namespace() -> None:
