@@ -73,7 +73,8 @@ def rolling_back_from(ctx: RolloutContext) -> str | None:
     to its stable (Argo's isDynamicallyRollingBackToStable): fully promoted, because the
     template went back to the stable's during an update, with dynamicStableScale, the weights
     still naming another canary, and the stable not yet fully available. None otherwise."""
-    if not (fully_promoted(ctx) and ctx.canary.dynamic_stable_scale and routers_for(ctx)):
+    canary = ctx.canary
+    if not (fully_promoted(ctx) and canary.dynamic_stable_scale and canary.traffic_routing):
         return None
     status = ctx.rollout.status or RolloutStatus()
     weights = status.canary.weights if status.canary else None
