@@ -1,5 +1,6 @@
-"""The traffic-router scenarios (nginx, SMI, Istio, Gateway API), run with the others under
-chaos by test_rollouts.py. The routers' CRDs are installed through the embedded API's CRD
+"""The traffic-router scenarios (nginx, SMI, Istio, Gateway API), run concurrently with the
+scenarios of test_rollouts.py by the RBAC audit (test_rbac.py) on both CRD shapes, with real
+watcher, beat and worker processes. The routers' CRDs are installed through the embedded API's CRD
 support (tests/support/routercrds.py); the weights are read from the router's own object:
 
 - the weights follow setWeight step by step, and end 0/100 after promotion with the stable

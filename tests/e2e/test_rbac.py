@@ -28,6 +28,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.settings import Settings
+from tests.e2e import routers
 from tests.e2e import test_rollouts as e2e
 from tests.e2e import test_workloadref as wref
 from tests.support.metrics import MetricsServer
@@ -256,6 +257,9 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
 
     scenarios = [
         *e2e.SCENARIOS,
+        # Traffic routing (nginx, SMI, Istio host- and subset-level, Gateway API): the routers'
+        # reflectors started on demand, the worker's writes to their objects.
+        *routers.scenarios(routers.NGINX, routers.SMI, routers.ISTIO, routers.GATEWAY),
         secret_argument_then_promote,
         experiment_aborted,
         history_is_pruned,
