@@ -24,6 +24,7 @@ from rollout_workers.rollout.pause import PauseContext
 from rollout_workers.rollout.phase import replicas_or_default
 from rollout_workers.rollout.stepplugins.registry import StepPluginState
 from rollout_workers.rollout.templateref import Resolved
+from rollout_workers.rollout.trafficrouting import TrafficRoutingError, not_served_message
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.timefmt import format_time
 
@@ -40,17 +41,19 @@ class RouterObjects:
     served: dict[str, r.Resource] = field(default_factory=dict)  # kind -> version spoken
     objects: dict[RouterRef, Obj] = field(default_factory=dict)  # those that exist
 
-    def resource(self, kind: str) -> r.Resource | None:
-        """The version of `kind` to speak (None: the cluster does not serve it)."""
-        return self.served.get(kind)
+    def resource(self, kind: str) -> r.Resource:
+        """The version of `kind` to speak (TrafficRoutingError: the cluster does not serve
+        it)."""
+        resource = self.served.get(kind)
+        if resource is None:
+            raise TrafficRoutingError(not_served_message(kind))
+        return resource
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.objects.get(RouterRef(kind, namespace, name))
 
-    def put(self, obj: Obj) -> None:
-        """Record an object as written (its kind, namespace and name from the object)."""
-        meta = obj.get("metadata") or {}
-        ref = RouterRef(str(obj.get("kind", "")), str(meta.get("namespace", "")), meta["name"])
+    def put(self, ref: RouterRef, obj: Obj) -> None:
+        """Record `obj` as what a write returned for `ref`."""
         self.objects[ref] = obj
 
 

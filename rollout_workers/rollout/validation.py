@@ -57,7 +57,11 @@ from rollout_workers.api.rollout import (
     SetMirrorRoute,
     StringMatch,
 )
-from rollout_workers.rollout.trafficrouting import TrafficRoutingError, gatewayapi
+from rollout_workers.rollout.trafficrouting import (
+    TrafficRoutingError,
+    gatewayapi,
+    not_served_message,
+)
 from rollout_workers.rollout.trafficrouting import istio as istiorouter
 from rollout_workers.rollout.trafficrouting.nginx import uses_service
 from rollout_workers.rollout.trafficrouting.refs import (
@@ -1261,7 +1265,7 @@ def _gateway_api_errors(rollout: Rollout, references: ReferencedResources) -> li
     for route in routes:
         field = f"{path}.{gatewayapi.FIELDS[route.kind]}"
         if route.kind not in references.served_router_kinds:
-            message = gatewayapi.not_served_message(route.kind)
+            message = not_served_message(route.kind)
             return [_invalid(field, go_quote(route.name), message)]
         if RouterRef(route.kind, namespace, route.name) not in references.router_objects:
             message = gatewayapi.not_found_message(route.kind, route.name)

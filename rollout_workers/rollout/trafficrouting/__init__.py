@@ -21,6 +21,7 @@ from rollout_workers.api.rollout import (
     SetMirrorRoute,
     WeightDestination,
 )
+from rollout_workers.kube import resources as r
 
 #: The routers Argo knows besides nginx, SMI and Istio, by their field in trafficRouting (of
 #: the plugins, only the Gateway API one is driven).
@@ -32,6 +33,12 @@ SUPPORTED_PLUGINS = frozenset({"argoproj-labs/gatewayAPI"})
 
 class TrafficRoutingError(RuntimeError):
     """A router could not apply the desired state; the reconcile is retried with backoff."""
+
+
+def not_served_message(kind: str) -> str:
+    """A router kind whose CRD the API server does not serve ("TrafficSplit (split.smi-spec.io)
+    is not served by the API server")."""
+    return f"{kind} ({r.ROUTER_OBJECTS[kind][0].group}) is not served by the API server"
 
 
 class TrafficRouter(Protocol):

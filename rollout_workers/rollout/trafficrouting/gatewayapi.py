@@ -71,7 +71,7 @@ from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import fenced
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
-from rollout_workers.rollout.trafficrouting.refs import GATEWAY_API_PLUGIN
+from rollout_workers.rollout.trafficrouting.refs import GATEWAY_API_PLUGIN, RouterRef
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +108,6 @@ BACKEND_REF_NOT_FOUND_MESSAGE = "backendRef was not found in {}"
 def not_found_message(kind: str, name: str) -> str:
     """The API server's NotFound message, which is what the plugin reports for a missing route."""
     return f'{PLURALS[kind]}.{GROUP} "{name}" not found'
-
-
-def not_served_message(kind: str) -> str:
-    return f"{kind} ({GROUP}) is not served by the API server"
 
 
 # -- configuration -------------------------------------------------------------------------
@@ -384,8 +380,7 @@ class GatewayAPIRouter:
         return configured
 
     def _read(self, route: Route) -> Obj:
-        if self.ctx.routed.resource(route.kind) is None:
-            raise TrafficRoutingError(not_served_message(route.kind))
+        self.ctx.routed.resource(route.kind)  # raises when the kind is not served
         current = self.ctx.routed.get(route.kind, self.namespace, route.name)
         if current is None:
             raise TrafficRoutingError(not_found_message(route.kind, route.name))
@@ -603,7 +598,6 @@ class GatewayAPIRouter:
         if not patch:
             return
         resource = ctx.routed.resource(route.kind)
-        assert resource is not None  # _read checked it
         log.info(
             "%s: updating %s %s/%s (%s)", ctx.key, route.kind, self.namespace, route.name, what
         )
@@ -617,9 +611,7 @@ class GatewayAPIRouter:
                 warning=True,
             )
             raise
-        written.setdefault("kind", route.kind)
-        written.setdefault("metadata", {}).setdefault("namespace", self.namespace)
-        ctx.routed.put(written)
+        ctx.routed.put(RouterRef(route.kind, self.namespace, route.name), written)
         ctx.event(f"{route.kind}Modified", f"{route.kind} `{route.name}` modified: {what}")
 
 

@@ -54,7 +54,7 @@ from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import fenced
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
-from rollout_workers.rollout.trafficrouting.refs import split_namespaced
+from rollout_workers.rollout.trafficrouting.refs import RouterRef, split_namespaced
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,6 @@ MANAGED_BY_ROLLOUTS_ANNOTATION = "argo-rollouts.argoproj.io/managed-by-rollouts"
 UPDATED_VS_REASON = "Updated VirtualService"  # Argo's reason, space included
 UPDATED_DR_REASON = "UpdatedDestinationRule"
 SPEC_HTTP_NOT_FOUND = "spec.http not found"
-NOT_SERVED_MESSAGE = "{} (networking.istio.io) is not served by the API server"
 VS_NOT_FOUND = 'virtualservices.networking.istio.io "{}" not found'
 DR_NOT_FOUND = 'destinationrules.networking.istio.io "{}" not found'
 HTTP_ROUTE_NOT_FOUND = "HTTP Route '{}' is not found in the defined Virtual Service."
@@ -536,15 +535,9 @@ class IstioRouter:
     def managed(self) -> list[ManagedRoute]:
         return list(self.ctx.canary.traffic_routing.managed_routes or [])
 
-    def _resource(self, kind: str) -> r.Resource:
-        resource = self.ctx.routed.resource(kind)
-        if resource is None:
-            raise TrafficRoutingError(NOT_SERVED_MESSAGE.format(kind))
-        return resource
-
     def _virtual_service(self, vs: IstioVirtualService) -> tuple[str, str, Obj]:
         ctx = self.ctx
-        self._resource(VS_KIND)
+        ctx.routed.resource(VS_KIND)  # raises when the kind is not served
         namespace, name = split_namespaced(vs.name, ctx.namespace)
         obj = ctx.routed.get(VS_KIND, namespace, name)
         if obj is None:
@@ -556,7 +549,7 @@ class IstioRouter:
         ctx, spec = self.ctx, self.istio.destination_rule
         if spec is None:
             return None
-        self._resource(DR_KIND)
+        ctx.routed.resource(DR_KIND)  # raises when the kind is not served
         namespace, name = split_namespaced(spec.name, ctx.namespace)
         obj = ctx.routed.get(DR_KIND, namespace, name)
         if obj is None:
@@ -594,9 +587,9 @@ class IstioRouter:
             return False
         version = (current.get("metadata") or {}).get("resourceVersion")
         written = self.ctx.writer.patch(
-            self._resource(kind), namespace, name, fenced(patch, version)
+            self.ctx.routed.resource(kind), namespace, name, fenced(patch, version)
         )
-        self.ctx.routed.put({"kind": kind, **written})
+        self.ctx.routed.put(RouterRef(kind, namespace, name), written)
         return True
 
     def _write_spec(self, namespace: str, name: str, current: Obj, spec: Obj) -> bool:

@@ -32,6 +32,7 @@ from rollout_workers.kube.writer import fenced
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 from rollout_workers.rollout.trafficrouting.nginx import controlled_by
+from rollout_workers.rollout.trafficrouting.refs import RouterRef
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,6 @@ Obj = dict[str, Any]
 
 TYPE = "SMI"
 KIND = "TrafficSplit"
-NOT_SERVED_MESSAGE = "TrafficSplit (split.smi-spec.io) is not served by the API server"
 
 
 def traffic_split_name(rollout: str, smi: SMITrafficRouting) -> str:
@@ -122,8 +122,6 @@ class SMIRouter:
     def set_weight(self, weight: int, additional: Sequence[WeightDestination] = ()) -> None:
         ctx = self.ctx
         resource = ctx.routed.resource(KIND)
-        if resource is None:
-            raise TrafficRoutingError(NOT_SERVED_MESSAGE)
         name = traffic_split_name(ctx.name, self.smi)
         canary = ctx.canary
         desired = build_traffic_split(
@@ -142,7 +140,8 @@ class SMIRouter:
         current = ctx.routed.get(KIND, ctx.namespace, name)
         if current is None:
             try:
-                ctx.routed.put(ctx.writer.create(resource, ctx.namespace, desired))
+                created = ctx.writer.create(resource, ctx.namespace, desired)
+                ctx.routed.put(RouterRef(KIND, ctx.namespace, name), created)
             except AlreadyExists:
                 # Created since it was read: look again in a fresh reconcile.
                 raise Conflict(409, "AlreadyExists", f"TrafficSplit {name} exists") from None
@@ -162,7 +161,8 @@ class SMIRouter:
             return
         log.info("%s: updating TrafficSplit %s to weight %d", ctx.key, name, weight)
         version = (current.get("metadata") or {}).get("resourceVersion")
-        ctx.routed.put(ctx.writer.patch(resource, ctx.namespace, name, fenced(patch, version)))
+        patched = ctx.writer.patch(resource, ctx.namespace, name, fenced(patch, version))
+        ctx.routed.put(RouterRef(KIND, ctx.namespace, name), patched)
         ctx.event("TrafficSplitModified", f"TrafficSplit `{name}` modified")
 
     def set_header_route(self, route: SetHeaderRoute) -> None:

@@ -223,7 +223,9 @@ def test_a_foreign_weight_change_is_put_back() -> None:
     changed = copy.deepcopy(stored(writer, "HTTPRoute", "web-route"))
     changed["spec"]["rules"] = [weighted_rule(canary=0, stable=100)]
     writer.seed(RESOURCES["HTTPRoute"], changed)
-    ctx.routed.put(changed)  # what the next reconcile reads
+    ctx.routed.put(
+        RouterRef("HTTPRoute", NS, "web-route"), changed
+    )  # what the next reconcile reads
     assert router.verify_weight(30) is False
     router.set_weight(30)
     assert len(writes(writer)) == 2
@@ -334,7 +336,7 @@ def test_header_route_recognised_after_the_server_defaults_and_prunes_names() ->
     managed["backendRefs"][0]["weight"] = 1
     managed["matches"][0]["path"] = {"type": "PathPrefix", "value": "/"}
     writer.seed(RESOURCES["HTTPRoute"], as_stored)
-    ctx.routed.put(as_stored)
+    ctx.routed.put(RouterRef("HTTPRoute", NS, "web-route"), as_stored)
     router.set_header_route(HEADER_ROUTE)
     assert len(writes(writer)) == 1
     router.remove_managed_routes()
@@ -460,7 +462,7 @@ def test_mirror_filter_without_percentage_and_a_pruned_percent_is_not_rewritten(
     as_stored = copy.deepcopy(stored(writer, "HTTPRoute", "web-route"))
     del as_stored["spec"]["rules"][0]["filters"][0]["requestMirror"]["percent"]
     writer.seed(RESOURCES["HTTPRoute"], as_stored)
-    ctx.routed.put(as_stored)
+    ctx.routed.put(RouterRef("HTTPRoute", NS, "web-route"), as_stored)
     router.set_mirror_route(mirror(50))
     assert len(writes(writer)) == 1
 
