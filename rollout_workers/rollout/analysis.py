@@ -60,6 +60,20 @@ def _find(ctx: RolloutContext, status: RolloutAnalysisRunStatus | None) -> Obj |
     return next((x for x in ctx.analysis_runs if run_name(x) == status.name), None)
 
 
+def skip_analysis(ctx: RolloutContext) -> bool:
+    """No analysis runs, and running ones are cancelled: aborted, a full promotion, a rollback
+    to a ReplicaSet still inside its scale-down delay or within the rollback window, or the
+    initial deploy."""
+    status = ctx.rollout.status or RolloutStatus()
+    return (
+        ctx.pause.is_aborted()
+        or bool(status.promote_full)
+        or ann.SCALE_DOWN_DEADLINE in ann.annotations_of(ctx.new_rs or {})
+        or not status.stable_rs
+        or ctx.rollback_within_window()
+    )
+
+
 def reconcile_analysis_runs(ctx: RolloutContext) -> None:
     lookup = ctx.template_lookup
     status = ctx.rollout.status or RolloutStatus()
@@ -69,13 +83,7 @@ def reconcile_analysis_runs(ctx: RolloutContext) -> None:
     new_canary = ctx.new_status.canary or CanaryStatus()
     ctx.new_status.canary = new_canary
 
-    skip = (
-        ctx.pause.is_aborted()
-        or status.promote_full
-        or ann.SCALE_DOWN_DEADLINE in ann.annotations_of(ctx.new_rs or {})
-        or not status.stable_rs
-    )
-    if skip:
+    if skip_analysis(ctx):
         # Keep the statuses as they are, stop whatever is still running.
         new_canary.current_step_analysis_run_status = canary_status.current_step_analysis_run_status
         new_canary.current_background_analysis_run_status = (
@@ -324,13 +332,7 @@ def reconcile_bluegreen_analysis(ctx: RolloutContext) -> None:
     """Pre-promotion analysis gates the active switch; post-promotion gates stable."""
     status = ctx.rollout.status or RolloutStatus()
     pre, post = current_bluegreen_run(ctx, "pre"), current_bluegreen_run(ctx, "post")
-    skip = (
-        ctx.pause.is_aborted()
-        or status.promote_full
-        or ann.SCALE_DOWN_DEADLINE in ann.annotations_of(ctx.new_rs or {})
-        or not status.stable_rs
-    )
-    if skip:
+    if skip_analysis(ctx):
         cancel(ctx, ctx.analysis_runs)
         ctx.bluegreen_runs = {"pre": pre, "post": post}
         return

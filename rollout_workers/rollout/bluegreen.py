@@ -14,7 +14,7 @@ import datetime as dt
 import logging
 
 from rollout_workers.api.rollout import BlueGreenStatus, PauseReason, RolloutStatus
-from rollout_workers.rollout import analysis, restart, service, sync
+from rollout_workers.rollout import analysis, ephemeralmetadata, restart, service, sync
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
@@ -139,6 +139,7 @@ def reconcile_bluegreen(ctx: RolloutContext) -> None:
     reconcile_pause(ctx)
     reconcile_active_service(ctx)
     analysis.reconcile_bluegreen_analysis(ctx)
+    ephemeralmetadata.reconcile_ephemeral_metadata(ctx)
     sync_status(ctx)
 
 
@@ -296,8 +297,10 @@ def should_update_stable(ctx: RolloutContext, new: RolloutStatus) -> bool:
         return True  # first deploy: stable first, then the active Service follows
     if active != new.current_pod_hash:
         return False
-    if new.promote_full or has_deadline(ctx.new_rs):
-        return True  # a full promotion, or a rollback inside the window, skips the analysis
+    if new.promote_full or ctx.rollback_within_window() or has_deadline(ctx.new_rs):
+        # A full promotion, a rollback within the window or inside the scale-down delay skips
+        # the analysis.
+        return True
     return not analysis.post_promotion_blocks_stable(ctx)
 
 
@@ -308,7 +311,7 @@ def sync_status(ctx: RolloutContext) -> None:
         ctx.pause.clear = True
         ctx.pause.remove_abort = True
         new.promote_full = None
-    if status.promote_full:
+    if status.promote_full or ctx.rollback_within_window():
         ctx.pause.clear = True
         ctx.pause.remove_abort = True
     bg = ctx.blue_green

@@ -16,6 +16,7 @@ from rollout_workers.api.analysis import AnalysisPhase
 from rollout_workers.api.rollout import PauseReason, RolloutStatus
 from rollout_workers.rollout import (
     analysis,
+    ephemeralmetadata,
     experiment,
     restart,
     routedcanary,
@@ -154,7 +155,13 @@ def reconcile_canary(ctx: RolloutContext) -> None:
         sync_status(ctx)
         return
     sync.ensure_new_rs(ctx, create=True)
-    restart.reconcile_restart(ctx)
+    restarted = restart.reconcile_restart(ctx)
+    if restarted:
+        # The ReplicaSets' availability does not count the pods just deleted yet: scaling on
+        # it now could take away more than maxUnavailable. The next reconcile sees them.
+        log.info("%s: finished reconciliation after %d restarted pods", ctx.key, restarted)
+        return
+    ephemeralmetadata.reconcile_ephemeral_metadata(ctx)
     sync.cleanup_old_rss(ctx, ctx.other_rss)
     reconcile_services(ctx)
     if routed(ctx):
@@ -277,6 +284,8 @@ def should_full_promote(ctx: RolloutContext) -> str:
         return ""
     if status.promote_full:
         return "Full promotion requested"
+    if ctx.rollback_within_window():
+        return "Rollback within window"
     _, index = ctx.current_step()
     steps = len(ctx.steps)
     if steps == 0 or (index is not None and index == steps):
@@ -356,13 +365,21 @@ def sync_status(ctx: RolloutContext) -> None:
             and status.stable_rs == rsutil.pod_hash(ctx.new_rs)
             and step_count
         ):
-            ctx.event("SkipSteps", "Rollback to stable")
+            ctx.event(c.SKIP_STEPS_REASON, c.ROLLBACK_TO_STABLE_MESSAGE)
+            new.current_step_index = step_count
+        elif (
+            ctx.new_rs is not None
+            and step_count
+            and rsutil.spec_replicas(ctx.new_rs) > 0
+            and ctx.rollback_within_window()
+        ):
+            ctx.event(c.SKIP_STEPS_REASON, c.ROLLBACK_WITHIN_WINDOW_MESSAGE)
             new.current_step_index = step_count
         persist(ctx, new)
         return
 
     status = ctx.rollout.status or RolloutStatus()
-    if status.promote_full:
+    if status.promote_full or ctx.rollback_within_window():
         ctx.pause.clear = True
         ctx.pause.remove_abort = True
         if step_count:

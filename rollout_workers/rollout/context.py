@@ -22,6 +22,7 @@ from rollout_workers.kube.writer import Writer
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.pause import PauseContext
 from rollout_workers.rollout.phase import replicas_or_default
+from rollout_workers.rollout.pods import PodReader, pod_reader_for
 from rollout_workers.rollout.stepplugins.registry import StepPluginState
 from rollout_workers.rollout.templateref import Resolved
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, not_served_message
@@ -94,6 +95,7 @@ class RolloutContext:
     step_plugins: StepPluginState = field(default_factory=StepPluginState)  # set by the controller
     workload_ref: Resolved | None = None  # the resolved spec.workloadRef (templateref)
     workload: Obj | None = None  # the referenced workload; replaced after a write
+    pods: PodReader | None = None  # the API's pods (not cached); None: pod steps are skipped
     persisted: RolloutStatus | None = None  # the status the one status patch computed
     # The resourceVersion of this reconcile's last write to the rollout when every such write
     # was settled (see replaced_rollout); None after any other write, or none.
@@ -115,6 +117,7 @@ class RolloutContext:
         experiments: list[Obj] | None = None,
         template_lookup: TemplateLookup | None = None,
         workload_ref: Resolved | None = None,
+        pods: PodReader | None = None,
     ) -> RolloutContext:
         rollout = Rollout.from_dict(obj)
         status = (rollout.status or RolloutStatus()).model_copy(deep=True)
@@ -146,6 +149,7 @@ class RolloutContext:
             template_lookup=template_lookup or (lambda name, cluster: None),
             workload_ref=workload_ref,
             workload=workload_ref.workload if workload_ref is not None else None,
+            pods=pods or pod_reader_for(writer),
         )
 
     # -- identity ------------------------------------------------------------------------
@@ -187,6 +191,17 @@ class RolloutContext:
         index = self.rollout.status.current_step_index if self.rollout.status else None
         index = index or 0
         return (self.steps[index] if index < len(self.steps) else None), index
+
+    def rollback_within_window(self) -> bool:
+        """A change back to one of the last `spec.rollbackWindow.revisions` revisions: it skips
+        the steps, pauses and analysis."""
+        window = self.rollout.spec.rollback_window
+        return rsutil.is_rollback_within_window(
+            new=self.new_rs,
+            stable=self.stable_rs,
+            all_rss=self.all_rss,
+            revisions=window.revisions if window is not None else None,
+        )
 
     def now_text(self) -> str:
         return format_time(self.now)

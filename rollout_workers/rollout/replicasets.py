@@ -9,7 +9,10 @@ from typing import Any
 
 from rollout_workers.kube.resources import POD_TEMPLATE_HASH_LABEL
 from rollout_workers.rollout import annotations as ann
+from rollout_workers.rollout import antiaffinity
 from rollout_workers.rollout.hashing import pod_template_hash
+from rollout_workers.rollout.podmetadata import strip_injected
+from rollout_workers.timefmt import parse_time
 
 Obj = dict[str, Any]
 
@@ -110,9 +113,17 @@ def find_new(rollout: Obj, rss: list[Obj]) -> Obj | None:
         if name(rs) == expected:
             return rs
     for rs in alive:
-        if template_equal_ignoring_hash((rs.get("spec") or {}).get("template") or {}, template):
+        if template_equal_ignoring_hash(comparable_template(rs, rollout), template):
             return rs
     return None
+
+
+def comparable_template(rs: Obj, rollout: Obj) -> Obj:
+    """The ReplicaSet's pod template without what the rollout injected into it (ephemeral
+    metadata, anti-affinity), to compare with the rollout's template."""
+    return antiaffinity.comparable_template(
+        strip_injected(rs), antiaffinity.anti_affinity_of(rollout)
+    )
 
 
 def find_old(rss: list[Obj], new: Obj | None) -> list[Obj]:
@@ -139,3 +150,36 @@ def total(rss: Sequence[Obj | None], field: str) -> int:
 
 def total_spec_replicas(rss: Sequence[Obj | None]) -> int:
     return sum(spec_replicas(rs) for rs in rss if rs is not None)
+
+
+#: On an experiment's ReplicaSets: the experiment that owns them.
+EXPERIMENT_NAME_ANNOTATION = "experiment.argoproj.io/name"
+
+
+def _created(rs: Obj) -> Any:
+    text = (rs.get("metadata") or {}).get("creationTimestamp")
+    try:
+        return parse_time(str(text)) if text else None
+    except ValueError:
+        return None
+
+
+def is_rollback_within_window(
+    *, new: Obj | None, stable: Obj | None, all_rss: Sequence[Obj], revisions: int | None
+) -> bool:
+    """The new ReplicaSet predates the stable one, and fewer than `revisions` ReplicaSets were
+    created between the two (Argo's isRollbackWithinWindow). Experiment ReplicaSets are not
+    revisions; timestamps are compared as the API gives them, to the second."""
+    if new is None or stable is None or not revisions or revisions <= 0:
+        return False
+    new_at, stable_at = _created(new), _created(stable)
+    if new_at is None or stable_at is None or not new_at < stable_at:
+        return False
+    between = 0
+    for rs in all_rss:
+        if ann.annotations_of(rs).get(EXPERIMENT_NAME_ANNOTATION):
+            continue
+        at = _created(rs)
+        if at is not None and new_at < at < stable_at:
+            between += 1
+    return between < revisions

@@ -37,14 +37,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from rollout_workers.kube.client import Kube
 from rollout_workers.kube.resources import PODS
-from rollout_workers.kube.writer import KubeWriter, Writer
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
+from rollout_workers.rollout.pods import PodReader, replicaset_pods
 from rollout_workers.timefmt import format_time, parse_time
 
 log = logging.getLogger(__name__)
@@ -53,28 +52,6 @@ Obj = dict[str, Any]
 
 #: Seconds before looking again while old pods remain (Argo's `restartPodCheckTime`).
 RESTART_POD_CHECK_SECONDS = 30.0
-
-
-class PodReader(Protocol):
-    """Reads pods from the API (the watcher does not cache them)."""
-
-    def list_pods(self, namespace: str, label_selector: str) -> list[Obj]: ...
-
-
-class KubePodReader:
-    """A `PodReader` over the API server."""
-
-    def __init__(self, kube: Kube) -> None:
-        self.kube = kube
-
-    def list_pods(self, namespace: str, label_selector: str) -> list[Obj]:
-        items, _ = self.kube.list(PODS, namespace=namespace, label_selector=label_selector)
-        return items
-
-
-def pod_reader_for(writer: Writer) -> PodReader | None:
-    """The API the writer writes to, as a PodReader (None for a writer without one)."""
-    return KubePodReader(writer.kube) if isinstance(writer, KubeWriter) else None
 
 
 @dataclass(frozen=True)
@@ -140,36 +117,6 @@ def by_priority(ctx: RolloutContext) -> list[Obj]:
     return sorted(rsutil.by_creation(ctx.all_rss), key=rank)
 
 
-def format_selector(selector: Obj) -> str:
-    """metav1.FormatLabelSelector: matchLabels then matchExpressions, comma separated."""
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or []:
-        key, op = expr.get("key"), expr.get("operator")
-        values = ",".join(sorted(str(v) for v in expr.get("values") or []))
-        if op == "In":
-            parts.append(f"{key} in ({values})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({values})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts)
-
-
-def _owned_by(pod: Obj, rs: Obj) -> bool:
-    """The pod's ownerReferences name the ReplicaSet (by uid; by kind and name without one)."""
-    meta = rs.get("metadata") or {}
-    uid, name = meta.get("uid"), meta.get("name")
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if uid:
-            if ref.get("uid") == uid:
-                return True
-        elif ref.get("kind") == "ReplicaSet" and ref.get("name") == name:
-            return True
-    return False
-
-
 def rollout_pods(ctx: RolloutContext, pods: PodReader) -> list[Obj]:
     """The pods of the rollout's ReplicaSets that have replicas, in ReplicaSet priority order."""
     found: list[Obj] = []
@@ -177,12 +124,9 @@ def rollout_pods(ctx: RolloutContext, pods: PodReader) -> list[Obj]:
     for rs in by_priority(ctx):
         if rsutil.spec_replicas(rs) <= 0:
             continue
-        meta = rs.get("metadata") or {}
-        namespace = str(meta.get("namespace") or ctx.namespace)
-        selector = format_selector((rs.get("spec") or {}).get("selector") or {})
-        for pod in pods.list_pods(namespace, selector):
+        for pod in replicaset_pods(rs, pods, namespace=ctx.namespace):
             pod_name = str((pod.get("metadata") or {}).get("name", ""))
-            if pod_name in seen or not _owned_by(pod, rs):
+            if pod_name in seen:
                 continue
             seen.add(pod_name)
             found.append(pod)
@@ -266,8 +210,8 @@ def restart_budget(ctx: RolloutContext, pods: list[Obj]) -> RestartBudget:
 def reconcile_restart(ctx: RolloutContext, pods: PodReader | None = None) -> int:
     """Restart the pods created before spec.restartAt, within the availability budget.
 
-    `pods` defaults to the API behind `ctx.writer` (a `KubeWriter`); with neither (a recording
-    writer in another script's unit test) the restart is left for later. Returns how many pods
+    `pods` defaults to the context's reader; without one (a recording writer in another
+    script's unit test) the restart is left for later. Returns how many pods
     were deleted. Sets `ctx.new_status.restarted_at` once no old pod is left; requeues at
     restartAt while it is in the future, and 30 seconds after a pass that leaves old pods.
     Errors listing or deleting pods propagate (the reconcile fails and is retried).
@@ -279,7 +223,7 @@ def reconcile_restart(ctx: RolloutContext, pods: PodReader | None = None) -> int
         ctx.requeue(remaining)
     if at is None or not needs_restart(ctx):
         return 0
-    pods = pods or pod_reader_for(ctx.writer)
+    pods = pods or ctx.pods
     if pods is None:
         log.warning("%s: restart due but no pod reader: pods not restarted", ctx.key)
         return 0

@@ -19,6 +19,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists
 from rollout_workers.kube.writer import fenced
 from rollout_workers.rollout import annotations as ann
+from rollout_workers.rollout import antiaffinity, podmetadata
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
@@ -62,13 +63,29 @@ def sync_revision(ctx: RolloutContext) -> None:
         desired=ctx.replicas,
     )
     min_ready = ctx.rollout.spec.min_ready_seconds or 0
-    if wanted != current or int((new.get("spec") or {}).get("minReadySeconds") or 0) != min_ready:
+    live_affinity = (((new.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "affinity"
+    )
+    affinity_stale = antiaffinity.needs_update(
+        live_affinity,
+        antiaffinity.anti_affinity_of(ctx.obj),
+        stable_hash=ctx.status.stable_rs,
+        current_hash=current_pod_hash(ctx),
+    )
+    if (
+        wanted != current
+        or int((new.get("spec") or {}).get("minReadySeconds") or 0) != min_ready
+        or affinity_stale
+    ):
         patch: Obj = {
             "metadata": {
                 "annotations": {**{k: None for k in current if k not in wanted}, **wanted}
             },
             "spec": {"minReadySeconds": min_ready},
         }
+        if affinity_stale:
+            # A merge patch replaces the term lists whole: the new stable's hash goes in.
+            patch["spec"]["template"] = {"spec": {"affinity": desired_affinity(ctx)}}
         written = write_rs(ctx, new, patch)
         log.info("synced revision on ReplicaSet %s to %s", rsutil.name(written), new_revision)
         return
@@ -92,8 +109,29 @@ def set_rollout_revision(ctx: RolloutContext, revision: str) -> None:
     ctx.event(c.ROLLOUT_UPDATED_REASON, c.ROLLOUT_UPDATED_MESSAGE.format(revision))
 
 
+def current_pod_hash(ctx: RolloutContext) -> str:
+    """The pod-template hash of the rollout's template (with its collision count)."""
+    return pod_template_hash(
+        dict(ctx.obj["spec"].get("template") or {}), ctx.status.collision_count
+    )
+
+
+def desired_affinity(ctx: RolloutContext) -> Obj | None:
+    """The affinity of the current template's ReplicaSet: the template's, plus anti-affinity
+    to the stable pods while updating."""
+    template = ctx.obj["spec"].get("template") or {}
+    return antiaffinity.calculate_affinity(
+        affinity=(template.get("spec") or {}).get("affinity"),
+        anti_affinity=antiaffinity.anti_affinity_of(ctx.obj),
+        stable_hash=ctx.status.stable_rs,
+        current_hash=current_pod_hash(ctx),
+        namespace=ctx.namespace,
+    )
+
+
 def create_desired_rs(ctx: RolloutContext) -> Obj:
-    """Create the ReplicaSet of the current template (at 0 replicas; scaling comes after)."""
+    """Create the ReplicaSet of the current template (at 0 replicas; scaling comes after),
+    with anti-affinity to the stable and its role's ephemeral metadata."""
     spec = ctx.rollout.spec
     template: Obj = dict(ctx.obj["spec"].get("template") or {})
     collisions = ctx.status.collision_count
@@ -142,6 +180,12 @@ def create_desired_rs(ctx: RolloutContext) -> Obj:
             },
         },
     }
+    affinity = desired_affinity(ctx)
+    if affinity is not None:
+        pod_spec = body["spec"]["template"].get("spec") or {}
+        body["spec"]["template"]["spec"] = {**pod_spec, "affinity": affinity}
+    new_role, stable_role = podmetadata.role_metadata(spec.strategy)
+    body = podmetadata.apply_to_new_rs(body, new_role if ctx.stable_rs is not None else stable_role)
     try:
         created = ctx.writer.create(r.REPLICASETS, ctx.namespace, body)
     except AlreadyExists:
@@ -154,7 +198,7 @@ def create_desired_rs(ctx: RolloutContext) -> Obj:
             existing is not None
             and ours
             and rsutil.template_equal_ignoring_hash(
-                (existing.get("spec") or {}).get("template") or {}, template
+                rsutil.comparable_template(existing, ctx.obj), template
             )
         ):
             ctx.new_rs = existing
@@ -300,9 +344,7 @@ def calculate_base_status(ctx: RolloutContext) -> RolloutStatus:
     if ctx.new_rs is not None:
         new.current_pod_hash = rsutil.pod_hash(ctx.new_rs)
     else:
-        new.current_pod_hash = pod_template_hash(
-            dict(ctx.obj["spec"].get("template") or {}), ctx.status.collision_count
-        )
+        new.current_pod_hash = current_pod_hash(ctx)
     all_rss: list[Obj | None] = list(ctx.all_rss)
     new.replicas = rsutil.total(all_rss, "replicas")
     new.updated_replicas = rsutil.total([ctx.new_rs], "replicas")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rollout_workers.kube.writer import KubeWriter, RecordingWriter
-from rollout_workers.rollout import restart
+from rollout_workers.rollout import pods, restart
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.timefmt import format_time
 
@@ -596,7 +596,7 @@ SELECTORS = {
 
 @pytest.mark.parametrize(("selector", "expected"), SELECTORS.values(), ids=SELECTORS.keys())
 def test_format_selector(selector: Obj, expected: str) -> None:
-    assert restart.format_selector(selector) == expected
+    assert pods.format_selector(selector) == expected
 
 
 def test_kube_pod_reader_lists_pods_by_selector() -> None:
@@ -609,7 +609,7 @@ def test_kube_pod_reader_lists_pods_by_selector() -> None:
             calls.append((resource.plural, namespace, label_selector))
             return [{"metadata": {"name": "p"}}], "7"
 
-    reader = restart.KubePodReader(FakeKube())  # type: ignore[arg-type]
+    reader = pods.KubePodReader(FakeKube())  # type: ignore[arg-type]
     assert reader.list_pods("ns", "a=1") == [{"metadata": {"name": "p"}}]
     assert calls == [("pods", "ns", "a=1")]
 
@@ -622,9 +622,9 @@ def test_pod_reader_from_the_writer() -> None:
             return [pod("older", OLDER, RS_ABC)], "7"
 
     kube_writer = KubeWriter(FakeKube())  # type: ignore[arg-type]
-    reader = restart.pod_reader_for(kube_writer)
-    assert isinstance(reader, restart.KubePodReader)
-    assert restart.pod_reader_for(RecordingWriter()) is None
+    reader = pods.pod_reader_for(kube_writer)
+    assert isinstance(reader, pods.KubePodReader)
+    assert pods.pod_reader_for(RecordingWriter()) is None
 
 
 def test_without_a_pod_reader_nothing_happens() -> None:

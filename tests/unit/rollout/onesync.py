@@ -1,0 +1,263 @@
+"""The one-sync fixture, after argo-rollouts' rollout/controller_test.go: seed objects, run one
+reconcile at a controlled clock, assert the exact writes, events and requeue.
+
+`OneSync` keeps the objects in a `RecordingWriter`, which answers writes as an API server would
+(merge-applied, resourceVersion bumped); creations are stamped with the fixture's clock, so
+creation order is real. Its kubelet plays the ReplicaSet controller between syncs: each
+ReplicaSet gets `spec.replicas` pods with its template's labels and annotations, all available
+unless their image is in `broken`. Pods are read through the context's pod reader, as the API's.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.writer import Action, RecordingWriter
+from rollout_workers.rollout.context import Event, RolloutContext
+from rollout_workers.rollout.controller import reconcile
+from rollout_workers.timefmt import format_time
+
+Obj = dict[str, Any]
+NS = "default"
+T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
+
+RESOURCES = {
+    "Rollout": r.ROLLOUTS,
+    "ReplicaSet": r.REPLICASETS,
+    "Service": r.SERVICES,
+    "Pod": r.PODS,
+    "AnalysisRun": r.ANALYSISRUNS,
+    "Experiment": r.EXPERIMENTS,
+}
+
+
+def template(image: str, **labels: str) -> Obj:
+    return {
+        "metadata": {"labels": {"app": "web", **labels}},
+        "spec": {"containers": [{"name": "app", "image": image}]},
+    }
+
+
+def rollout(*, strategy: Obj, replicas: int = 3, name: str = "web", **spec: Any) -> Obj:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "uid": f"{name}-uid",
+            "generation": 1,
+            "resourceVersion": "1",
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": template("web:1"),
+            "strategy": strategy,
+            **spec,
+        },
+    }
+
+
+def service(name: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": NS, "resourceVersion": "2"},
+        "spec": {"selector": {"app": "web"}},
+    }
+
+
+class ClockedWriter(RecordingWriter):
+    """A RecordingWriter whose creations carry a creationTimestamp from the fixture's clock."""
+
+    def __init__(self, clock: OneSync) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def create(self, resource: r.Resource, namespace: str, body: Obj) -> Obj:
+        created = super().create(resource, namespace, body)
+        stamp = format_time(self.clock.now)
+        self.objects[(resource.plural, namespace, created["metadata"]["name"])]["metadata"][
+            "creationTimestamp"
+        ] = stamp
+        created["metadata"]["creationTimestamp"] = stamp
+        return created
+
+    def list_pods(self, namespace: str, label_selector: str) -> list[Obj]:
+        """Pods by an equality selector (`a=b,c=d`), as the API lists them."""
+        wanted = dict(part.split("=", 1) for part in label_selector.split(",") if part)
+        return [
+            copy.deepcopy(pod)
+            for (plural, ns, _), pod in self.objects.items()
+            if plural == "pods"
+            and ns == namespace
+            and all((pod["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
+        ]
+
+
+@dataclass
+class Synced:
+    """What one reconcile did."""
+
+    actions: list[Action]  # API writes, events left out
+    events: list[Event]
+    requeue_after: float | None
+    ctx: RolloutContext
+
+    def verbs(self) -> list[str]:
+        return [f"{a.verb} {a.resource}/{a.name}" for a in self.actions]
+
+    def reasons(self) -> list[str]:
+        return [e.reason for e in self.events]
+
+    def writes(self, resource: str, name: str | None = None) -> list[Obj]:
+        return [
+            a.body
+            for a in self.actions
+            if a.resource == resource and (name is None or a.name == name)
+        ]
+
+
+@dataclass
+class OneSync:
+    """A rollout and the objects around it, one reconcile at a time."""
+
+    obj: Obj
+    objects: list[Obj] = field(default_factory=list)
+    now: dt.datetime = T0
+    broken: set[str] = field(default_factory=lambda: {"web:bad"})
+    kubelet_enabled: bool = True
+
+    def __post_init__(self) -> None:
+        self.writer = ClockedWriter(self)
+        self._pod_ids = itertools.count()
+        self.seed(self.obj)
+        for obj in self.objects:
+            self.seed(obj)
+
+    def seed(self, obj: Obj) -> None:
+        obj = copy.deepcopy(obj)
+        obj["metadata"].setdefault("namespace", NS)
+        obj["metadata"].setdefault("creationTimestamp", format_time(self.now))
+        self.writer.seed(RESOURCES[obj["kind"]], obj)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _of(self, plural: str) -> list[Obj]:
+        return [o for (p, _, _), o in self.writer.objects.items() if p == plural]
+
+    @property
+    def rollout(self) -> Obj:
+        return self.writer.objects[(r.ROLLOUTS.plural, NS, self.obj["metadata"]["name"])]
+
+    @property
+    def status(self) -> Obj:
+        return self.rollout.get("status") or {}
+
+    def replicasets(self) -> list[Obj]:
+        return self._of("replicasets")
+
+    def rs(self, pod_hash: str) -> Obj:
+        return next(
+            rs
+            for rs in self.replicasets()
+            if rs["metadata"]["labels"]["rollouts-pod-template-hash"] == pod_hash
+        )
+
+    def pods(self, pod_hash: str | None = None) -> list[Obj]:
+        return [
+            pod
+            for pod in self._of("pods")
+            if pod_hash is None
+            or pod["metadata"]["labels"].get("rollouts-pod-template-hash") == pod_hash
+        ]
+
+    def services(self) -> dict[str, Obj]:
+        return {o["metadata"]["name"]: o for o in self._of("services")}
+
+    # -- a user's changes and time ------------------------------------------------------------
+
+    def edit_spec(self, **changes: Any) -> None:
+        """A user's `kubectl apply`: a new spec and a new generation."""
+        self.rollout["spec"].update(copy.deepcopy(changes))
+        self.rollout["metadata"]["generation"] += 1
+
+    def set_image(self, image: str) -> None:
+        spec = copy.deepcopy(self.rollout["spec"]["template"])
+        spec["spec"]["containers"][0]["image"] = image
+        self.edit_spec(template=spec)
+
+    def advance(self, seconds: float) -> None:
+        self.now += dt.timedelta(seconds=seconds)
+
+    # -- the kubelet and the reconcile ----------------------------------------------------------
+
+    def kubelet(self) -> None:
+        """Pods follow each ReplicaSet's spec.replicas and template; RS status follows."""
+        for rs in self.replicasets():
+            meta = rs["metadata"]
+            owned = [
+                p
+                for p in self._of("pods")
+                if p["metadata"]["ownerReferences"][0]["uid"] == meta.get("uid")
+            ]
+            want = int(rs["spec"].get("replicas") or 0)
+            for pod in owned[want:]:
+                del self.writer.objects[("pods", NS, pod["metadata"]["name"])]
+            tmeta = rs["spec"]["template"].get("metadata") or {}
+            for _ in range(want - len(owned)):
+                name = f"{meta['name']}-{next(self._pod_ids)}"
+                self.writer.seed(
+                    r.PODS,
+                    {
+                        "kind": "Pod",
+                        "metadata": {
+                            "name": name,
+                            "namespace": NS,
+                            "labels": dict(tmeta.get("labels") or {}),
+                            "annotations": dict(tmeta.get("annotations") or {}),
+                            "creationTimestamp": format_time(self.now),
+                            "resourceVersion": "1",
+                            "ownerReferences": [
+                                {"kind": "ReplicaSet", "name": meta["name"], "uid": meta["uid"]}
+                            ],
+                        },
+                    },
+                )
+            image = rs["spec"]["template"]["spec"]["containers"][0]["image"]
+            ok = 0 if image in self.broken else want
+            rs["status"] = {"replicas": want, "readyReplicas": ok, "availableReplicas": ok}
+
+    def sync(self) -> Synced:
+        if self.kubelet_enabled:
+            self.kubelet()
+        start = len(self.writer.actions)
+        ctx = RolloutContext.build(
+            obj=copy.deepcopy(self.rollout),
+            rss=copy.deepcopy(self.replicasets()),
+            now=self.now,
+            writer=self.writer,
+            services=copy.deepcopy(self.services()),
+            analysis_runs=copy.deepcopy(self._of("analysisruns")),
+            experiments=copy.deepcopy(self._of("experiments")),
+            pods=self.writer,
+        )
+        reconcile(ctx)
+        actions = [a for a in self.writer.actions[start:] if a.resource != "events"]
+        return Synced(actions, list(ctx.events), ctx.requeue_after, ctx)
+
+    def settle(self, limit: int = 30) -> list[Synced]:
+        """Reconcile until a sync writes nothing; every sync's result."""
+        done = []
+        for _ in range(limit):
+            synced = self.sync()
+            done.append(synced)
+            if not synced.actions:
+                return done
+        raise AssertionError("the rollout never settled")
