@@ -28,7 +28,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.settings import Settings
-from tests.e2e import routers
+from tests.e2e import fields, routers
 from tests.e2e import test_rollouts as e2e
 from tests.e2e import test_workloadref as wref
 from tests.support.metrics import MetricsServer
@@ -260,6 +260,8 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
         # Traffic routing (nginx, SMI, Istio host- and subset-level, Gateway API): the routers'
         # reflectors started on demand, the worker's writes to their objects.
         *routers.scenarios(routers.NGINX, routers.SMI, routers.ISTIO, routers.GATEWAY),
+        # Fields acted on as Argo does: pods patched with ephemeral metadata.
+        *fields.SCENARIOS,
         secret_argument_then_promote,
         experiment_aborted,
         history_is_pruned,

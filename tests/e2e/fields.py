@@ -1,0 +1,176 @@
+"""Scenarios for the fields a rollout must act on as Argo does (ephemeral metadata, anti-affinity,
+the rollback window), after Argo's e2e tests of the same names. The RBAC audit (test_rbac.py)
+runs them on both CRD shapes, concurrently with the other scenarios, with real watcher, beat and
+worker processes; what they read is what the API holds (live pods, ReplicaSets, events).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rollout_workers.kube import resources as r
+from tests.e2e import test_rollouts as e2e
+
+if TYPE_CHECKING:
+    from tests.e2e.test_rollouts import World
+
+Obj = dict[str, Any]
+TIMEOUT = 150.0
+
+
+def pods_of(w: World, name: str, pod_hash: str) -> list[Obj]:
+    selector = f"app={name},{r.POD_TEMPLATE_HASH_LABEL}={pod_hash}"
+    items, _ = w.kube.list(r.PODS, namespace=w.namespace, label_selector=selector)
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def wait_pods(
+    w: World, name: str, pod_hash: str, check: Callable[[dict[str, str]], bool], what: str
+) -> None:
+    """Until the revision has pods, all of whose labels pass `check`."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        pods = pods_of(w, name, pod_hash)
+        if pods and all(check(p["metadata"].get("labels") or {}) for p in pods):
+            return
+        if time.monotonic() > deadline:
+            labels = [p["metadata"].get("labels") for p in pods]
+            raise AssertionError(f"{w.namespace}/{name}: {what}; pods' labels {labels}")
+        time.sleep(0.25)
+
+
+def role(value: str | None, key: str = "role") -> Callable[[dict[str, str]], bool]:
+    def check(labels: dict[str, str]) -> bool:
+        return labels.get(key) == value if value is not None else key not in labels
+
+    return check
+
+
+def both(*checks: Callable[[dict[str, str]], bool]) -> Callable[[dict[str, str]], bool]:
+    return lambda labels: all(check(labels) for check in checks)
+
+
+def ephemeral_metadata_canary(w: World) -> None:
+    """Argo's CanarySuite.TestEphemeralMetadata: stable pods carry the stable role, the canary's
+    the canary role; an edit of the canary metadata replaces its keys on live pods; after the
+    promotion the revision's pods take the stable role; an edit of that follows too."""
+    name = "eph"
+    ro = e2e.canary(name, 2, [{"setWeight": 50}, {"pause": {}}])
+    ro["spec"]["strategy"]["canary"].update(
+        canaryMetadata={"labels": {"role": "canary"}},
+        stableMetadata={"labels": {"role": "stable"}},
+    )
+    w.apply(ro)
+    first = e2e.status(w.wait(name, lambda o: e2e.phase(o) == "Healthy", "first deploy"))
+    wait_pods(w, name, first["stableRS"], role("stable"), "revision 1 has the stable role")
+    w.cli("set", "image", name, "app=demo:2")
+    paused = e2e.status(w.wait(name, lambda o: e2e.phase(o) == "Paused", "paused at the pause"))
+    second = paused["currentPodHash"]
+    wait_pods(w, name, second, role("canary"), "revision 2 has the canary role")
+    wait_pods(w, name, first["stableRS"], role("stable"), "revision 1 keeps the stable role")
+    patch = {"spec": {"strategy": {"canary": {"canaryMetadata": {"labels": {
+        "role": None, "role2": "canary2"}}}}}}  # fmt: skip
+    w.kube.patch(r.ROLLOUTS, w.namespace, name, patch)
+    wait_pods(w, name, second, both(role(None), role("canary2", "role2")), "canary metadata 2")
+    w.cli("promote", name)
+    w.wait(name, e2e.promoted, "promoted")
+    wait_pods(w, name, second, both(role("stable"), role(None, "role2")), "revision 2 is stable")
+    patch = {"spec": {"strategy": {"canary": {"stableMetadata": {"labels": {
+        "role": None, "role2": "stable2"}}}}}}  # fmt: skip
+    w.kube.patch(r.ROLLOUTS, w.namespace, name, patch)
+    wait_pods(w, name, second, both(role(None), role("stable2", "role2")), "stable metadata 2")
+
+
+def ephemeral_metadata_bluegreen(w: World) -> None:
+    """Argo's BlueGreenSuite.TestEphemeralMetadata: the preview role on the new pods until the
+    promotion, then the active role; the old revision loses its role once scaled down."""
+    name = "ephbg"
+    docs = e2e.bluegreen(
+        name,
+        1,
+        autoPromotionEnabled=False,
+        previewMetadata={"labels": {"role": "preview"}},
+        activeMetadata={"labels": {"role": "active"}},
+    )
+    w.apply(*docs)
+    first = e2e.status(w.wait(name, lambda o: e2e.phase(o) == "Healthy", "first deploy"))
+    wait_pods(w, name, first["stableRS"], role("active"), "revision 1 is active")
+    w.cli("set", "image", name, "app=demo:2")
+    paused = e2e.status(w.wait(name, lambda o: e2e.phase(o) == "Paused", "paused for promotion"))
+    second = paused["currentPodHash"]
+    wait_pods(w, name, second, role("preview"), "revision 2 is the preview")
+    w.cli("promote", name)
+    w.wait(name, e2e.promoted, "promoted")
+    wait_pods(w, name, second, role("active"), "revision 2 is active")
+
+
+def anti_affinity(w: World) -> None:
+    """Argo's anti-affinity: during an update the new ReplicaSet's pods get a preferred
+    podAntiAffinity term against the stable pods' hash on kubernetes.io/hostname."""
+    name = "affine"
+    ro = e2e.canary(name, 2, [{"setWeight": 50}, {"pause": {}}])
+    ro["spec"]["strategy"]["canary"]["antiAffinity"] = {
+        "preferredDuringSchedulingIgnoredDuringExecution": {"weight": 40}
+    }
+    w.apply(ro)
+    first = e2e.status(w.wait(name, lambda o: e2e.phase(o) == "Healthy", "first deploy"))
+    (pod, *_) = pods_of(w, name, first["stableRS"])
+    assert "affinity" not in pod["spec"], pod["spec"]  # nothing to avoid on the first deploy
+    w.cli("set", "image", name, "app=demo:2")
+    paused = e2e.status(w.wait(name, lambda o: e2e.phase(o) == "Paused", "paused"))
+    wait_pods(w, name, paused["currentPodHash"], lambda _: True, "canary pods")
+    (pod, *_) = pods_of(w, name, paused["currentPodHash"])
+    (term,) = pod["spec"]["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term == {
+        "weight": 40,
+        "podAffinityTerm": {
+            "labelSelector": {"matchExpressions": [
+                {"key": r.POD_TEMPLATE_HASH_LABEL, "operator": "In",
+                 "values": [first["stableRS"]]}]},
+            "namespaces": [w.namespace],
+            "topologyKey": "kubernetes.io/hostname",
+        },
+    }, term  # fmt: skip
+
+
+def rollback_window(w: World) -> None:
+    """Argo's RollbackSuite.TestRollbackAnalysisWithinWindow and ...OutsideWindow, on one
+    rollout with `rollbackWindow.revisions: 1`: back to the previous revision skips the steps
+    and the analysis; back to one with another revision created since runs them."""
+    name = "window"
+    w.job_template("window-check", "true")
+    steps = [{"setWeight": 50}, {"analysis": {"templates": [{"templateName": "window-check"}]}}]
+    w.apply(e2e.canary(name, 2, steps, rollbackWindow={"revisions": 1}))
+    w.wait(name, lambda o: e2e.phase(o) == "Healthy", "first deploy")
+
+    def deploy(image: str, runs: int, what: str) -> None:
+        w.cli("set", "image", name, f"app={image}")
+        done = w.wait(
+            name,
+            lambda o: (
+                e2e.promoted(o)
+                and o["spec"]["template"]["spec"]["containers"][0]["image"] == image
+                and e2e.status(o).get("observedGeneration") == str(o["metadata"]["generation"])
+            ),
+            what,
+        )
+        got = len(e2e.runs_of(w, "Step"))
+        assert got == runs, f"{what}: {got} analysis runs, expected {runs}; {e2e.status(done)}"
+
+    deploy("demo:2", 1, "revision 2")
+    deploy("demo:3", 2, "revision 3")
+    deploy("demo:2", 2, "back to revision 2, within the window: no analysis")
+    deploy("demo:4", 3, "revision 4")
+    deploy("demo:2", 4, "back to revision 2, outside the window: the analysis runs")
+
+
+SCENARIOS = [
+    ephemeral_metadata_canary,
+    ephemeral_metadata_bluegreen,
+    anti_affinity,
+    rollback_window,
+]
