@@ -358,6 +358,8 @@ class IstioDestinationRule(KubeModel):
     name: str
     canary_subset_name: str
     stable_subset_name: str
+    additional_subset_names: list[str] | None = None
+    """Subsets (of other rules) whose route destinations keep their weight, out of the stable's."""
 
 
 class IstioTrafficRouting(KubeModel):
