@@ -19,6 +19,10 @@ As the plugin does:
 - a mirror route adds a RequestMirror filter (to the canary, with `percentage` as `percent`) to
   the weighted rules, or with `mirrorMode: rule` a rule of its own (the route's matches, to the
   stable Service, mirrored to the canary); an empty match removes it;
+- the in-progress label (pkg/plugin/labels.go): with each weight, a route gets the label
+  `inProgressLabelKey: inProgressLabelValue` (by default `rollouts.argoproj.io/gatewayapi-canary:
+  in-progress`) when the weight is above 0, and loses it at 0 (the end of an update, an abort);
+  `disableInProgressLabel` leaves the labels alone. It is written in the weight's patch;
 - verification: the plugin reports every weight verified; here the weight is verified when the
   stored routes carry it (what the API server returned after the write).
 
@@ -40,8 +44,9 @@ changed is put back. A rule already there whose fingerprint matches the desired 
 stored, so a field an older Gateway API prunes (rule names, mirror `percent`) does not cause a
 write on every reconcile.
 
-Not carried over: the label-selector discovery of routes (`httpRouteSelector`, ...),
-the in-progress label, header routes on GRPCRoutes, and adding experiment services as new
+Not carried over: the label-selector discovery of routes (`httpRouteSelector`,
+`grpcRouteSelector`, `tcpRouteSelector`, `tlsRouteSelector`), which validation refuses: routes
+are read from a cache indexed by the names rollouts give; and adding experiment services as new
 backendRefs (additional destinations already named by the weighted rules get their weight).
 """
 
@@ -93,6 +98,9 @@ FIELDS = {
     "TLSRoute": "tlsRoute",
 }
 MANAGED_ANNOTATION = "rollout-workers/managed-routes"
+# The plugin's defaults (internal/defaults/defaults.go).
+IN_PROGRESS_LABEL_KEY = "rollouts.argoproj.io/gatewayapi-canary"
+IN_PROGRESS_LABEL_VALUE = "in-progress"
 MIRROR = "RequestMirror"
 DEFAULT_MAX_TRAFFIC_WEIGHT = 100
 
@@ -103,6 +111,33 @@ NO_ROUTES_MESSAGE = (
 )
 INVALID_HEADER_MATCH_TYPE_MESSAGE = "invalid header match type"
 BACKEND_REF_NOT_FOUND_MESSAGE = "backendRef was not found in {}"
+
+
+#: The plugin's route selectors (config field, the kind it discovers): refused by validation,
+#: since routes are read from a cache keyed by the names rollouts give, not listed by label.
+ROUTE_SELECTORS = {
+    "httpRouteSelector": "HTTPRoute",
+    "grpcRouteSelector": "GRPCRoute",
+    "tcpRouteSelector": "TCPRoute",
+    "tlsRouteSelector": "TLSRoute",
+}
+ROUTE_SELECTOR_MESSAGE = (
+    "{field} is not supported by this controller: it does not discover {kind}s by label; "
+    "name them in {single} or {many}"
+)
+
+
+def route_selectors(config: GatewayAPITrafficRouting) -> list[str]:
+    """The config fields of the route selectors that are set (an empty selector too: the
+    plugin would list every route of the namespace)."""
+    set_fields = config.model_dump(by_alias=True, exclude_none=True)
+    return [field for field in ROUTE_SELECTORS if field in set_fields]
+
+
+def route_selector_message(field: str) -> str:
+    kind = ROUTE_SELECTORS[field]
+    single = FIELDS[kind]
+    return ROUTE_SELECTOR_MESSAGE.format(field=field, kind=kind, single=single, many=single + "s")
 
 
 def not_found_message(kind: str, name: str) -> str:
@@ -126,6 +161,15 @@ def config_of(routing: RolloutTrafficRouting | None) -> GatewayAPITrafficRouting
         return GatewayAPITrafficRouting.from_dict(raw)
     except pydantic.ValidationError as err:
         raise TrafficRoutingError(f"invalid {GATEWAY_API_PLUGIN} config: {err}") from None
+
+
+def in_progress_label(config: GatewayAPITrafficRouting, weight: int) -> tuple[str, str | None]:
+    """The plugin's ensureInProgressLabel: (key, value) to set, or (key, None) to remove; an
+    empty key or value falls back to the default, as in the plugin."""
+    key = config.in_progress_label_key or IN_PROGRESS_LABEL_KEY
+    if weight == 0:
+        return key, None
+    return key, config.in_progress_label_value or IN_PROGRESS_LABEL_VALUE
 
 
 @dataclass(frozen=True)
@@ -427,7 +471,14 @@ class GatewayAPIRouter:
             current = self._read(route)
             rules = (current.get("spec") or {}).get("rules") or []
             desired = self.calculate_weighted(route, rules, weight, additional)
-            self._persist(route, current, desired, read_record(current), f"weight {weight}")
+            label = (
+                None
+                if self.config.disable_in_progress_label
+                else in_progress_label(self.config, weight)
+            )
+            self._persist(
+                route, current, desired, read_record(current), f"weight {weight}", label=label
+            )
 
     def verify_weight(
         self, weight: int, additional: Sequence[WeightDestination] = ()
@@ -583,17 +634,26 @@ class GatewayAPIRouter:
         rules: list[Obj],
         record: dict[str, dict[str, Obj]],
         what: str,
+        *,
+        label: tuple[str, str | None] | None = None,
     ) -> None:
+        """Write `rules`, the `record` and (when given) the label `(key, value or None to
+        remove)` to `route` in one fenced merge patch; nothing when they are already there."""
         ctx = self.ctx
-        annotations = (current.get("metadata") or {}).get("annotations") or {}
-        before = {
+        meta = current.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        before: Obj = {
             "metadata": {"annotations": {MANAGED_ANNOTATION: annotations.get(MANAGED_ANNOTATION)}},
             "spec": {"rules": (current.get("spec") or {}).get("rules") or []},
         }
-        after = {
+        after: Obj = {
             "metadata": {"annotations": {MANAGED_ANNOTATION: _record_text(record)}},
             "spec": {"rules": rules},
         }
+        if label is not None:
+            key, value = label
+            before["metadata"]["labels"] = {key: (meta.get("labels") or {}).get(key)}
+            after["metadata"]["labels"] = {key: value}
         patch = merge_patch(before, after)
         if not patch:
             return
