@@ -401,8 +401,7 @@ class GatewayAPITrafficRouting(OpenModel):
     namespace: str | None = None
     """Where the routes live; the rollout's namespace when unset."""
     config_map: str | None = None
-    """The ConfigMap plugin versions up to 0.12 kept their managed rules in; the plugin has
-    ignored it since 0.13, and so does this controller (the record is on the route)."""
+    """Where plugin versions before 0.13 kept their rule record; ignored, as the plugin now does."""
     mirror_mode: str | None = None
     """`rule`: a mirror route is a rule of its own; else a filter on the weighted rules."""
     http_route_selector: LabelSelector | None = None
