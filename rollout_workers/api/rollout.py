@@ -381,7 +381,7 @@ class GatewayAPIRoute(KubeModel):
 
     name: str
     use_header_routes: bool | None = None
-    """Header and mirror routes are added to this route (always for the single-name fields)."""
+    """Header routes (HTTP, gRPC) and mirror routes (HTTP) go on it; always for a single name."""
 
 
 class GatewayAPITrafficRouting(OpenModel):

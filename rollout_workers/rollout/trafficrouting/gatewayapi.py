@@ -11,11 +11,14 @@ As the plugin does:
   without such a rule is an error ("backendRef was not found in httpRoute"). Rules naming only
   one of them (the managed rules below, or the user's own) are left alone;
 - `httpRoute` (`grpcRoute`, `tcpRoute`) counts as a route with useHeaderRoutes; routes of the
-  lists take part in header and mirror routes only with `useHeaderRoutes: true`;
+  lists take part in header routes only with `useHeaderRoutes: true`; header routes go on
+  HTTPRoutes and GRPCRoutes (the plugin's setHTTPHeaderRoute and setGRPCHeaderRoute), mirror
+  routes on HTTPRoutes;
 - a header route adds, per weighted rule, a rule sending the requests that also match the
   headers to the canary Service (the weighted rule's matches, filters and canary port; prefix
-  matches as an anchored regular expression), named after the managed route (`<name>`,
-  `<name>-1`, ...); an empty match removes it;
+  matches as a regular expression: anchored on HTTPRoutes, `<prefix>.*` on GRPCRoutes as the
+  plugin writes them), named after the managed route (`<name>`, `<name>-1`, ...); an empty
+  match removes it;
 - a mirror route adds a RequestMirror filter (to the canary, with `percentage` as `percent`) to
   the weighted rules, or with `mirrorMode: rule` a rule of its own (the route's matches, to the
   stable Service, mirrored to the canary); an empty match removes it;
@@ -56,7 +59,7 @@ import copy
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +105,8 @@ MANAGED_ANNOTATION = "rollout-workers/managed-routes"
 IN_PROGRESS_LABEL_KEY = "rollouts.argoproj.io/gatewayapi-canary"
 IN_PROGRESS_LABEL_VALUE = "in-progress"
 MIRROR = "RequestMirror"
+HEADER_ROUTE_KINDS = ("HTTPRoute", "GRPCRoute")
+MIRROR_ROUTE_KINDS = ("HTTPRoute",)
 DEFAULT_MAX_TRAFFIC_WEIGHT = 100
 
 # The plugin's messages (pkg/plugin/errors.go).
@@ -257,12 +262,15 @@ def _quote_meta(text: str) -> str:
     return "".join("\\" + c if c in "\\.+*?()|[]{}^$" else c for c in text)
 
 
-def header_match(match: HeaderRoutingMatch) -> Obj:
+def header_match(match: HeaderRoutingMatch, kind: str = "HTTPRoute") -> Obj:
     value = match.header_value or StringMatch()
     if value.exact:
         return {"name": match.header_name, "type": "Exact", "value": value.exact}
     if value.prefix:
-        regex = "^" + _quote_meta(value.prefix) + ".*"
+        if kind == "GRPCRoute":  # the plugin's getGRPCHeaderRouteRuleList: neither anchored
+            regex = value.prefix + ".*"  # nor quoted
+        else:
+            regex = "^" + _quote_meta(value.prefix) + ".*"
         return {"name": match.header_name, "type": "RegularExpression", "value": regex}
     if value.regex:
         return {"name": match.header_name, "type": "RegularExpression", "value": value.regex}
@@ -285,11 +293,16 @@ def _port_of(rules: list[Obj], service: str) -> Any:
 
 
 def build_header_rules(
-    route: SetHeaderRoute, weighted: list[Obj], *, canary: str, name: str
+    route: SetHeaderRoute,
+    weighted: list[Obj],
+    *,
+    canary: str,
+    name: str,
+    kind: str = "HTTPRoute",
 ) -> list[Obj]:
-    """One rule per weighted rule: its matches with the headers added, its filters, and the
-    canary Service at its port."""
-    headers = [header_match(m) for m in route.match or []]
+    """One rule per weighted rule: its matches (a GRPCRoute's: the method) with the headers
+    added, its filters, and the canary Service at its port."""
+    headers = [header_match(m, kind) for m in route.match or []]
     rules = []
     for index, source in enumerate(weighted):
         rule: Obj = {"name": name if index == 0 else f"{name}-{index}"}
@@ -499,8 +512,10 @@ class GatewayAPIRouter:
 
     # -- header and mirror routes
 
-    def _header_routes(self) -> list[Route]:
-        return [r for r in self._routes() if r.kind == "HTTPRoute" and r.use_header_routes]
+    def _header_routes(self, kinds: Sequence[str] = HEADER_ROUTE_KINDS) -> list[Route]:
+        """The routes with useHeaderRoutes of `kinds`: header routes go on HTTPRoutes and
+        GRPCRoutes, as the plugin's; mirror routes on HTTPRoutes only."""
+        return [r for r in self._routes() if r.kind in kinds and r.use_header_routes]
 
     def _managed_names(self) -> set[str]:
         routing = self.ctx.canary.traffic_routing
@@ -550,8 +565,10 @@ class GatewayAPIRouter:
             out.pop(rollout, None)
         return out
 
-    def _remove(self, names: set[str], *, skip_missing: bool) -> None:
-        for route in self._header_routes():
+    def _remove(
+        self, names: set[str], *, skip_missing: bool, kinds: Sequence[str] = HEADER_ROUTE_KINDS
+    ) -> None:
+        for route in self._header_routes(kinds):
             if skip_missing and self.ctx.routed.get(route.kind, self.namespace, route.name) is None:
                 continue
             current = self._read(route)
@@ -581,16 +598,19 @@ class GatewayAPIRouter:
             return
         canary = self.canary_service
 
-        def build(kept: list[Obj], weighted: list[Obj]) -> tuple[list[Obj], Obj]:
-            added = build_header_rules(route, weighted, canary=canary, name=name)
-            return kept + added, {"rules": [fingerprint(r) for r in added]}
+        def builder(kind: str) -> Callable[[list[Obj], list[Obj]], tuple[list[Obj], Obj]]:
+            def build(kept: list[Obj], weighted: list[Obj]) -> tuple[list[Obj], Obj]:
+                added = build_header_rules(route, weighted, canary=canary, name=name, kind=kind)
+                return kept + added, {"rules": [fingerprint(r) for r in added]}
+
+            return build
 
         for target in self._header_routes():
-            self._upsert(target, name, build)
+            self._upsert(target, name, builder(target.kind))
 
     def set_mirror_route(self, route: SetMirrorRoute) -> None:
         if not route.match:
-            self._remove({route.name}, skip_missing=False)
+            self._remove({route.name}, skip_missing=False, kinds=MIRROR_ROUTE_KINDS)
             return
         canary, stable = self.canary_service, self.stable_service
         as_rule = self.config.mirror_mode == "rule"
@@ -611,7 +631,7 @@ class GatewayAPIRouter:
                 out.append({**copy.deepcopy(rule), "filters": [*others, wanted]})
             return out, {"mirrorFilter": True}
 
-        for target in self._header_routes():
+        for target in self._header_routes(MIRROR_ROUTE_KINDS):
             self._upsert(target, route.name, build, strip_mirror=as_rule)
 
     def remove_managed_routes(self) -> None:

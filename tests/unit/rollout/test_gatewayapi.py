@@ -501,6 +501,87 @@ def test_header_routes_only_on_routes_with_use_header_routes() -> None:
     assert [a.name for a in writes(writer)] == ["b"]
 
 
+GRPC_METHOD = {"type": "Exact", "service": "my.service.v1.MyService", "method": "GetUser"}
+HOST = {"name": "Host", "type": "Exact", "value": "example.com"}
+CANARY_GRPC_REF = {"group": "", "kind": "Service", "name": "canary", "port": 80}
+GRPC_HEADER_CASES: list[tuple[str, Obj, list[Obj], list[Obj]]] = [
+    # (name, the step's header value, the weighted rule's matches, the added rule's matches)
+    (
+        "plugin SetGRPCHeaderRoute: no matches, the header alone",
+        {"exact": "yes"},
+        [],
+        [{"headers": [HEADER]}],
+    ),
+    (
+        "plugin TestSetGRPCHeaderRouteWithMethodAndHeaders: method and headers kept",
+        {"exact": "yes"},
+        [{"method": GRPC_METHOD, "headers": [HOST]}],
+        [{"method": GRPC_METHOD, "headers": [HOST, HEADER]}],
+    ),
+    (
+        "prefix: `<prefix>.*`, neither anchored nor quoted (getGRPCHeaderRouteRuleList)",
+        {"prefix": "v1.2"},
+        [],
+        [{"headers": [{"name": "X-Canary", "type": "RegularExpression", "value": "v1.2.*"}]}],
+    ),
+    (
+        "regex as given",
+        {"regex": "^a|b$"},
+        [{"method": GRPC_METHOD}],
+        [
+            {
+                "method": GRPC_METHOD,
+                "headers": [{"name": "X-Canary", "type": "RegularExpression", "value": "^a|b$"}],
+            }
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "matches", "expected"),
+    [pytest.param(*case[1:], id=case[0]) for case in GRPC_HEADER_CASES],
+)
+def test_header_route_on_a_grpc_route(value: Obj, matches: list[Obj], expected: list[Obj]) -> None:
+    step = SetHeaderRoute.from_dict(
+        {"name": "canary-header", "match": [{"headerName": "X-Canary", "headerValue": value}]}
+    )
+    weighted = weighted_rule(**({"matches": matches} if matches else {}))
+    found = route("GRPCRoute", "g", weighted)
+    router, writer, _ = router_for(header_rollout({"grpcRoute": "g"}), found)
+    router.set_header_route(step)
+    added = {"name": "canary-header", "matches": expected, "backendRefs": [CANARY_GRPC_REF]}
+    assert rules_of(writer, "g", "GRPCRoute") == [weighted, added]
+    # The same step again changes nothing (TestSetGRPCHeaderRouteNoDuplicateOnRepeatedCall).
+    count = len(writes(writer))
+    router.set_header_route(step)
+    assert len(writes(writer)) == count
+
+
+def test_grpc_header_routes_follow_use_header_routes_and_are_removed() -> None:
+    """The plugin's SetHeaderRoute and RemoveManagedRoutes on GRPCRoutes: only those with
+    useHeaderRoutes (grpcRoute has it); mirror routes stay on HTTPRoutes."""
+    config = {"grpcRoutes": [{"name": "a"}, {"name": "b", "useHeaderRoutes": True}]}
+    routes = [route("GRPCRoute", n, weighted_rule()) for n in ("a", "b")]
+    obj = header_rollout(config)
+    obj["spec"]["strategy"]["canary"]["trafficRouting"]["managedRoutes"].append({"name": "m"})
+    router, writer, _ = router_for(obj, *routes)
+    router.set_header_route(HEADER_ROUTE)
+    assert [a.name for a in writes(writer)] == ["b"]
+    assert len(rules_of(writer, "b", "GRPCRoute")) == 2
+    router.set_mirror_route(mirror())
+    assert [a.name for a in writes(writer)] == ["b"]
+    router.remove_managed_routes()
+    assert rules_of(writer, "b", "GRPCRoute") == [weighted_rule()]
+    assert record_of_kind(writer, "GRPCRoute", "b") is None
+
+
+def record_of_kind(writer: RecordingWriter, kind: str, name: str) -> Any:
+    annotations = stored(writer, kind, name)["metadata"].get("annotations") or {}
+    text = annotations.get(gatewayapi.MANAGED_ANNOTATION)
+    return json.loads(text) if text else None
+
+
 def test_header_route_without_a_weighted_rule() -> None:
     only = route("HTTPRoute", "web-route", {"backendRefs": [backend("stable")]})
     router, _, _ = router_for(header_rollout(), only)
