@@ -358,6 +358,8 @@ class IstioDestinationRule(KubeModel):
     name: str
     canary_subset_name: str
     stable_subset_name: str
+    additional_subset_names: list[str] | None = None
+    """Subsets (of other rules) whose route destinations keep their weight, out of the stable's."""
 
 
 class IstioTrafficRouting(KubeModel):
@@ -379,13 +381,14 @@ class GatewayAPIRoute(KubeModel):
 
     name: str
     use_header_routes: bool | None = None
-    """Header and mirror routes are added to this route (always for the single-name fields)."""
+    """Header routes (HTTP, gRPC) and mirror routes (HTTP) go on it; always for a single name."""
 
 
 class GatewayAPITrafficRouting(OpenModel):
     """Canary weights through Gateway API routes: the config of Argo's gatewayAPI plugin
-    (argoproj-labs/rollouts-plugin-trafficrouter-gatewayapi), as is. Fields it has that this
-    controller does not apply (route selectors, in-progress labels) are kept."""
+    (argoproj-labs/rollouts-plugin-trafficrouter-gatewayapi), as is. The route selectors are
+    modelled so that validation can refuse them (this controller does not discover routes by
+    label); other unknown fields are kept, as the plugin's decoder ignores them."""
 
     http_route: str | None = None
     http_routes: list[GatewayAPIRoute] | None = None
@@ -398,9 +401,23 @@ class GatewayAPITrafficRouting(OpenModel):
     namespace: str | None = None
     """Where the routes live; the rollout's namespace when unset."""
     config_map: str | None = None
-    """The plugin's record of managed routes; unused here (they are recorded on the route)."""
+    """Where plugin versions before 0.13 kept their rule record; ignored, as the plugin now does."""
     mirror_mode: str | None = None
     """`rule`: a mirror route is a rule of its own; else a filter on the weighted rules."""
+    http_route_selector: LabelSelector | None = None
+    """The plugin's discovery of HTTPRoutes by label: refused by validation (not supported)."""
+    grpc_route_selector: LabelSelector | None = None
+    """The plugin's discovery of GRPCRoutes by label: refused by validation (not supported)."""
+    tcp_route_selector: LabelSelector | None = None
+    """The plugin's discovery of TCPRoutes by label: refused by validation (not supported)."""
+    tls_route_selector: LabelSelector | None = None
+    """The plugin's discovery of TLSRoutes by label: refused by validation (not supported)."""
+    disable_in_progress_label: bool | None = None
+    """Leave the routes' labels alone: no in-progress label while the canary has weight."""
+    in_progress_label_key: str | None = None
+    """Set on each route at a weight above 0, removed at 0; default the plugin's key."""
+    in_progress_label_value: str | None = None
+    """The in-progress label's value (default `in-progress`)."""
 
 
 class RolloutTrafficRouting(OpenModel):

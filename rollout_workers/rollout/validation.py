@@ -24,7 +24,10 @@ Traffic routers other than nginx, SMI and Gateway API are refused by the control
 (`trafficrouting.unsupported_router`), not here: such a spec is valid Argo. The Gateway API
 router's config (the gatewayAPI plugin's) is checked here as the plugin would fail on it: a
 config naming no route (the plugin's message), a route kind the API server does not serve, and a
-route that does not exist (the API server's NotFound message, which the plugin reports).
+route that does not exist (the API server's NotFound message, which the plugin reports). Its
+route selectors (`httpRouteSelector`, ...), which this controller does not apply, are refused
+(Forbidden) after Argo's own spec checks, so that a manifest using them fails instead of
+routing through fewer routes than the plugin would.
 """
 
 from __future__ import annotations
@@ -577,6 +580,31 @@ def _spec_errors(rollout: Rollout) -> Iterator[ValidationError]:
         yield _invalid("spec.progressDeadlineSeconds", str(deadline), PROGRESS_DEADLINE_MESSAGE)
 
     yield from _strategy_errors(rollout, "spec.strategy")
+    yield from _gateway_api_unsupported_errors(rollout)
+
+
+def _gateway_api_path(routing: RolloutTrafficRouting) -> str:
+    if routing.gateway_api is not None:
+        return f"{_ROUTING_PATH}.gatewayAPI"
+    return f"{_ROUTING_PATH}.plugins[{GATEWAY_API_PLUGIN}]"
+
+
+def _gateway_api_unsupported_errors(rollout: Rollout) -> Iterator[ValidationError]:
+    """The gatewayAPI plugin's config fields this controller refuses (route selectors)."""
+    strategy = rollout.spec.strategy
+    routing = strategy.canary.traffic_routing if strategy and strategy.canary else None
+    if routing is None:
+        return
+    try:
+        config = gatewayapi.config_of(routing)
+    except TrafficRoutingError:
+        return  # an undecodable config: reported with the references (_gateway_api_errors)
+    if config is None:
+        return
+    path = _gateway_api_path(routing)
+    for field in gatewayapi.route_selectors(config):
+        message = gatewayapi.route_selector_message(field)
+        yield ValidationError(f"{path}.{field}", message, ErrorType.FORBIDDEN)
 
 
 def _selector_valid(selector: LabelSelector | None) -> bool:
@@ -1246,10 +1274,7 @@ def _gateway_api_errors(rollout: Rollout, references: ReferencedResources) -> li
     routing = strategy.canary.traffic_routing if strategy and strategy.canary else None
     if routing is None:
         return []
-    if routing.gateway_api is not None:
-        path = f"{_ROUTING_PATH}.gatewayAPI"
-    else:
-        path = f"{_ROUTING_PATH}.plugins[{GATEWAY_API_PLUGIN}]"
+    path = _gateway_api_path(routing)
     try:
         config = gatewayapi.config_of(routing)
     except TrafficRoutingError as err:

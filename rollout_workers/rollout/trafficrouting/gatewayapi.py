@@ -11,14 +11,21 @@ As the plugin does:
   without such a rule is an error ("backendRef was not found in httpRoute"). Rules naming only
   one of them (the managed rules below, or the user's own) are left alone;
 - `httpRoute` (`grpcRoute`, `tcpRoute`) counts as a route with useHeaderRoutes; routes of the
-  lists take part in header and mirror routes only with `useHeaderRoutes: true`;
+  lists take part in header routes only with `useHeaderRoutes: true`; header routes go on
+  HTTPRoutes and GRPCRoutes (the plugin's setHTTPHeaderRoute and setGRPCHeaderRoute), mirror
+  routes on HTTPRoutes;
 - a header route adds, per weighted rule, a rule sending the requests that also match the
   headers to the canary Service (the weighted rule's matches, filters and canary port; prefix
-  matches as an anchored regular expression), named after the managed route (`<name>`,
-  `<name>-1`, ...); an empty match removes it;
+  matches as a regular expression: anchored on HTTPRoutes, `<prefix>.*` on GRPCRoutes as the
+  plugin writes them), named after the managed route (`<name>`, `<name>-1`, ...); an empty
+  match removes it;
 - a mirror route adds a RequestMirror filter (to the canary, with `percentage` as `percent`) to
   the weighted rules, or with `mirrorMode: rule` a rule of its own (the route's matches, to the
   stable Service, mirrored to the canary); an empty match removes it;
+- the in-progress label (pkg/plugin/labels.go): with each weight, a route gets the label
+  `inProgressLabelKey: inProgressLabelValue` (by default `rollouts.argoproj.io/gatewayapi-canary:
+  in-progress`) when the weight is above 0, and loses it at 0 (the end of an update, an abort);
+  `disableInProgressLabel` leaves the labels alone. It is written in the weight's patch;
 - verification: the plugin reports every weight verified; here the weight is verified when the
   stored routes carry it (what the API server returned after the write).
 
@@ -40,8 +47,9 @@ changed is put back. A rule already there whose fingerprint matches the desired 
 stored, so a field an older Gateway API prunes (rule names, mirror `percent`) does not cause a
 write on every reconcile.
 
-Not carried over: the label-selector discovery of routes (`httpRouteSelector`, ...),
-the in-progress label, header routes on GRPCRoutes, and adding experiment services as new
+Not carried over: the label-selector discovery of routes (`httpRouteSelector`,
+`grpcRouteSelector`, `tcpRouteSelector`, `tlsRouteSelector`), which validation refuses: routes
+are read from a cache indexed by the names rollouts give; and adding experiment services as new
 backendRefs (additional destinations already named by the weighted rules get their weight).
 """
 
@@ -51,7 +59,7 @@ import copy
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,7 +101,12 @@ FIELDS = {
     "TLSRoute": "tlsRoute",
 }
 MANAGED_ANNOTATION = "rollout-workers/managed-routes"
+# The plugin's defaults (internal/defaults/defaults.go).
+IN_PROGRESS_LABEL_KEY = "rollouts.argoproj.io/gatewayapi-canary"
+IN_PROGRESS_LABEL_VALUE = "in-progress"
 MIRROR = "RequestMirror"
+HEADER_ROUTE_KINDS = ("HTTPRoute", "GRPCRoute")
+MIRROR_ROUTE_KINDS = ("HTTPRoute",)
 DEFAULT_MAX_TRAFFIC_WEIGHT = 100
 
 # The plugin's messages (pkg/plugin/errors.go).
@@ -103,6 +116,33 @@ NO_ROUTES_MESSAGE = (
 )
 INVALID_HEADER_MATCH_TYPE_MESSAGE = "invalid header match type"
 BACKEND_REF_NOT_FOUND_MESSAGE = "backendRef was not found in {}"
+
+
+#: The plugin's route selectors (config field, the kind it discovers): refused by validation,
+#: since routes are read from a cache keyed by the names rollouts give, not listed by label.
+ROUTE_SELECTORS = {
+    "httpRouteSelector": "HTTPRoute",
+    "grpcRouteSelector": "GRPCRoute",
+    "tcpRouteSelector": "TCPRoute",
+    "tlsRouteSelector": "TLSRoute",
+}
+ROUTE_SELECTOR_MESSAGE = (
+    "{field} is not supported by this controller: it does not discover {kind}s by label; "
+    "name them in {single} or {many}"
+)
+
+
+def route_selectors(config: GatewayAPITrafficRouting) -> list[str]:
+    """The config fields of the route selectors that are set (an empty selector too: the
+    plugin would list every route of the namespace)."""
+    set_fields = config.model_dump(by_alias=True, exclude_none=True)
+    return [field for field in ROUTE_SELECTORS if field in set_fields]
+
+
+def route_selector_message(field: str) -> str:
+    kind = ROUTE_SELECTORS[field]
+    single = FIELDS[kind]
+    return ROUTE_SELECTOR_MESSAGE.format(field=field, kind=kind, single=single, many=single + "s")
 
 
 def not_found_message(kind: str, name: str) -> str:
@@ -126,6 +166,15 @@ def config_of(routing: RolloutTrafficRouting | None) -> GatewayAPITrafficRouting
         return GatewayAPITrafficRouting.from_dict(raw)
     except pydantic.ValidationError as err:
         raise TrafficRoutingError(f"invalid {GATEWAY_API_PLUGIN} config: {err}") from None
+
+
+def in_progress_label(config: GatewayAPITrafficRouting, weight: int) -> tuple[str, str | None]:
+    """The plugin's ensureInProgressLabel: (key, value) to set, or (key, None) to remove; an
+    empty key or value falls back to the default, as in the plugin."""
+    key = config.in_progress_label_key or IN_PROGRESS_LABEL_KEY
+    if weight == 0:
+        return key, None
+    return key, config.in_progress_label_value or IN_PROGRESS_LABEL_VALUE
 
 
 @dataclass(frozen=True)
@@ -213,12 +262,15 @@ def _quote_meta(text: str) -> str:
     return "".join("\\" + c if c in "\\.+*?()|[]{}^$" else c for c in text)
 
 
-def header_match(match: HeaderRoutingMatch) -> Obj:
+def header_match(match: HeaderRoutingMatch, kind: str = "HTTPRoute") -> Obj:
     value = match.header_value or StringMatch()
     if value.exact:
         return {"name": match.header_name, "type": "Exact", "value": value.exact}
     if value.prefix:
-        regex = "^" + _quote_meta(value.prefix) + ".*"
+        if kind == "GRPCRoute":  # the plugin's getGRPCHeaderRouteRuleList: neither anchored
+            regex = value.prefix + ".*"  # nor quoted
+        else:
+            regex = "^" + _quote_meta(value.prefix) + ".*"
         return {"name": match.header_name, "type": "RegularExpression", "value": regex}
     if value.regex:
         return {"name": match.header_name, "type": "RegularExpression", "value": value.regex}
@@ -241,11 +293,16 @@ def _port_of(rules: list[Obj], service: str) -> Any:
 
 
 def build_header_rules(
-    route: SetHeaderRoute, weighted: list[Obj], *, canary: str, name: str
+    route: SetHeaderRoute,
+    weighted: list[Obj],
+    *,
+    canary: str,
+    name: str,
+    kind: str = "HTTPRoute",
 ) -> list[Obj]:
-    """One rule per weighted rule: its matches with the headers added, its filters, and the
-    canary Service at its port."""
-    headers = [header_match(m) for m in route.match or []]
+    """One rule per weighted rule: its matches (a GRPCRoute's: the method) with the headers
+    added, its filters, and the canary Service at its port."""
+    headers = [header_match(m, kind) for m in route.match or []]
     rules = []
     for index, source in enumerate(weighted):
         rule: Obj = {"name": name if index == 0 else f"{name}-{index}"}
@@ -427,7 +484,14 @@ class GatewayAPIRouter:
             current = self._read(route)
             rules = (current.get("spec") or {}).get("rules") or []
             desired = self.calculate_weighted(route, rules, weight, additional)
-            self._persist(route, current, desired, read_record(current), f"weight {weight}")
+            label = (
+                None
+                if self.config.disable_in_progress_label
+                else in_progress_label(self.config, weight)
+            )
+            self._persist(
+                route, current, desired, read_record(current), f"weight {weight}", label=label
+            )
 
     def verify_weight(
         self, weight: int, additional: Sequence[WeightDestination] = ()
@@ -448,8 +512,10 @@ class GatewayAPIRouter:
 
     # -- header and mirror routes
 
-    def _header_routes(self) -> list[Route]:
-        return [r for r in self._routes() if r.kind == "HTTPRoute" and r.use_header_routes]
+    def _header_routes(self, kinds: Sequence[str] = HEADER_ROUTE_KINDS) -> list[Route]:
+        """The routes with useHeaderRoutes of `kinds`: header routes go on HTTPRoutes and
+        GRPCRoutes, as the plugin's; mirror routes on HTTPRoutes only."""
+        return [r for r in self._routes() if r.kind in kinds and r.use_header_routes]
 
     def _managed_names(self) -> set[str]:
         routing = self.ctx.canary.traffic_routing
@@ -499,8 +565,10 @@ class GatewayAPIRouter:
             out.pop(rollout, None)
         return out
 
-    def _remove(self, names: set[str], *, skip_missing: bool) -> None:
-        for route in self._header_routes():
+    def _remove(
+        self, names: set[str], *, skip_missing: bool, kinds: Sequence[str] = HEADER_ROUTE_KINDS
+    ) -> None:
+        for route in self._header_routes(kinds):
             if skip_missing and self.ctx.routed.get(route.kind, self.namespace, route.name) is None:
                 continue
             current = self._read(route)
@@ -530,16 +598,19 @@ class GatewayAPIRouter:
             return
         canary = self.canary_service
 
-        def build(kept: list[Obj], weighted: list[Obj]) -> tuple[list[Obj], Obj]:
-            added = build_header_rules(route, weighted, canary=canary, name=name)
-            return kept + added, {"rules": [fingerprint(r) for r in added]}
+        def builder(kind: str) -> Callable[[list[Obj], list[Obj]], tuple[list[Obj], Obj]]:
+            def build(kept: list[Obj], weighted: list[Obj]) -> tuple[list[Obj], Obj]:
+                added = build_header_rules(route, weighted, canary=canary, name=name, kind=kind)
+                return kept + added, {"rules": [fingerprint(r) for r in added]}
+
+            return build
 
         for target in self._header_routes():
-            self._upsert(target, name, build)
+            self._upsert(target, name, builder(target.kind))
 
     def set_mirror_route(self, route: SetMirrorRoute) -> None:
         if not route.match:
-            self._remove({route.name}, skip_missing=False)
+            self._remove({route.name}, skip_missing=False, kinds=MIRROR_ROUTE_KINDS)
             return
         canary, stable = self.canary_service, self.stable_service
         as_rule = self.config.mirror_mode == "rule"
@@ -560,7 +631,7 @@ class GatewayAPIRouter:
                 out.append({**copy.deepcopy(rule), "filters": [*others, wanted]})
             return out, {"mirrorFilter": True}
 
-        for target in self._header_routes():
+        for target in self._header_routes(MIRROR_ROUTE_KINDS):
             self._upsert(target, route.name, build, strip_mirror=as_rule)
 
     def remove_managed_routes(self) -> None:
@@ -583,17 +654,26 @@ class GatewayAPIRouter:
         rules: list[Obj],
         record: dict[str, dict[str, Obj]],
         what: str,
+        *,
+        label: tuple[str, str | None] | None = None,
     ) -> None:
+        """Write `rules`, the `record` and (when given) the label `(key, value or None to
+        remove)` to `route` in one fenced merge patch; nothing when they are already there."""
         ctx = self.ctx
-        annotations = (current.get("metadata") or {}).get("annotations") or {}
-        before = {
+        meta = current.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        before: Obj = {
             "metadata": {"annotations": {MANAGED_ANNOTATION: annotations.get(MANAGED_ANNOTATION)}},
             "spec": {"rules": (current.get("spec") or {}).get("rules") or []},
         }
-        after = {
+        after: Obj = {
             "metadata": {"annotations": {MANAGED_ANNOTATION: _record_text(record)}},
             "spec": {"rules": rules},
         }
+        if label is not None:
+            key, value = label
+            before["metadata"]["labels"] = {key: (meta.get("labels") or {}).get(key)}
+            after["metadata"]["labels"] = {key: value}
         patch = merge_patch(before, after)
         if not patch:
             return

@@ -10,12 +10,17 @@ As argo-rollouts' rollout/trafficrouting/istio:
   services) its weight, appended when missing. Any other destination of such a route is
   removed. With no `tlsRoutes` (`tcpRoutes`) named, the VirtualService's only tls (tcp) route is
   the one re-weighted.
-- Subset-level splitting (`destinationRule`): destinations are told apart by subset, and only
-  those whose host is the DestinationRule's host are considered. Before the weights, the
-  DestinationRule's canary and stable subsets are labelled `rollouts-pod-template-hash` with the
-  canary's and the stable's pod hashes, and the rule is annotated as managed by the rollout
-  (Argo's UpdateHash, which also drops subsets that are neither canary, stable nor an additional
-  destination's).
+- Subset-level splitting (`destinationRule`): destinations are told apart by subset (or by the
+  canary and stable Services' hosts, when those are set); any other destination is removed,
+  whatever its host, as with host-level splitting. Before the weights, the DestinationRule's
+  canary and stable subsets are labelled `rollouts-pod-template-hash` with the canary's and the
+  stable's pod hashes, and the rule is annotated as managed by the rollout (Argo's UpdateHash,
+  which also drops subsets that are neither canary, stable nor an additional destination's).
+- `destinationRule.additionalSubsetNames` (Argo 1.9): a destination whose subset is one of them
+  keeps its weight, and that weight is taken out of the stable's (100 - canary - experiments -
+  additional subsets, never below 0). They are meant to be subsets of other DestinationRules,
+  which the rollout never touches: UpdateHash does not consult the list, so a subset of that
+  name in the rollout's own rule is dropped like any other, as in Argo.
 - Header and mirror routes (canary steps `setHeaderRoute`, `setMirrorRoute`): http routes named
   after the step, routing matching requests to the canary (header) or to the current weights
   while mirroring them to the canary (mirror). Routes named in `trafficRouting.managedRoutes` are
@@ -97,6 +102,7 @@ class Targets:
     canary_subset: str = ""
     stable_subset: str = ""
     subset_level: bool = False  # a destinationRule is configured
+    additional_subsets: frozenset[str] = frozenset()  # destinationRule.additionalSubsetNames
 
 
 def virtual_services(istio: IstioTrafficRouting) -> list[IstioVirtualService]:
@@ -292,19 +298,21 @@ def calculate_destinations(
     weight: int,
     targets: Targets,
     additional: Sequence[WeightDestination] = (),
-    dr_host: str = "",
 ) -> list[Obj]:
     """One route's destinations at `weight` (Argo's processRoutes): the canary's, the stable's
-    (100 minus the others), each additional destination's (appended when missing); any other
-    destination is dropped. With a DestinationRule host, only destinations to that host are
-    considered; the others are kept as they are."""
+    (100 minus the others, at least 0), each additional destination's (appended when missing),
+    those to an additional subset at their own weight; any other destination is dropped, and one
+    whose host starts with a dot is kept as it is (Argo's getHost finds no host in it)."""
+    extra = targets.additional_subsets - {""}  # a destination with no subset is never one
     stable_weight = 100 - weight - sum(d.weight for d in additional)
+    # Every destination to an additional subset counts, whichever branch below it takes.
+    stable_weight -= sum(int(d.get("weight") or 0) for d in destinations if _subset(d) in extra)
+    stable_weight = max(stable_weight, 0)
     pending = {d.service_name or "": d for d in additional}
     result: list[Obj] = []
     for destination in destinations:
-        full_host = (destination.get("destination") or {}).get("host")
         host, subset = short_host(destination), _subset(destination)
-        if (dr_host and full_host != dr_host) or not host:
+        if not host:
             result.append(copy.deepcopy(destination))
             continue
         if host == targets.canary_service or (subset and subset == targets.canary_subset):
@@ -313,6 +321,9 @@ def calculate_destinations(
             value = stable_weight
         elif host in pending:
             value = pending.pop(host).weight
+        elif subset and subset in extra:
+            result.append(copy.deepcopy(destination))  # its weight is the user's
+            continue
         else:
             continue  # not the canary's, the stable's nor an experiment's: removed, as in Argo
         result.append({**copy.deepcopy(destination), "weight": value})
@@ -334,7 +345,6 @@ def calculate_weighted_spec(
     targets: Targets,
     managed: Sequence[ManagedRoute],
     additional: Sequence[WeightDestination] = (),
-    dr_host: str = "",
 ) -> Obj:
     """The VirtualService's spec at `weight` (raises TrafficRoutingError when it does not have
     the routes and destinations the rollout names)."""
@@ -350,7 +360,6 @@ def calculate_weighted_spec(
                     weight=weight,
                     targets=targets,
                     additional=additional,
-                    dr_host=dr_host,
                 ),
             }
         return routes
@@ -480,7 +489,8 @@ def calculate_destination_rule(
     """The rule's annotations and spec with the subsets pointed at the hashes (Argo's
     UpdateHash): the canary and stable subsets labelled with their hash (unlabelled when it is
     empty), an additional destination's subset with its hash (added when missing); subsets that
-    are none of these are dropped, as in Argo."""
+    are none of these are dropped, as in Argo, `additionalSubsetNames` included (Argo's UpdateHash
+    does not read them: they name subsets of other rules)."""
     meta = rule.get("metadata") or {}
     annotations = {**(meta.get("annotations") or {}), MANAGED_BY_ROLLOUTS_ANNOTATION: rollout}
     pending = {d.service_name or "": d for d in additional}
@@ -571,6 +581,9 @@ class IstioRouter:
             canary_subset=rule.canary_subset_name if rule else "",
             stable_subset=rule.stable_subset_name if rule else "",
             subset_level=rule is not None,
+            additional_subsets=frozenset(rule.additional_subset_names or [])
+            if rule
+            else frozenset(),
         )
 
     def _each(self) -> Iterator[tuple[IstioVirtualService, str, str, Obj]]:
@@ -631,7 +644,7 @@ class IstioRouter:
     def set_weight(self, weight: int, additional: Sequence[WeightDestination] = ()) -> None:
         """Argo's SetWeight on each VirtualService."""
         ctx = self.ctx
-        targets, dr_host = self.targets(), self._dr_host()
+        targets = self.targets()
         for vs, namespace, name, current in self._each():
             spec = calculate_weighted_spec(
                 current.get("spec") or {},
@@ -640,7 +653,6 @@ class IstioRouter:
                 targets=targets,
                 managed=self.managed,
                 additional=additional,
-                dr_host=dr_host,
             )
             if self._write_spec(namespace, name, current, spec):
                 log.info("%s: VirtualService %s set to weight %d", ctx.key, name, weight)

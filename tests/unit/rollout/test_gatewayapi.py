@@ -58,11 +58,16 @@ def backend(name: str, weight: int | None = None, port: int = 80) -> Obj:
     return ref
 
 
-def route(kind: str, name: str, *rules: Obj, namespace: str = NS) -> Obj:
+def route(
+    kind: str, name: str, *rules: Obj, namespace: str = NS, labels: dict[str, str] | None = None
+) -> Obj:
+    meta: Obj = {"name": name, "namespace": namespace, "resourceVersion": "5"}
+    if labels is not None:
+        meta["labels"] = labels
     return {
         "apiVersion": f"{RESOURCES[kind].group}/{RESOURCES[kind].version}",
         "kind": kind,
-        "metadata": {"name": name, "namespace": namespace, "resourceVersion": "5"},
+        "metadata": meta,
         "spec": {"rules": list(rules)},
     }
 
@@ -71,6 +76,7 @@ def weighted_rule(canary: int = 0, stable: int = 100, **extra: Any) -> Obj:
     return {"backendRefs": [backend("stable", stable), backend("canary", canary)], **extra}
 
 
+IN_PROGRESS = "rollouts.argoproj.io/gatewayapi-canary"  # the plugin's default label key
 PATH_MATCH = {"path": {"type": "PathPrefix", "value": "/api"}}
 
 
@@ -127,7 +133,7 @@ def test_http_route_weight_as_the_plugin_sets_it(first_class: bool) -> None:
     [action] = writes(writer)
     assert (action.verb, action.resource, action.name) == ("patch", "httproutes", "web-route")
     assert action.body == {
-        "metadata": {"resourceVersion": "5"},
+        "metadata": {"labels": {IN_PROGRESS: "in-progress"}, "resourceVersion": "5"},
         "spec": {"rules": [weighted_rule(canary=30, stable=70)]},
     }
     assert [(e.reason, e.message) for e in ctx.events] == [
@@ -139,7 +145,9 @@ def test_http_route_weight_as_the_plugin_sets_it(first_class: bool) -> None:
 
 def test_weight_again_writes_nothing() -> None:
     obj = gw_rollout({"httpRoute": "web-route"})
-    router, writer, _ = router_for(obj, route("HTTPRoute", "web-route", weighted_rule(30, 70)))
+    labels = {IN_PROGRESS: "in-progress"}
+    found = route("HTTPRoute", "web-route", weighted_rule(30, 70), labels=labels)
+    router, writer, _ = router_for(obj, found)
     router.set_weight(30)
     assert writes(writer) == []
 
@@ -269,6 +277,102 @@ def test_kind_not_served() -> None:
         router.set_weight(10)
 
 
+# -- the in-progress label (pkg/plugin/labels.go) ------------------------------------------------
+
+IN_PROGRESS_CASES: list[tuple[str, Obj, dict[str, str] | None, int, dict[str, str]]] = [
+    # (name, config beside httpRoute, route labels before, weight, route labels after)
+    (
+        "plugin SetHTTPRouteWeightAddsAndRemovesLabel: added above 0",
+        {},
+        None,
+        25,
+        {IN_PROGRESS: "in-progress"},
+    ),
+    (
+        "plugin SetHTTPRouteWeightAddsAndRemovesLabel: removed at 0, other labels kept",
+        {},
+        {IN_PROGRESS: "in-progress", "app": "web"},
+        0,
+        {"app": "web"},
+    ),
+    ("absent at 0: nothing to remove", {}, {"app": "web"}, 0, {"app": "web"}),
+    ("another value is overwritten", {}, {IN_PROGRESS: "done"}, 100, {IN_PROGRESS: "in-progress"}),
+    (
+        "inProgressLabelKey and inProgressLabelValue",
+        {"inProgressLabelKey": "example.com/canary", "inProgressLabelValue": "yes"},
+        {"app": "web"},
+        25,
+        {"app": "web", "example.com/canary": "yes"},
+    ),
+    (
+        "inProgressLabelKey removed at 0, the default key left alone",
+        {"inProgressLabelKey": "example.com/canary"},
+        {"example.com/canary": "in-progress", IN_PROGRESS: "in-progress"},
+        0,
+        {IN_PROGRESS: "in-progress"},
+    ),
+    (
+        "empty key and value fall back to the defaults",
+        {"inProgressLabelKey": "", "inProgressLabelValue": ""},
+        None,
+        25,
+        {IN_PROGRESS: "in-progress"},
+    ),
+    ("disableInProgressLabel: not added", {"disableInProgressLabel": True}, None, 25, {}),
+    (
+        "disableInProgressLabel: not removed",
+        {"disableInProgressLabel": True},
+        {IN_PROGRESS: "in-progress"},
+        0,
+        {IN_PROGRESS: "in-progress"},
+    ),
+    (
+        "disableInProgressLabel false: as by default",
+        {"disableInProgressLabel": False},
+        None,
+        25,
+        {IN_PROGRESS: "in-progress"},
+    ),
+]
+
+
+@pytest.mark.parametrize("first_class", [False, True], ids=["plugin", "gatewayAPI"])
+@pytest.mark.parametrize(
+    ("config", "before", "weight", "after"),
+    [pytest.param(*case[1:], id=case[0]) for case in IN_PROGRESS_CASES],
+)
+def test_in_progress_label(
+    config: Obj,
+    before: dict[str, str] | None,
+    weight: int,
+    after: dict[str, str],
+    first_class: bool,
+) -> None:
+    obj = gw_rollout({"httpRoute": "web-route", **config}, first_class=first_class)
+    found = route("HTTPRoute", "web-route", weighted_rule(), labels=before)
+    router, writer, _ = router_for(obj, found)
+    router.set_weight(weight)
+    assert (stored(writer, "HTTPRoute", "web-route")["metadata"].get("labels") or {}) == after
+    # Level-triggered: the same weight again writes nothing.
+    count = len(writes(writer))
+    router.set_weight(weight)
+    assert len(writes(writer)) == count
+
+
+@pytest.mark.parametrize(("field", "kind"), [(f, k) for k, f in gatewayapi.FIELDS.items()])
+def test_in_progress_label_on_each_kind(field: str, kind: str) -> None:
+    """The plugin's Set{HTTP,GRPC,TCP,TLS}RouteWeightAddsAndRemovesLabel, in one write with
+    the weights."""
+    obj = gw_rollout({field: "r"})
+    router, writer, _ = router_for(obj, route(kind, "r", weighted_rule()))
+    router.set_weight(25)
+    [action] = writes(writer)
+    assert action.body["metadata"]["labels"] == {IN_PROGRESS: "in-progress"}
+    assert action.body["spec"]["rules"] == [weighted_rule(canary=25, stable=75)]
+    router.set_weight(0)
+    assert IN_PROGRESS not in (stored(writer, kind, "r")["metadata"].get("labels") or {})
+
+
 # -- header routes -------------------------------------------------------------------------------
 
 
@@ -296,9 +400,8 @@ def test_header_route_added_per_weighted_rule_and_recorded() -> None:
         30, 70, matches=[{**PATH_MATCH, "headers": [{"name": "h", "value": "1"}]}]
     )
     second = weighted_rule(30, 70, filters=[filt])
-    router, writer, ctx = router_for(
-        header_rollout(), route("HTTPRoute", "web-route", first, second)
-    )
+    found = route("HTTPRoute", "web-route", first, second, labels={IN_PROGRESS: "in-progress"})
+    router, writer, ctx = router_for(header_rollout(), found)
     router.set_header_route(HEADER_ROUTE)
     canary_ref = {"group": "", "kind": "Service", "name": "canary", "port": 80}
     added = [
@@ -396,6 +499,87 @@ def test_header_routes_only_on_routes_with_use_header_routes() -> None:
     router, writer, _ = router_for(header_rollout(config), *routes)
     router.set_header_route(HEADER_ROUTE)
     assert [a.name for a in writes(writer)] == ["b"]
+
+
+GRPC_METHOD = {"type": "Exact", "service": "my.service.v1.MyService", "method": "GetUser"}
+HOST = {"name": "Host", "type": "Exact", "value": "example.com"}
+CANARY_GRPC_REF = {"group": "", "kind": "Service", "name": "canary", "port": 80}
+GRPC_HEADER_CASES: list[tuple[str, Obj, list[Obj], list[Obj]]] = [
+    # (name, the step's header value, the weighted rule's matches, the added rule's matches)
+    (
+        "plugin SetGRPCHeaderRoute: no matches, the header alone",
+        {"exact": "yes"},
+        [],
+        [{"headers": [HEADER]}],
+    ),
+    (
+        "plugin TestSetGRPCHeaderRouteWithMethodAndHeaders: method and headers kept",
+        {"exact": "yes"},
+        [{"method": GRPC_METHOD, "headers": [HOST]}],
+        [{"method": GRPC_METHOD, "headers": [HOST, HEADER]}],
+    ),
+    (
+        "prefix: `<prefix>.*`, neither anchored nor quoted (getGRPCHeaderRouteRuleList)",
+        {"prefix": "v1.2"},
+        [],
+        [{"headers": [{"name": "X-Canary", "type": "RegularExpression", "value": "v1.2.*"}]}],
+    ),
+    (
+        "regex as given",
+        {"regex": "^a|b$"},
+        [{"method": GRPC_METHOD}],
+        [
+            {
+                "method": GRPC_METHOD,
+                "headers": [{"name": "X-Canary", "type": "RegularExpression", "value": "^a|b$"}],
+            }
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "matches", "expected"),
+    [pytest.param(*case[1:], id=case[0]) for case in GRPC_HEADER_CASES],
+)
+def test_header_route_on_a_grpc_route(value: Obj, matches: list[Obj], expected: list[Obj]) -> None:
+    step = SetHeaderRoute.from_dict(
+        {"name": "canary-header", "match": [{"headerName": "X-Canary", "headerValue": value}]}
+    )
+    weighted = weighted_rule(**({"matches": matches} if matches else {}))
+    found = route("GRPCRoute", "g", weighted)
+    router, writer, _ = router_for(header_rollout({"grpcRoute": "g"}), found)
+    router.set_header_route(step)
+    added = {"name": "canary-header", "matches": expected, "backendRefs": [CANARY_GRPC_REF]}
+    assert rules_of(writer, "g", "GRPCRoute") == [weighted, added]
+    # The same step again changes nothing (TestSetGRPCHeaderRouteNoDuplicateOnRepeatedCall).
+    count = len(writes(writer))
+    router.set_header_route(step)
+    assert len(writes(writer)) == count
+
+
+def test_grpc_header_routes_follow_use_header_routes_and_are_removed() -> None:
+    """The plugin's SetHeaderRoute and RemoveManagedRoutes on GRPCRoutes: only those with
+    useHeaderRoutes (grpcRoute has it); mirror routes stay on HTTPRoutes."""
+    config = {"grpcRoutes": [{"name": "a"}, {"name": "b", "useHeaderRoutes": True}]}
+    routes = [route("GRPCRoute", n, weighted_rule()) for n in ("a", "b")]
+    obj = header_rollout(config)
+    obj["spec"]["strategy"]["canary"]["trafficRouting"]["managedRoutes"].append({"name": "m"})
+    router, writer, _ = router_for(obj, *routes)
+    router.set_header_route(HEADER_ROUTE)
+    assert [a.name for a in writes(writer)] == ["b"]
+    assert len(rules_of(writer, "b", "GRPCRoute")) == 2
+    router.set_mirror_route(mirror())
+    assert [a.name for a in writes(writer)] == ["b"]
+    router.remove_managed_routes()
+    assert rules_of(writer, "b", "GRPCRoute") == [weighted_rule()]
+    assert record_of_kind(writer, "GRPCRoute", "b") is None
+
+
+def record_of_kind(writer: RecordingWriter, kind: str, name: str) -> Any:
+    annotations = stored(writer, kind, name)["metadata"].get("annotations") or {}
+    text = annotations.get(gatewayapi.MANAGED_ANNOTATION)
+    return json.loads(text) if text else None
 
 
 def test_header_route_without_a_weighted_rule() -> None:
@@ -568,6 +752,89 @@ def test_validation_of_the_routes() -> None:
     in_gw = gw_rollout({"httpRoute": "a", "namespace": "gw"})
     assert errors(in_gw, refs(("HTTPRoute", NS, "a"))) != []
     assert errors(in_gw, refs(("HTTPRoute", "gw", "a"))) == []
+
+
+def selector_refused(path: str, field: str, kind: str, single: str) -> str:
+    return (
+        f"spec.strategy.canary.trafficRouting.{path}.{field}: Forbidden: {field} is not "
+        f"supported by this controller: it does not discover {kind}s by label; name them in "
+        f"{single} or {single}s"
+    )
+
+
+PLUGIN_PATH = f"plugins[{PLUGIN}]"
+SELECTOR = {"matchLabels": {"app": "web"}}
+SELECTOR_CASES: list[tuple[str, Obj, bool, list[str]]] = [
+    # (name, config, first-class field, the spec errors)
+    (
+        "plugin TestHTTPRouteWithSelector: httpRouteSelector refused",
+        {"httpRouteSelector": SELECTOR},
+        False,
+        [selector_refused(PLUGIN_PATH, "httpRouteSelector", "HTTPRoute", "httpRoute")],
+    ),
+    (
+        "plugin TestCombinedSelectorAndExplicitRoute: refused beside a named route",
+        {"httpRoute": "a", "httpRouteSelector": SELECTOR},
+        False,
+        [selector_refused(PLUGIN_PATH, "httpRouteSelector", "HTTPRoute", "httpRoute")],
+    ),
+    (
+        "grpcRouteSelector refused",
+        {"grpcRoute": "g", "grpcRouteSelector": SELECTOR},
+        False,
+        [selector_refused(PLUGIN_PATH, "grpcRouteSelector", "GRPCRoute", "grpcRoute")],
+    ),
+    (
+        "tcpRouteSelector refused (first-class gatewayAPI)",
+        {"tcpRoute": "t", "tcpRouteSelector": SELECTOR},
+        True,
+        [selector_refused("gatewayAPI", "tcpRouteSelector", "TCPRoute", "tcpRoute")],
+    ),
+    (
+        "tlsRouteSelector refused",
+        {"tlsRoute": "t", "tlsRouteSelector": {"matchExpressions": []}},
+        False,
+        [selector_refused(PLUGIN_PATH, "tlsRouteSelector", "TLSRoute", "tlsRoute")],
+    ),
+    (
+        "an empty selector is refused too (the plugin would list the whole namespace)",
+        {"httpRoute": "a", "httpRouteSelector": {}},
+        True,
+        [selector_refused("gatewayAPI", "httpRouteSelector", "HTTPRoute", "httpRoute")],
+    ),
+    (
+        "several selectors: one error each",
+        {"httpRouteSelector": SELECTOR, "tlsRouteSelector": SELECTOR},
+        False,
+        [
+            selector_refused(PLUGIN_PATH, "httpRouteSelector", "HTTPRoute", "httpRoute"),
+            selector_refused(PLUGIN_PATH, "tlsRouteSelector", "TLSRoute", "tlsRoute"),
+        ],
+    ),
+    ("a null selector is no selector", {"httpRoute": "a", "httpRouteSelector": None}, False, []),
+    (
+        "the in-progress label's fields are applied, not refused",
+        {
+            "httpRoute": "a",
+            "disableInProgressLabel": True,
+            "inProgressLabelKey": "k",
+            "inProgressLabelValue": "v",
+        },
+        True,
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "first_class", "expected"),
+    [pytest.param(*case[1:], id=case[0]) for case in SELECTOR_CASES],
+)
+def test_route_selectors_are_refused(config: Obj, first_class: bool, expected: list[str]) -> None:
+    obj = gw_rollout(config, first_class=first_class)
+    assert [str(e) for e in v.spec_errors(Rollout.from_dict(obj))] == expected
+    first = v.validate_raw(obj, refs(("HTTPRoute", NS, "a")))
+    assert (str(first) if first else None) == (expected[0] if expected else None)
 
 
 def test_header_and_mirror_steps_are_valid_with_the_gateway_api_router() -> None:

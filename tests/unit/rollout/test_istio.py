@@ -371,14 +371,14 @@ def subset_rollout(**extra: Any) -> Obj:
     )
 
 
-def subset_vs() -> Obj:
+def subset_vs(*others: Obj) -> Obj:
     return virtual_service(
         http=[
             http_route(
                 "primary",
                 dest("root", 100, subset="stable", port=8080),
                 dest("root", 0, subset="canary", port=8080),
-                dest("elsewhere", 0),
+                *others,
             )
         ]
     )
@@ -393,7 +393,8 @@ def subset_rule() -> Obj:
 
 
 def test_subset_level_points_the_rule_at_the_hashes_before_the_weights() -> None:
-    router, writer, ctx = router_for(subset_rollout(), subset_vs(), subset_rule())
+    vs = subset_vs(dest("elsewhere", 0))
+    router, writer, ctx = router_for(subset_rollout(), vs, subset_rule())
     router.update_hash("abc123", "def456")
     router.set_weight(20)
     rule_patch, vs_patch = writes(writer)
@@ -414,11 +415,10 @@ def test_subset_level_points_the_rule_at_the_hashes_before_the_weights() -> None
         ]
     }
     assert vs_patch.resource == "virtualservices"
-    # Destinations to another host than the rule's are left alone.
+    # Any other destination is removed, whatever its host (Argo's processRoutes).
     assert vs_patch.body["spec"]["http"][0]["route"] == [
         dest("root", 80, subset="stable", port=8080),
         dest("root", 20, subset="canary", port=8080),
-        dest("elsewhere", 0),
     ]
     assert events(ctx) == [
         (
@@ -477,9 +477,10 @@ def test_experiment_subsets_are_labelled_and_added() -> None:
 
 
 def test_missing_destination_rule() -> None:
+    """Argo's TestUpdateHashDestinationRuleNotFound: UpdateHash, which runs first, reads it."""
     router, writer, ctx = router_for(subset_rollout(), subset_vs())
     with pytest.raises(TrafficRoutingError) as err:
-        router.set_weight(10)
+        router.update_hash("abc123", "def456")
     assert str(err.value) == 'destinationrules.networking.istio.io "istio-destrule" not found'
     assert events(ctx) == [
         ("DestinationRuleNotFound", "DestinationRule `istio-destrule` not found")
@@ -502,6 +503,206 @@ def test_subset_missing_from_the_route(subsets: list[str], message: str) -> None
     with pytest.raises(TrafficRoutingError) as err:
         router.set_weight(10)
     assert str(err.value) == message
+
+
+# -- additional subsets (destinationRule.additionalSubsetNames, Argo 1.9) ---------------------
+
+
+SUBSETS = istio.Targets(canary_subset="canary", stable_subset="stable", subset_level=True)
+
+
+def with_extra(*names: str) -> istio.Targets:
+    return istio.Targets(
+        canary_subset="canary",
+        stable_subset="stable",
+        subset_level=True,
+        additional_subsets=frozenset(names),
+    )
+
+
+AdditionalSubsetCase = tuple[str, istio.Targets, list[Obj], int, list[WeightDestination], list[Obj]]
+ADDITIONAL_SUBSET_CASES: list[AdditionalSubsetCase] = [
+    # (name, targets, destinations, weight, experiments, expected destinations)
+    (
+        "argo TestHttpReconcileMultipleDestRule: kept at 20, taken out of the stable's",
+        with_extra("stable-subset"),
+        [
+            dest("rollout-service", 100, subset="stable"),
+            dest("rollout-service", 0, subset="canary"),
+            dest("additional-service", 20, subset="stable-subset"),
+        ],
+        10,
+        [],
+        [
+            dest("rollout-service", 70, subset="stable"),
+            dest("rollout-service", 10, subset="canary"),
+            dest("additional-service", 20, subset="stable-subset"),
+        ],
+    ),
+    (
+        "not set: a destination to any other subset is removed (processRoutes)",
+        SUBSETS,
+        [
+            dest("rollout-service", 100, subset="stable"),
+            dest("rollout-service", 0, subset="canary"),
+            dest("additional-service", 20, subset="stable-subset"),
+        ],
+        10,
+        [],
+        [
+            dest("rollout-service", 90, subset="stable"),
+            dest("rollout-service", 10, subset="canary"),
+        ],
+    ),
+    (
+        "a subset not in the list is removed, one in it kept",
+        with_extra("legacy"),
+        [
+            dest("svc", 60, subset="stable"),
+            dest("svc", 0, subset="canary"),
+            dest("svc", 30, subset="legacy"),
+            dest("svc", 10, subset="unknown"),
+        ],
+        10,
+        [],
+        [
+            dest("svc", 60, subset="stable"),
+            dest("svc", 10, subset="canary"),
+            dest("svc", 30, subset="legacy"),
+        ],
+    ),
+    (
+        "several additional subsets, all taken out of the stable's",
+        with_extra("legacy", "experimental"),
+        [
+            dest("svc", 100, subset="stable"),
+            dest("svc", 0, subset="canary"),
+            dest("legacy-host", 15, subset="legacy"),
+            dest("exp-host.ns.svc.cluster.local", 5, subset="experimental"),
+        ],
+        30,
+        [],
+        [
+            dest("svc", 50, subset="stable"),
+            dest("svc", 30, subset="canary"),
+            dest("legacy-host", 15, subset="legacy"),
+            dest("exp-host.ns.svc.cluster.local", 5, subset="experimental"),
+        ],
+    ),
+    (
+        "the stable's weight is never below 0 (Istio refuses negative weights)",
+        with_extra("legacy"),
+        [
+            dest("svc", 40, subset="stable"),
+            dest("svc", 0, subset="canary"),
+            dest("svc", 60, subset="legacy"),
+        ],
+        50,
+        [],
+        [
+            dest("svc", 0, subset="stable"),
+            dest("svc", 50, subset="canary"),
+            dest("svc", 60, subset="legacy"),
+        ],
+    ),
+    (
+        "experiments and additional subsets both come out of the stable's",
+        with_extra("legacy"),
+        [
+            dest("svc", 80, subset="stable"),
+            dest("svc", 0, subset="canary"),
+            dest("svc", 20, subset="legacy"),
+        ],
+        10,
+        [WeightDestination(weight=10, service_name="exp-a")],
+        [
+            dest("svc", 60, subset="stable"),
+            dest("svc", 10, subset="canary"),
+            dest("svc", 20, subset="legacy"),
+            dest("exp-a", 10),
+        ],
+    ),
+    (
+        "an empty name in the list matches no destination without a subset",
+        with_extra(""),
+        [dest("svc", 95, subset="stable"), dest("svc", 0, subset="canary"), dest("other", 5)],
+        10,
+        [],
+        [dest("svc", 90, subset="stable"), dest("svc", 10, subset="canary")],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("targets", "destinations", "weight", "experiments", "expected"),
+    [pytest.param(*case[1:], id=case[0]) for case in ADDITIONAL_SUBSET_CASES],
+)
+def test_additional_subsets(
+    targets: istio.Targets,
+    destinations: list[Obj],
+    weight: int,
+    experiments: list[WeightDestination],
+    expected: list[Obj],
+) -> None:
+    got = istio.calculate_destinations(
+        destinations, weight=weight, targets=targets, additional=experiments
+    )
+    assert got == expected
+
+
+def additional_subset_rollout(*names: str) -> Obj:
+    obj = subset_rollout()
+    rule = obj["spec"]["strategy"]["canary"]["trafficRouting"]["istio"]["destinationRule"]
+    rule["additionalSubsetNames"] = list(names)
+    return obj
+
+
+def test_additional_subsets_through_the_router_in_http_tls_and_tcp_routes() -> None:
+    """Argo's TestHttpReconcileMultipleDestRule end to end; processRoutes serves the tls and tcp
+    routes too. The subset of that name in the rollout's own rule is dropped: UpdateHash does not
+    read the list (the additional subsets belong to other DestinationRules, never touched)."""
+    route = [
+        dest("root", 100, subset="stable"),
+        dest("root", 0, subset="canary"),
+        dest("additional-service", 20, subset="stable-subset"),
+    ]
+    vs = virtual_service(
+        http=[http_route("primary", *route)],
+        tls=[tls_route(443, ["a.example"], *route)],
+        tcp=[tcp_route(5000, *route)],
+    )
+    obj = additional_subset_rollout("stable-subset")
+    spec = obj["spec"]["strategy"]["canary"]["trafficRouting"]["istio"]["virtualService"]
+    spec.update(tlsRoutes=[{"port": 443, "sniHosts": ["a.example"]}], tcpRoutes=[{"port": 5000}])
+    rule = destination_rule({"name": "stable"}, {"name": "canary"}, {"name": "stable-subset"})
+    router, writer, _ = router_for(obj, vs, rule)
+    router.update_hash("abc123", "def456")
+    router.set_weight(10)
+    expected = [
+        dest("root", 70, subset="stable"),
+        dest("root", 10, subset="canary"),
+        dest("additional-service", 20, subset="stable-subset"),
+    ]
+    stored = writer.objects[("virtualservices", NS, "vsvc")]["spec"]
+    assert [r["route"] for r in (*stored["http"], *stored["tls"], *stored["tcp"])] == [expected] * 3
+    subsets = writer.objects[("destinationrules", NS, "istio-destrule")]["spec"]["subsets"]
+    assert [s["name"] for s in subsets] == ["stable", "canary"]
+    # Level-triggered: the next reconcile at the same weight writes nothing.
+    router, _ctx = reread(obj, writer)
+    before = len(writes(writer))
+    router.update_hash("abc123", "def456")
+    router.set_weight(10)
+    assert len(writes(writer)) == before
+
+
+def test_additional_subset_names_are_modelled() -> None:
+    parsed = Rollout.from_dict(additional_subset_rollout("legacy", "experimental"))
+    assert parsed.spec.strategy is not None and parsed.spec.strategy.canary is not None
+    routing = parsed.spec.strategy.canary.traffic_routing
+    assert routing is not None and routing.istio is not None
+    assert routing.istio.destination_rule is not None
+    assert routing.istio.destination_rule.additional_subset_names == ["legacy", "experimental"]
+    assert "additionalSubsetNames" in routing.istio.destination_rule.to_dict()
 
 
 # -- header routes ---------------------------------------------------------------------------
@@ -728,6 +929,7 @@ def test_kind_not_served(kind: str) -> None:
     served = tuple(k for k in RESOURCES if k != kind)
     router, _, _ = router_for(subset_rollout(), subset_vs(), subset_rule(), served=served)
     with pytest.raises(TrafficRoutingError) as err:
+        router.update_hash("abc123", "def456")
         router.set_weight(10)
     assert str(err.value) == f"{kind} (networking.istio.io) is not served by the API server"
 

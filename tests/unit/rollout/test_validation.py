@@ -82,12 +82,19 @@ def alb(**routing: Any) -> Obj:
     return canary(stableService="stable", canaryService="canary", trafficRouting=tr)
 
 
+def gateway_api(config: Obj, *, first_class: bool = False) -> Obj:
+    """A canary routed by the Gateway API router (Argo's gatewayAPI plugin config)."""
+    tr: Obj = {"gatewayAPI": config} if first_class else {"plugins": {GATEWAY: config}}
+    return canary(stableService="stable", canaryService="canary", trafficRouting=tr)
+
+
 def steps(obj: Obj, *step_list: Obj) -> Obj:
     obj["spec"]["strategy"]["canary"]["steps"] = list(step_list)
     return obj
 
 
 SELECTOR_SRC = "spec.template.metadata.labels"
+GATEWAY = "argoproj-labs/gatewayAPI"
 
 
 @dataclass(frozen=True)
@@ -716,6 +723,74 @@ CASES = [
         "malformed: blue-green without activeService",
         with_spec(canary(), strategy={"blueGreen": {"previewService": "p"}}),
         "spec.strategy.blueGreen.activeService: Required value",
+    ),
+    Case(
+        "argo 1.9: Istio destinationRule.additionalSubsetNames is valid",
+        canary(
+            trafficRouting={
+                "istio": {
+                    "virtualService": {"name": "vsvc"},
+                    "destinationRule": {
+                        "name": "dr",
+                        "canarySubsetName": "c",
+                        "stableSubsetName": "s",
+                        "additionalSubsetNames": ["legacy", "experimental"],
+                    },
+                }
+            }
+        ),
+        None,
+    ),
+    Case(
+        "malformed: additionalSubsetNames not a list",
+        canary(
+            trafficRouting={
+                "istio": {
+                    "destinationRule": {
+                        "name": "dr",
+                        "canarySubsetName": "c",
+                        "stableSubsetName": "s",
+                        "additionalSubsetNames": "legacy",
+                    }
+                }
+            }
+        ),
+        "spec.strategy.canary.trafficRouting.istio.destinationRule.additionalSubsetNames: "
+        'Invalid value: "legacy": Input should be a valid list',
+    ),
+    *(
+        Case(
+            f"gatewayAPI plugin: {field} is refused (routes are not discovered by label)",
+            gateway_api({single: "r", field: {"matchLabels": {"app": "web"}}}),
+            f"spec.strategy.canary.trafficRouting.plugins[argoproj-labs/gatewayAPI].{field}: "
+            f"Forbidden: {field} is not supported by this controller: it does not discover "
+            f"{kind}s by label; name them in {single} or {single}s",
+        )
+        for field, kind, single in (
+            ("httpRouteSelector", "HTTPRoute", "httpRoute"),
+            ("grpcRouteSelector", "GRPCRoute", "grpcRoute"),
+            ("tcpRouteSelector", "TCPRoute", "tcpRoute"),
+            ("tlsRouteSelector", "TLSRoute", "tlsRoute"),
+        )
+    ),
+    Case(
+        "first-class gatewayAPI: httpRouteSelector is refused",
+        gateway_api({"httpRoute": "r", "httpRouteSelector": {}}, first_class=True),
+        "spec.strategy.canary.trafficRouting.gatewayAPI.httpRouteSelector: Forbidden: "
+        "httpRouteSelector is not supported by this controller: it does not discover "
+        "HTTPRoutes by label; name them in httpRoute or httpRoutes",
+    ),
+    Case(
+        "gatewayAPI plugin: the in-progress label's fields are accepted",
+        gateway_api(
+            {
+                "httpRoute": "r",
+                "disableInProgressLabel": True,
+                "inProgressLabelKey": "example.com/canary",
+                "inProgressLabelValue": "yes",
+            }
+        ),
+        None,
     ),
 ]
 
