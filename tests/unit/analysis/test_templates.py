@@ -82,7 +82,7 @@ def test_rollout_args_override_the_templates_defaults() -> None:
         {"name": "who", "value": "me"},
         {"name": "region", "value": "us"},
     ]
-    with pytest.raises(TemplateError, match="args.who was not resolved"):
+    with pytest.raises(TemplateError, match=r"args\.who was not resolved"):
         body({"templates": [{"templateName": "rate"}]})
 
 
