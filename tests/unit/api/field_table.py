@@ -300,7 +300,7 @@ ROLLOUT: Table = {
         "rollout/sync.py cleanup_old_rss deletes old ReplicaSets beyond it; only its "
         "validation is tested"
     ),
-    "spec.paused": Acted("tests/e2e/test_actions.py::test_pause_and_restart"),
+    "spec.paused": Acted("tests/unit/rollout/test_phase_and_pause.py::test_phase"),
     "spec.progressDeadlineSeconds": Acted(
         "tests/integration/rollout/test_canary.py::test_bad_image_hits_the_progress_deadline"
     ),
