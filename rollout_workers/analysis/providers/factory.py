@@ -25,8 +25,13 @@ def provider_for(
         return JobProvider.from_deps(deps)
     if provider.web is not None:
         return WebProvider(deps, evaluator=evaluator)
-    # Iterating a model yields its extra (unmodelled) fields too.
-    named = [name for name, value in provider if value is not None]
+    # Iterating a model yields its extra (unmodelled) fields too; name them as the spec does.
+    fields = type(provider).model_fields
+    named = [
+        (fields[name].alias or name) if name in fields else name
+        for name, value in provider
+        if value is not None
+    ]
     if named:
         raise UnknownProvider(
             f"no valid provider in metric '{metric.name}': "

@@ -39,6 +39,11 @@ UNKNOWN = [
         "no valid provider in metric 'x': provider datadog is not supported",
     ),
     (
+        "named as the spec names it",
+        {"newRelic": {"query": "q"}},
+        "no valid provider in metric 'x': provider newRelic is not supported",
+    ),
+    (
         "unmodelled",
         {"opsmx": {}},
         "no valid provider in metric 'x': provider opsmx is not supported",
