@@ -10,8 +10,9 @@ mark here, checked by test_field_table.py:
   InvalidSpec condition for a Rollout, an Error for an AnalysisRun's metric); `example` is the
   value put at the row's path when the test checks the message;
 - `Pending(reason)`: accepted, and its behaviour is being built on another branch (#18 item N);
-- `Ignored(reason)`: accepted and read by no code, with nobody building it yet. Listed so that
-  it is visible; `test_field_table.IGNORED` pins the set;
+- `Ignored(reason)`: accepted and read by no code: either it has no effect in Argo either
+  (`AS_IN_ARGO`), or nobody is building it yet (`UNREVIEWED`). Listed so that it is visible;
+  `test_field_table.IGNORED` pins the set;
 - `Untested(reason)`: read by behaviour code, but no test proves it yet
   (`test_field_table.UNTESTED` pins the set).
 
@@ -42,6 +43,10 @@ class Refused:
 @dataclass(frozen=True)
 class Pending:
     reason: str
+
+
+#: The reason of an Ignored row whose field has no effect in Argo (or its plugin) either.
+AS_IN_ARGO = "no effect in Argo either: "
 
 
 @dataclass(frozen=True)
@@ -91,16 +96,25 @@ SECRET_ARGS = Acted("tests/e2e/test_rbac.py::test_each_process_uses_exactly_the_
 
 # -- the pending work of issue #18 --------------------------------------------------------------
 
-ITEM1 = Pending("#18 item 1: canary/stable and active/preview pod metadata")
-ITEM2 = Pending("#18 item 2: anti-affinity against the previous revision's pods")
-ITEM3 = Pending("#18 item 3: rollbackWindow (fast rollback to recent revisions)")
+EPHEMERAL = "tests/unit/rollout/test_ephemeralmetadata.py::"
+ITEM1_CANARY = Acted(
+    EPHEMERAL + "test_canary_roles_on_replicasets_and_live_pods_through_a_promotion"
+)
+ITEM1_BLUEGREEN = Acted(EPHEMERAL + "test_bluegreen_preview_then_active_role")
+ITEM2 = Acted(
+    "tests/unit/rollout/test_antiaffinity.py::"
+    "test_new_replicaset_avoids_the_stable_and_keeps_the_term_once_stable"
+)
+ITEM3 = Acted(
+    "tests/unit/rollout/test_rollbackwindow.py::"
+    "test_canary_back_within_the_window_skips_steps_and_pauses"
+)
 ITEM4 = Pending("#18 item 4: ping-pong services")
 ITEM5_RANGE = Pending("#18 item 5: Prometheus range queries")
 ITEM5_AUTH = Pending("#18 item 5: provider authentication (oauth2, sigv4)")
 ITEM5_NAMES = Pending("#18 item 5: dryRun/measurementRetention metric names (regex matching)")
 ITEM5_FIELDREF = Pending("#18 item 5: args valueFrom.fieldRef.fieldPath")
 ITEM6 = Pending("#18 item 6: not modelled yet (our CRD prunes it)")
-ITEM8 = Pending("#18 item 8: Gateway API plugin route selectors")
 
 # -- refusals -----------------------------------------------------------------------------------
 
@@ -173,12 +187,9 @@ def gateway_routes(kind: str) -> Table:
             GATEWAY + "test_header_routes_only_on_routes_with_use_header_routes"
         )
         if kind == "http"
-        else Ignored(
-            "UNREVIEWED: no effect: header routes go on HTTPRoutes only (the plugin also "
-            "puts them on GRPCRoutes)"
-            if kind == "grpc"
-            else "UNREVIEWED: no effect: a TCP or TLS route has no headers to match"
-        ),
+        else Acted(GATEWAY + "test_grpc_header_routes_follow_use_header_routes_and_are_removed")
+        if kind == "grpc"
+        else Ignored(f"{AS_IN_ARGO}a TCP or TLS route has no headers to match"),
     }
 
 
@@ -342,8 +353,8 @@ ROLLOUT: Table = {
     **rollout_analysis(f"{BLUE_GREEN}.prePromotionAnalysis"),
     **rollout_analysis(f"{BLUE_GREEN}.postPromotionAnalysis"),
     f"{BLUE_GREEN}.antiAffinity.**": ITEM2,
-    f"{BLUE_GREEN}.activeMetadata.**": ITEM1,
-    f"{BLUE_GREEN}.previewMetadata.**": ITEM1,
+    f"{BLUE_GREEN}.activeMetadata.**": ITEM1_BLUEGREEN,
+    f"{BLUE_GREEN}.previewMetadata.**": ITEM1_BLUEGREEN,
     # -- canary
     f"{CANARY}.canaryService": Acted(
         "tests/unit/rollout/test_routing_reconcile.py::test_scale_first_then_shift_the_weight"
@@ -375,8 +386,8 @@ ROLLOUT: Table = {
         "rollout/analysis.py before_starting_step delays the background run; no test"
     ),
     f"{CANARY}.antiAffinity.**": ITEM2,
-    f"{CANARY}.canaryMetadata.**": ITEM1,
-    f"{CANARY}.stableMetadata.**": ITEM1,
+    f"{CANARY}.canaryMetadata.**": ITEM1_CANARY,
+    f"{CANARY}.stableMetadata.**": ITEM1_CANARY,
     f"{CANARY}.pingPong.**": ITEM4,
     f"{CANARY}.replicaProgressThreshold.**": Pending(
         "#18 item 6: canary.replicaProgressThreshold (not modelled yet: our CRD prunes it)"
@@ -514,9 +525,8 @@ ROLLOUT: Table = {
     f"{ROUTING}.istio.destinationRule.stableSubsetName": Acted(
         ISTIO + "test_subset_level_points_the_rule_at_the_hashes_before_the_weights"
     ),
-    f"{ROUTING}.istio.destinationRule.additionalSubsetNames": Pending(
-        "#18 item 6: istio.destinationRule.additionalSubsetNames (not modelled yet: our CRD "
-        "prunes it)"
+    f"{ROUTING}.istio.destinationRule.additionalSubsetNames": Acted(
+        ISTIO + "test_additional_subsets_through_the_router_in_http_tls_and_tcp_routes"
     ),
     # Ours only: the Gateway API router as a first-class field, shaped as the plugin's config
     # (Argo configures it as trafficRouting.plugins["argoproj-labs/gatewayAPI"]).
@@ -528,17 +538,19 @@ ROLLOUT: Table = {
     f"{ROUTING}.gatewayAPI.namespace": Acted(GATEWAY + "test_routes_in_the_configs_namespace"),
     f"{ROUTING}.gatewayAPI.mirrorMode": Acted(GATEWAY + "test_mirror_route_as_a_rule"),
     f"{ROUTING}.gatewayAPI.configMap": Ignored(
-        "UNREVIEWED: not read by any code (the plugin's record of managed routes; this "
-        "controller records them on the route)"
+        f"{AS_IN_ARGO}the plugin has not read it since 0.13 (this controller records managed "
+        "routes on the route)"
     ),
     # The plugin's fields that our model does not list (kept: gatewayAPI keeps unknown fields).
     **{
-        f"{ROUTING}.gatewayAPI.{kind}RouteSelector.**": ITEM8
+        f"{ROUTING}.gatewayAPI.{kind}RouteSelector.**": Refused(
+            f"{kind}RouteSelector is not supported by this controller", example={}
+        )
         for kind in ("http", "grpc", "tcp", "tls")
     },
-    f"{ROUTING}.gatewayAPI.disableInProgressLabel": Ignored(),
-    f"{ROUTING}.gatewayAPI.inProgressLabelKey": Ignored(),
-    f"{ROUTING}.gatewayAPI.inProgressLabelValue": Ignored(),
+    f"{ROUTING}.gatewayAPI.disableInProgressLabel": Acted(GATEWAY + "test_in_progress_label"),
+    f"{ROUTING}.gatewayAPI.inProgressLabelKey": Acted(GATEWAY + "test_in_progress_label"),
+    f"{ROUTING}.gatewayAPI.inProgressLabelValue": Acted(GATEWAY + "test_in_progress_label"),
     # Routers this controller does not implement.
     f"{ROUTING}.alb.**": Refused(router_refused("alb").message, example={"servicePort": 80}),
     f"{ROUTING}.ambassador.**": router_refused("ambassador"),
