@@ -269,6 +269,8 @@ class RolloutExperimentStep(KubeModel):
     analyses: list[RolloutExperimentStepAnalysisTemplateRef] | None = None
     dry_run: list[DryRun] | None = None
     analysis_run_metadata: AnalysisRunMetadata | None = None
+    scale_down_delay_seconds: Int32 | None = None
+    """Passed to the Experiment: how long its ReplicaSets live on once it ends (Argo 1.9)."""
 
 
 class PluginStep(KubeModel):
@@ -439,6 +441,21 @@ class RolloutTrafficRouting(OpenModel):
 # -- strategies ------------------------------------------------------------------------------
 
 
+class ProgressType(StrEnum):
+    """How a replica progress threshold counts: a percentage of the desired pods, or pods."""
+
+    PERCENT = "Percent"
+    PODS = "Pods"
+
+
+class ReplicaProgressThreshold(KubeModel):
+    """How many of the new ReplicaSet's desired pods must be available before the canary moves
+    on or is promoted (Argo 1.9); all of them when unset."""
+
+    type: ProgressType
+    value: Int32
+
+
 class PingPongSpec(KubeModel):
     """Two services that swap the stable and canary roles on each promotion."""
 
@@ -485,6 +502,7 @@ class CanaryStrategy(KubeModel):
     dynamic_stable_scale: bool | None = None
     ping_pong: PingPongSpec | None = None
     min_pods_per_replica_set: Int32 | None = None
+    replica_progress_threshold: ReplicaProgressThreshold | None = None
 
 
 class RolloutStrategy(KubeModel):

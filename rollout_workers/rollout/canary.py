@@ -127,10 +127,7 @@ def at_desired_counts(ctx: RolloutContext) -> bool:
     new_count, stable_count = desired_counts(ctx)
     if ctx.new_rs is None:
         return False
-    new_ok = (
-        rsutil.spec_replicas(ctx.new_rs) == new_count
-        and rsutil.status_count(ctx.new_rs, "availableReplicas") == new_count
-    )
+    new_ok = routedcanary.new_rs_progressed(ctx, new_count)
     stable_ok = (
         ctx.stable_rs is None
         or rsutil.name(ctx.stable_rs) == rsutil.name(ctx.new_rs)
@@ -280,7 +277,12 @@ def should_full_promote(ctx: RolloutContext) -> str:
         return "Initial deploy"
     if ctx.pause.is_aborted():
         return ""
-    if ctx.new_rs is None or rsutil.status_count(ctx.new_rs, "availableReplicas") != ctx.replicas:
+    # Fewer available than desired holds the promotion (unless the progress threshold is met);
+    # more (an HPA scaled the rollout down meanwhile) does not: it scales down once promoted.
+    if ctx.new_rs is None or (
+        rsutil.status_count(ctx.new_rs, "availableReplicas") < ctx.replicas
+        and not routedcanary.new_rs_progressed(ctx, ctx.replicas)
+    ):
         return ""
     if status.promote_full:
         return "Full promotion requested"

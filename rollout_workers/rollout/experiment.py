@@ -122,6 +122,8 @@ def experiment_body(ctx: RolloutContext, step: RolloutExperimentStep, index: int
         spec_body["dryRun"] = [d.to_dict() for d in step.dry_run]
     if step.analysis_run_metadata is not None:
         spec_body["analysisRunMetadata"] = step.analysis_run_metadata.to_dict()
+    if step.scale_down_delay_seconds is not None:
+        spec_body["scaleDownDelaySeconds"] = step.scale_down_delay_seconds
     labels = {**(meta.get("labels") or {}), r.POD_TEMPLATE_HASH_LABEL: pod_hash}
     return {
         "apiVersion": "argoproj.io/v1alpha1",

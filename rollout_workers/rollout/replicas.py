@@ -32,6 +32,8 @@ Correspondence with argoproj/argo-rollouts (Go):
   (previewReplicaCount).
 - `calculate_scale_up_preview_checkpoint` - `calculateScaleUpPreviewCheckPoint`
   (rollout/bluegreen.go).
+- `calculate_progress_threshold_met` - `ReplicaProgressThresholdMet` (utils/replicaset/canary.go,
+  Argo 1.9's `replicaProgressThreshold`).
 
 Int-or-percent strings: Argo resolves maxSurge/maxUnavailable with the *deprecated*
 `GetValueFromIntOrPercent`, which removes every "%" from a string and then reads the rest as a
@@ -692,3 +694,27 @@ def calculate_scale_up_preview_checkpoint(
     if not pre_promotion_analysis_completed or not pause_completed:
         return False
     return new_rs_available == preview_replica_count
+
+
+#: `replicaProgressThreshold.type` that counts a percentage of the desired pods.
+PERCENT_PROGRESS = "Percent"
+
+
+def calculate_progress_threshold_met(
+    *, threshold: tuple[str, int] | None, available: int, spec_replicas: int, desired: int
+) -> bool:
+    """Enough of a ReplicaSet's pods are available for `desired` (Argo's
+    ReplicaProgressThresholdMet); `threshold` is replicaProgressThreshold's (type, value).
+
+    Without a threshold (or with a negative value) all of them are, and the ReplicaSet asks for
+    exactly `desired`; with `Percent`, available/desired reaches the value (a desire of 0
+    always does); with `Pods`, available reaches it."""
+    if threshold is None or threshold[1] < 0:
+        return spec_replicas == desired and available == desired
+    kind, value = threshold
+    if kind == PERCENT_PROGRESS:
+        if desired == 0:
+            return True
+        percent = available / desired * 100
+        return percent >= value or math.isclose(percent, value, abs_tol=1e-10)
+    return available >= value

@@ -116,17 +116,27 @@ def _previous_weights(ctx: RolloutContext) -> StatusWeights | None:
     return status.canary.weights if status.canary else None
 
 
+def new_rs_progressed(ctx: RolloutContext, desired: int) -> bool:
+    """The new ReplicaSet has enough pods available for `desired`: all of them, or as many as
+    `canary.replicaProgressThreshold` asks."""
+    threshold = ctx.canary.replica_progress_threshold
+    return rmath.calculate_progress_threshold_met(
+        threshold=(str(threshold.type), threshold.value) if threshold is not None else None,
+        available=rsutil.status_count(ctx.new_rs, "availableReplicas"),
+        spec_replicas=rsutil.spec_replicas(ctx.new_rs),
+        desired=desired,
+    )
+
+
 def at_desired_counts(ctx: RolloutContext, *, step_weight: int) -> bool:
-    """AtDesiredReplicaCountsForCanary with a router: the new ReplicaSet has its pods, all
-    available; the stable has its pods created (not checked with dynamicStableScale). Older
-    ReplicaSets do not matter, the router sends them nothing."""
+    """AtDesiredReplicaCountsForCanary with a router: the new ReplicaSet has its pods available
+    (all, or as many as replicaProgressThreshold asks); the stable has its pods created (not
+    checked with dynamicStableScale). Older ReplicaSets do not matter, the router sends them
+    nothing."""
     new_count, stable_count = desired_counts(
         ctx, step_weight=step_weight, weights=_applied_weights(ctx)
     )
-    new = ctx.new_rs
-    if new is None or rsutil.spec_replicas(new) != new_count:
-        return False
-    if rsutil.status_count(new, "availableReplicas") != new_count:
+    if ctx.new_rs is None or not new_rs_progressed(ctx, new_count):
         return False
     if ctx.canary.dynamic_stable_scale:
         return True

@@ -389,8 +389,9 @@ ROLLOUT: Table = {
     f"{CANARY}.canaryMetadata.**": ITEM1_CANARY,
     f"{CANARY}.stableMetadata.**": ITEM1_CANARY,
     f"{CANARY}.pingPong.**": ITEM4,
-    f"{CANARY}.replicaProgressThreshold.**": Pending(
-        "#18 item 6: canary.replicaProgressThreshold (not modelled yet: our CRD prunes it)"
+    f"{CANARY}.replicaProgressThreshold.**": Acted(
+        "tests/unit/rollout/test_progressthreshold.py::"
+        "test_steps_and_promotion_wait_for_the_threshold"
     ),
     # -- canary steps
     f"{STEPS}.setWeight": Acted(
@@ -437,9 +438,7 @@ ROLLOUT: Table = {
     **rollout_analysis(f"{STEPS}.analysis"),
     # -- canary steps: experiment
     f"{STEPS}.experiment.duration": STEP_SETTINGS,
-    f"{STEPS}.experiment.scaleDownDelaySeconds": Pending(
-        "#18 item 6: steps[].experiment.scaleDownDelaySeconds (not modelled yet: our CRD prunes it)"
-    ),
+    f"{STEPS}.experiment.scaleDownDelaySeconds": STEP_SETTINGS,
     f"{STEPS}.experiment.templates[].name": Acted(
         STEP + "test_the_templates_copy_the_stable_and_canary_replicasets"
     ),

@@ -92,8 +92,6 @@ PENDING = {
         )
     ),
     # item 6: not modelled yet
-    "Rollout spec.strategy.canary.replicaProgressThreshold.**",
-    "Rollout spec.strategy.canary.steps[].experiment.scaleDownDelaySeconds",
 }
 
 #: Accepted and read by no code (as in Argo, or unreviewed): kept visible here.
@@ -120,12 +118,8 @@ UNTESTED = {
 }
 
 #: Argo's fields that our CRD does not list (and does not keep as unknown fields): on a cluster
-#: with our CRDs the API server prunes them. All are Pending (#18 item 6).
-MISSING = {
-    "Rollout spec.strategy.canary.replicaProgressThreshold.type",
-    "Rollout spec.strategy.canary.replicaProgressThreshold.value",
-    "Rollout spec.strategy.canary.steps[].experiment.scaleDownDelaySeconds",
-}
+#: with our CRDs the API server prunes them. None is left.
+MISSING: set[str] = set()
 
 # -- paths ----------------------------------------------------------------------------------------
 

@@ -307,6 +307,7 @@ def test_a_template_gets_a_service_when_weighted_or_asked(extra: Obj, expected: 
 def test_the_step_settings_are_carried_over() -> None:
     step = experiment_step(
         duration="1h",
+        scaleDownDelaySeconds=5,
         dryRun=[{"metricName": "rate"}],
         analysisRunMetadata={"labels": {"l": "1"}, "annotations": {"a": "2"}},
         analyses=[
@@ -335,6 +336,7 @@ def test_the_step_settings_are_carried_over() -> None:
     body = body_at_step(rollout([step], progressDeadlineSeconds=120))
     spec = body["spec"]
     assert spec["duration"] == "1h"
+    assert spec["scaleDownDelaySeconds"] == 5
     assert spec["progressDeadlineSeconds"] == 120
     assert spec["dryRun"] == [{"metricName": "rate"}]
     assert spec["analysisRunMetadata"] == {"labels": {"l": "1"}, "annotations": {"a": "2"}}

@@ -5,7 +5,8 @@ reconcile at a controlled clock, assert the exact writes, events and requeue.
 (merge-applied, resourceVersion bumped); creations are stamped with the fixture's clock, so
 creation order is real. Its kubelet plays the ReplicaSet controller between syncs: each
 ReplicaSet gets `spec.replicas` pods with its template's labels and annotations, all available
-unless their image is in `broken`. Pods are read through the context's pod reader, as the API's.
+unless their image is in `broken` (none) or `capped` (at most that many). Pods are read through
+the context's pod reader, as the API's.
 """
 
 from __future__ import annotations
@@ -132,6 +133,8 @@ class OneSync:
     objects: list[Obj] = field(default_factory=list)
     now: dt.datetime = T0
     broken: set[str] = field(default_factory=lambda: {"web:bad"})
+    #: Images of which at most this many pods per ReplicaSet become available.
+    capped: dict[str, int] = field(default_factory=dict)
     kubelet_enabled: bool = True
 
     def __post_init__(self) -> None:
@@ -231,7 +234,7 @@ class OneSync:
                     },
                 )
             image = rs["spec"]["template"]["spec"]["containers"][0]["image"]
-            ok = 0 if image in self.broken else want
+            ok = 0 if image in self.broken else min(want, self.capped.get(image, want))
             rs["status"] = {"replicas": want, "readyReplicas": ok, "availableReplicas": ok}
 
     def sync(self) -> Synced:
