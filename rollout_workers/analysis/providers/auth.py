@@ -31,7 +31,8 @@ Like Argo, a token is fetched for each measurement (Argo builds a new client for
 
 SigV4 uses botocore: its credential chain (environment, shared credentials/config files with
 `profile`, web identity, container and instance metadata) stands for the AWS SDK's, `roleArn` is
-assumed through STS, and `SigV4Auth` signs. The region is `region`, else the chain's; neither is
+assumed through STS, and `SigV4Auth` signs. The region is `region`, else the chain's
+(`AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's config); neither is
 an error ("region not configured in sigv4 or in default credentials chain"), as are missing
 credentials ("could not get SigV4 credentials: ..."). (Argo's signer uses `region` alone, so a
 region only found in the chain gives it an unusable signature; here it signs.) Credentials are
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -214,10 +216,18 @@ def _resolve(*, region: str, profile: str, role_arn: str) -> tuple[Any, str]:
 
     try:
         session = botocore.session.Session(profile=profile or None)
-        credentials = session.get_credentials()
-        resolved_region = region or str(session.get_config_variable("region") or "")
+        # The AWS SDK for Go (Argo's) reads AWS_REGION; botocore's chain reads
+        # AWS_DEFAULT_REGION and the profile's config.
+        chain_region = session.get_config_variable("region") or os.environ.get("AWS_REGION")
+        resolved_region = region or str(chain_region or "")
     except botocore.exceptions.BotoCoreError as err:
         raise AuthError(f"could not create new AWS session: {err}") from None
+    try:
+        credentials = session.get_credentials()
+    except botocore.exceptions.ProfileNotFound as err:
+        raise AuthError(f"could not create new AWS session: {err}") from None
+    except Exception as err:  # a provider of the chain failing (metadata endpoints, files)
+        raise AuthError(f"could not get SigV4 credentials: {err}") from None
     if credentials is None:
         raise AuthError(
             "could not get SigV4 credentials: no valid providers in chain (environment, "
