@@ -236,6 +236,11 @@ def reconcile(
     invalid = validate_metrics(metrics)
     if invalid:
         return fail(f"Analysis spec invalid: {invalid}")
+    # Argo checks the dryRun rules, then the measurementRetention rules, against the metrics
+    # whose arguments are resolved: a rule matching no metric fails the run before measuring.
+    for problem in (ar.dry_run_metrics(work, metrics)[1], ar.retention_rules(work, metrics)[1]):
+        if problem:
+            return fail(f"Analysis spec invalid: {problem}")
 
     tasks = ar.generate_tasks(work, metrics, now)
     if tasks:

@@ -34,8 +34,12 @@ like it is on arrays; the right operand of `&&`/`||` must be a bool too; map key
 `nil in map` is false; `default(x, d)` and `isNil(x)` test their argument (Argo's test `result`
 whatever the argument, the same thing for the documented `default(result, d)`); `isNaN`/`isInf`
 accept ints. Not supported (rejected at parse time as unknown names or unexpected tokens): `let`,
-`$env`, `if/else`, method calls, dates and durations, and the builtins not listed in
-`expr_builtins` / `_PREDICATE_BUILTINS` (sort, groupBy, split, join, toJSON, bitwise, ...).
+`$env`, `if/else`, method calls, and the builtins not listed in `expr_builtins` /
+`_PREDICATE_BUILTINS` (sort, groupBy, split, join, toJSON, bitwise, ...).
+
+Times and durations (`now()`, `date()`, `duration()`, see `expr_time`) exist for Argo's
+`EvalTime`, which evaluates a prometheus range query's start and end: `evaluate_time` binds
+`now()` to the measurement's time; in a condition, `now()` is an error (no wall clock is read).
 
 Layout: `expr_values` (values, limits, errors, Go arithmetic/formatting), `expr_builtins`
 (functions over evaluated arguments), `expr_regex` (the `matches` engine), and this module
@@ -44,6 +48,7 @@ Layout: `expr_values` (values, limits, errors, Go arithmetic/formatting), `expr_
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from collections.abc import Mapping
@@ -52,10 +57,15 @@ from typing import Final, NoReturn
 
 from rollout_workers.analysis.expr_builtins import FUNCTIONS, sum_numbers
 from rollout_workers.analysis.expr_regex import RegexError, RegexProgram, compile_regex
+from rollout_workers.analysis.expr_time import arithmetic as time_arithmetic
+from rollout_workers.analysis.expr_time import compare as time_compare
+from rollout_workers.analysis.expr_time import go_time
 from rollout_workers.analysis.expr_values import (
     DEFAULT_LIMITS,
     INT64_MAX,
     ExpressionError,
+    GoDuration,
+    GoTime,
     Limits,
     Value,
     go_divide,
@@ -71,10 +81,12 @@ __all__ = [
     "DEFAULT_LIMITS",
     "Expression",
     "ExpressionError",
+    "GoTime",
     "Limits",
     "Value",
     "check",
     "evaluate_condition",
+    "evaluate_time",
     "parse",
 ]
 
@@ -913,10 +925,13 @@ class _Parser:
 
 
 class _Evaluator:
-    def __init__(self, expression: Expression, env: dict[str, Value]) -> None:
+    def __init__(
+        self, expression: Expression, env: dict[str, Value], now: GoTime | None = None
+    ) -> None:
         self.expression = expression
         self.limits = expression.limits
         self.env = env
+        self.now = now
         self.steps = self.limits.max_steps
         self.allocation = self.limits.max_allocation
         self.frames: list[tuple[Value, int, Value]] = []
@@ -974,6 +989,8 @@ class _Evaluator:
     def equal(self, node: _Node, a: Value, b: Value) -> bool:
         if a is None or b is None:
             return a is None and b is None
+        if isinstance(a, GoTime | GoDuration) or isinstance(b, GoTime | GoDuration):
+            return time_compare("==", a, b) is True
         if isinstance(a, bool) or isinstance(b, bool):
             return isinstance(a, bool) and isinstance(b, bool) and a == b
         if isinstance(a, int | float) and isinstance(b, int | float):
@@ -994,6 +1011,9 @@ class _Evaluator:
         return False
 
     def less(self, node: _Node, op: str, a: Value, b: Value) -> bool:
+        ordered = time_compare(op, a, b)
+        if ordered is not None:
+            return ordered
         if is_number(a) and is_number(b):
             assert isinstance(a, int | float) and isinstance(b, int | float)
             if not (isinstance(a, int) and isinstance(b, int)):
@@ -1046,6 +1066,11 @@ class _Evaluator:
         if op == "+" and isinstance(a, str) and isinstance(b, str):
             self.allocate(node, len(a) + len(b), string=True)
             return a + b
+        if isinstance(a, GoTime | GoDuration) or isinstance(b, GoTime | GoDuration):
+            outcome = time_arithmetic(op, a, b)
+            if outcome is None:
+                self.fail(node, f"invalid operation: {type_name(a)} {op} {type_name(b)}")
+            return outcome
         if not (is_number(a) and is_number(b)):
             self.fail(node, f"invalid operation: {type_name(a)} {op} {type_name(b)}")
         assert isinstance(a, int | float) and isinstance(b, int | float)
@@ -1196,14 +1221,15 @@ class Expression:
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
 
-    def evaluate(self, env: Mapping[str, object]) -> Value:
-        """Evaluate over `env` (variable name -> JSON-like value); raises ExpressionError."""
+    def evaluate(self, env: Mapping[str, object], *, now: GoTime | None = None) -> Value:
+        """Evaluate over `env` (variable name -> JSON-like value), `now()` being `now`; raises
+        ExpressionError."""
         values: dict[str, Value] = {}
         for name, value in env.items():
             if not isinstance(name, str):
                 raise ExpressionError("variable names must be strings")
             values[name] = import_value(value, self.limits)
-        evaluator = _Evaluator(self, values)
+        evaluator = _Evaluator(self, values, now)
         try:
             return evaluator.eval(self._root)
         except _NilChain:
@@ -1250,3 +1276,23 @@ def check(
 def evaluate_condition(expression: str, result: object, *, limits: Limits = DEFAULT_LIMITS) -> bool:
     """Parse and evaluate one condition over `result`, as Argo's EvalCondition does."""
     return parse(expression, limits=limits).evaluate_condition(result)
+
+
+#: Go's `%T` of the values an expression can produce, for EvalTime's error message.
+_GO_TYPES: Final = {
+    "nil": "<nil>",
+    "float": "float64",
+    "array": "[]interface {}",
+    "map": "map[string]interface {}",
+}
+
+
+def evaluate_time(expression: str, *, now: dt.datetime, limits: Limits = DEFAULT_LIMITS) -> GoTime:
+    """Argo's `evaluate.EvalTime`: `expression` must evaluate to a time (`now()` is `now`);
+    raises ExpressionError ("expected time.Time, but got int" for any other outcome). As in
+    Argo, only the builtins are in scope: `result` and other variables are unknown names."""
+    outcome = parse(expression, limits=limits).evaluate({}, now=go_time(now))
+    if not isinstance(outcome, GoTime):
+        name = type_name(outcome)
+        raise ExpressionError(f"expected time.Time, but got {_GO_TYPES.get(name, name)}")
+    return outcome

@@ -1,7 +1,8 @@
 """The builtin functions of the condition language that take already-evaluated arguments.
 
 expr-lang's own builtins (`len`, `abs`, `int`, `float`, `string`, `max`, `min`, `mean`, `keys`,
-...) plus the helpers Argo Rollouts binds for metric conditions (`asInt`, `asFloat`, `isNaN`,
+..., and `now`, `duration`, `date` from `expr_time`)
+plus the helpers Argo Rollouts binds for metric conditions (`asInt`, `asFloat`, `isNaN`,
 `isInf`, `isNil`, `default`). Each one charges the evaluator's step and allocation budgets for
 the work it does, so a builtin over a large value is bounded like everything else. Builtins that
 take a predicate (`all`, `map`, `filter`, ...) live with the evaluator in `expr`.
@@ -14,6 +15,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, TypeAlias
 
+from rollout_workers.analysis.expr_time import TIME_FUNCTIONS
 from rollout_workers.analysis.expr_values import (
     INT64_MAX,
     INT64_MIN,
@@ -249,4 +251,5 @@ FUNCTIONS: Final[dict[str, tuple[int, int | None, _Builtin]]] = {
     "floor": (1, 1, _rounding("floor")),
     "ceil": (1, 1, _rounding("ceil")),
     "get": (2, 2, _get),
+    **TIME_FUNCTIONS,
 }

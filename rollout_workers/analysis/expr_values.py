@@ -4,6 +4,10 @@ The evaluator only ever handles the JSON-like `Value`s defined here; `import_val
 door through which outside data (a provider's measurement) enters, and it copies that data into
 exact built-in types so no Python object, subclass or overridden method is reachable later. The
 `go_*` helpers reproduce Go's arithmetic and `%v` formatting, since expr-lang runs on Go.
+
+Two more kinds of value exist only as the results of builtins, never from outside: `GoTime` and
+`GoDuration`, expr-lang's `time.Time` and `time.Duration` (`now()`, `date()`, `duration()`), which
+a prometheus range query's `start` and `end` are written with (see `expr_time`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "ExpressionError",
+    "GoDuration",
+    "GoTime",
     "Limits",
     "Value",
     "count_items",
@@ -31,11 +37,75 @@ __all__ = [
     "wrap",
 ]
 
-Value: TypeAlias = "bool | int | float | str | list[Value] | dict[str, Value] | None"
+Value: TypeAlias = (
+    "bool | int | float | str | GoTime | GoDuration | list[Value] | dict[str, Value] | None"
+)
 
 INT64_MIN: Final = -(1 << 63)
 INT64_MAX: Final = (1 << 63) - 1
 _INT64_MASK: Final = (1 << 64) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class GoTime:
+    """A Go `time.Time`: an instant in nanoseconds since the Unix epoch, shown at a fixed UTC
+    offset named `zone`. Two times are the same instant whatever their zones (Go's `Equal`)."""
+
+    unix_nanos: int
+    offset: int = 0
+    """Seconds east of UTC."""
+    zone: str = "UTC"
+
+    def __str__(self) -> str:
+        """Go's `Time.String()`: `2023-08-13 23:00:00 +0000 UTC`."""
+        seconds, nanos = divmod(self.unix_nanos + self.offset * 1_000_000_000, 1_000_000_000)
+        days, rest = divmod(seconds, 86400)
+        ordinal = 719163 + days  # 1970-01-01 is day 719163 of the proleptic calendar
+        if not 1 <= ordinal <= 3652059:
+            return f"<time {self.unix_nanos}ns>"
+        day = _date_from_ordinal(ordinal)
+        fraction = f".{nanos:09d}".rstrip("0") if nanos else ""
+        sign = "-" if self.offset < 0 else "+"
+        hours, minutes = divmod(abs(self.offset) // 60, 60)
+        clock = f"{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}{fraction}"
+        return f"{day} {clock} {sign}{hours:02d}{minutes:02d} {self.zone}"
+
+
+@dataclass(frozen=True, slots=True)
+class GoDuration:
+    """A Go `time.Duration`: signed nanoseconds, at most an int64."""
+
+    nanos: int
+
+    def __str__(self) -> str:
+        """Go's `Duration.String()`: `1h0m0s`, `1.5s`, `500ms`, `0s`."""
+        nanos = abs(self.nanos)
+        sign = "-" if self.nanos < 0 else ""
+        if nanos == 0:
+            return "0s"
+        if nanos < 1_000_000_000:
+            for unit, size in (("ms", 1_000_000), ("\u00b5s", 1_000), ("ns", 1)):
+                if nanos >= size:
+                    return sign + _decimal(nanos, size) + unit
+        seconds = _decimal(nanos % 60_000_000_000, 1_000_000_000) + "s"
+        minutes_total = nanos // 60_000_000_000
+        if minutes_total == 0:
+            return sign + seconds
+        hours, minutes = divmod(minutes_total, 60)
+        return sign + (f"{hours}h" if hours else "") + f"{minutes}m" + seconds
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, fraction = divmod(value, unit)
+    digits = len(str(unit)) - 1
+    text = f"{fraction:0{digits}d}".rstrip("0") if fraction else ""
+    return f"{whole}.{text}" if text else str(whole)
+
+
+def _date_from_ordinal(ordinal: int) -> str:
+    import datetime as _dt  # only for the calendar arithmetic of printing a time
+
+    return _dt.date.fromordinal(ordinal).isoformat()
 
 
 class ExpressionError(Exception):
@@ -117,6 +187,10 @@ def type_name(value: object) -> str:
         return "array"
     if isinstance(value, dict):
         return "map"
+    if isinstance(value, GoTime):
+        return "time.Time"
+    if isinstance(value, GoDuration):
+        return "time.Duration"
     return type(value).__name__
 
 
@@ -232,6 +306,8 @@ def go_string(value: Value) -> str:
         return format_float(value)
     if isinstance(value, str):
         return value
+    if isinstance(value, GoTime | GoDuration):
+        return str(value)
     if isinstance(value, list):
         return "[" + " ".join(go_string(item) for item in value) + "]"
     pairs = (f"{key}:{go_string(value[key])}" for key in sorted(value))

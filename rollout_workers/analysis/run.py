@@ -15,6 +15,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from rollout_workers.analysis.expr_regex import RegexError, compile_regex
+from rollout_workers.analysis.expr_values import DEFAULT_LIMITS
 from rollout_workers.api.analysis import (
     AnalysisPhase,
     AnalysisRun,
@@ -109,11 +111,51 @@ def last_measurement(run: AnalysisRun, name: str) -> Measurement | None:
     return measurements[-1] if measurements else None
 
 
+def _rule_matches(rule: str, names: list[str]) -> tuple[list[str], str]:
+    """The names a dryRun/measurementRetention `metricName` matches, and why it cannot match
+    anything when it is not a regular expression.
+
+    Argo (utils/analysis/helpers.go) calls Go's `regexp.MatchString(metricName, name)`: an
+    unanchored RE2 search (`rate` matches `error-rate`; `^rate$` only `rate`), whose compile
+    error is ignored, so a malformed pattern such as `*` simply matches nothing."""
+    try:
+        program = compile_regex(
+            rule,
+            max_length=DEFAULT_LIMITS.max_regex_length,
+            max_states=DEFAULT_LIMITS.max_regex_states,
+        )
+    except RegexError as err:
+        return [], f"metricName {json.dumps(rule)} is not a valid regular expression: {err}"
+    return [name for name in names if program.search(name, _free)], ""
+
+
+def _free(steps: int) -> None:
+    """Metric names are short and few: matching them needs no step budget."""
+
+
+def _no_match(field: str, index: int, why: str) -> str:
+    # Argo's message, with the regular expression's error added when that is the reason.
+    message = f"{field}[{index}]: Rule didn't match any metric name(s)"
+    return f"{message} ({why})" if why else message
+
+
+def dry_run_metrics(run: AnalysisRun, metrics: list[Metric]) -> tuple[set[str], str]:
+    """Argo's GetDryRunMetrics: the metrics some `dryRun` rule matches, and the error of the
+    first rule that matches none ("" when every rule matched)."""
+    names = [m.name for m in metrics]
+    matched: set[str] = set()
+    for index, rule in enumerate(run.spec.dry_run or []):
+        hits, why = _rule_matches(rule.metric_name, names)
+        if not hits:
+            return matched, _no_match("dryRun", index, why)
+        matched.update(hits)
+    return matched, ""
+
+
 def dry_run_names(run: AnalysisRun, metrics: list[Metric]) -> set[str]:
-    wanted = {d.metric_name for d in run.spec.dry_run or []}
-    if "*" in wanted:
-        return {m.name for m in metrics}
-    return {m.name for m in metrics if m.name in wanted}
+    """The dry-run metrics; a rule matching nothing is the reconcile's concern (it fails the
+    run before anything is measured), not the assessment's."""
+    return dry_run_metrics(run, metrics)[0]
 
 
 def is_terminating(run: AnalysisRun) -> bool:
@@ -407,17 +449,28 @@ def next_reconcile(run: AnalysisRun, metrics: list[Metric], now: dt.datetime) ->
     return earliest
 
 
+def retention_rules(run: AnalysisRun, metrics: list[Metric]) -> tuple[dict[str, int], str]:
+    """Argo's GetMeasurementRetentionMetrics: the limit of the last `measurementRetention` rule
+    matching each metric (a later rule replaces an earlier one, whatever its limit), and the
+    error of the first rule that matches none ("" when every rule matched)."""
+    names = [m.name for m in metrics]
+    limits: dict[str, int] = {}
+    for index, rule in enumerate(run.spec.measurement_retention or []):
+        hits, why = _rule_matches(rule.metric_name, names)
+        if not hits:
+            return limits, _no_match("measurementRetention", index, why)
+        limits.update(dict.fromkeys(hits, rule.limit))
+    return limits, ""
+
+
 def retention_limits(run: AnalysisRun, metrics: list[Metric]) -> dict[str, int]:
-    """Measurements kept per metric: 10, or measurementRetention's limit ('*' for all)."""
-    limits = {m.name: DEFAULT_MEASUREMENT_HISTORY_LIMIT for m in metrics}
-    for retention in run.spec.measurement_retention or []:
-        names = (
-            [m.name for m in metrics] if retention.metric_name == "*" else [retention.metric_name]
-        )
-        for name in names:
-            if name in limits and retention.limit > 0:
-                limits[name] = retention.limit
-    return limits
+    """Measurements kept per metric: the matching rule's limit when it is positive, else 10
+    (Argo's garbageCollectMeasurements)."""
+    rules, _ = retention_rules(run, metrics)
+    return {
+        m.name: rules[m.name] if rules.get(m.name, 0) > 0 else DEFAULT_MEASUREMENT_HISTORY_LIMIT
+        for m in metrics
+    }
 
 
 def trim(result: MetricResult, limit: int) -> MetricResult:

@@ -10,13 +10,18 @@ supplies the templates it found in the cache.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pydantic
 
+from rollout_workers.analysis.fieldpath import (
+    FieldPathError,
+    is_metadata_path,
+    metadata_field,
+    rollout_value,
+)
 from rollout_workers.api.analysis import (
     AnalysisTemplate,
     AnalysisTemplateSpec,
@@ -36,7 +41,6 @@ STEP, BACKGROUND, PRE_PROMOTION, POST_PROMOTION = (
     "PrePromotion",
     "PostPromotion",
 )
-_FIELD = re.compile(r"^metadata\.(name|namespace|uid|(labels|annotations)\['([^']+)'\])$")
 
 
 class ObjectSource(Protocol):
@@ -122,32 +126,40 @@ def merge_templates(refs: list[Obj], lookup: TemplateLookup, *, depth: int = 0) 
     return Merged(metrics, list(args.values()), dry_run, retention)
 
 
-def rollout_field(rollout: Obj, path: str) -> str | None:
-    match = _FIELD.match(path)
-    if not match:
-        return None
-    meta = rollout.get("metadata") or {}
-    if match.group(2):
-        return (meta.get(match.group(2)) or {}).get(match.group(3))
-    value = meta.get(match.group(1))
-    return None if value is None else str(value)
-
-
 def resolve_rollout_args(
     rollout_args: list[Obj], *, rollout: Obj, stable_hash: str | None, latest_hash: str | None
 ) -> list[Obj]:
-    """The rollout's analysis args with valueFrom resolved (Argo's BuildArgumentsForRollout...)."""
+    """The rollout's analysis args with valueFrom resolved (Argo's
+    BuildArgumentsForRolloutAnalysisRun); raises TemplateError with Argo's message when a
+    fieldRef names no field of the rollout.
+
+    As in Argo, a `metadata...` path that Kubernetes' fieldpath rejects fails at once, while any
+    other path that does not resolve gives "" and the error is raised after every argument is
+    built: the error of the last such path, which a later path that does resolve clears
+    (Argo keeps one error variable and overwrites it with every fieldRef's outcome)."""
     out: list[Obj] = []
+    error = ""
     for arg in rollout_args:
         value_from = arg.get("valueFrom") or {}
         value = arg.get("value")
+        path = str((value_from.get("fieldRef") or {}).get("fieldPath") or "")
         if value_from.get("podTemplateHashValue") == "Stable":
             value = stable_hash
         elif value_from.get("podTemplateHashValue") == "Latest":
             value = latest_hash
-        elif (value_from.get("fieldRef") or {}).get("fieldPath"):
-            value = rollout_field(rollout, value_from["fieldRef"]["fieldPath"])
+        elif value_from.get("fieldRef") is not None:
+            try:
+                if is_metadata_path(path):
+                    value, error = metadata_field(rollout, path), ""
+                else:
+                    value, error = rollout_value(rollout, path), ""
+            except FieldPathError as err:
+                if is_metadata_path(path):
+                    raise TemplateError(str(err)) from None
+                value, error = "", str(err)
         out.append({"name": arg["name"], "value": value})
+    if error:
+        raise TemplateError(error)
     return out
 
 

@@ -117,6 +117,40 @@ class TTLStrategy(KubeModel):
 # -- providers -------------------------------------------------------------------------------
 
 
+class Sigv4Config(KubeModel):
+    """AWS SigV4 signing of prometheus queries to Amazon Managed Prometheus."""
+
+    region: str | None = None
+    profile: str | None = None
+    """A profile of the shared AWS credentials and config files."""
+    role_arn: str | None = None
+    """An IAM role assumed (through STS) with the credentials found."""
+
+
+class OAuth2Config(KubeModel):
+    """An OAuth2 client-credentials grant whose access token is sent as a bearer token."""
+
+    token_url: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    scopes: list[str] | None = None
+
+
+class BasicAuthConfig(KubeModel):
+    """HTTP basic authentication (prometheus as in Argo Rollouts after 1.9, and web metrics)."""
+
+    username: str | None = None
+    password: str | None = None
+
+
+class Authentication(KubeModel):
+    """How a prometheus or web metric's requests authenticate."""
+
+    sigv4: Sigv4Config | None = None
+    oauth2: OAuth2Config | None = None
+    basic_auth: BasicAuthConfig | None = None
+
+
 class WebMetricHeader(KubeModel):
     """One HTTP request header."""
 
@@ -136,7 +170,7 @@ class WebMetric(KubeModel):
     insecure: bool | None = None
     json_body: FreeForm | None = None
     """A JSON request body, as an alternative to `body`."""
-    authentication: FreeForm | None = None
+    authentication: Authentication | None = None
 
 
 class PrometheusRangeQueryArgs(KubeModel):
@@ -152,12 +186,12 @@ class PrometheusMetric(KubeModel):
 
     address: str | None = None
     query: str | None = None
-    authentication: FreeForm | None = None
+    authentication: Authentication | None = None
     timeout: Int64 | None = None
     insecure: bool | None = None
     headers: list[WebMetricHeader] | None = None
     range_query: PrometheusRangeQueryArgs | None = None
-    """Modelled so that the CRD keeps it; the provider does not run range queries yet."""
+    """Run `/api/v1/query_range` over this window instead of an instant query."""
 
 
 class JobMetric(KubeModel):

@@ -15,7 +15,11 @@ import copy
 import logging
 from typing import Any
 
-from rollout_workers.analysis.templates import owner_reference, resolve_rollout_args
+from rollout_workers.analysis.templates import (
+    TemplateError,
+    owner_reference,
+    resolve_rollout_args,
+)
 from rollout_workers.api.analysis import AnalysisPhase
 from rollout_workers.api.rollout import (
     PauseReason,
@@ -38,7 +42,8 @@ UNSUCCESSFUL = frozenset({"Failed", "Error", "Inconclusive"})
 
 
 class ExperimentStepError(RuntimeError):
-    """The step's Experiment cannot be built (a template's ReplicaSet is missing)."""
+    """The step's Experiment cannot be built (a template's ReplicaSet is missing, an analysis
+    argument's fieldRef names no field of the rollout)."""
 
 
 def ex_name(ex: Obj | None) -> str:
@@ -93,24 +98,26 @@ def experiment_body(ctx: RolloutContext, step: RolloutExperimentStep, index: int
             template["service"] = {"name": service_name} if service_name else {}
         templates.append(template)
     status = ctx.rollout.status or RolloutStatus()
-    analyses = [
-        {
-            "name": analysis.name,
-            "templateName": analysis.template_name,
-            **({"clusterScope": True} if analysis.cluster_scope else {}),
-            "args": [
-                {k: v for k, v in arg.items() if v is not None}
-                for arg in resolve_rollout_args(
-                    [a.to_dict() for a in analysis.args or []],
-                    rollout=ctx.obj,
-                    stable_hash=status.stable_rs,
-                    latest_hash=pod_hash,
-                )
-            ],
-            **({"requiredForCompletion": True} if analysis.required_for_completion else {}),
-        }
-        for analysis in step.analyses or []
-    ]
+    analyses: list[Obj] = []
+    for analysis in step.analyses or []:
+        try:
+            args = resolve_rollout_args(
+                [a.to_dict() for a in analysis.args or []],
+                rollout=ctx.obj,
+                stable_hash=status.stable_rs,
+                latest_hash=pod_hash,
+            )
+        except TemplateError as err:  # a fieldRef naming no field of the rollout
+            raise ExperimentStepError(str(err)) from None
+        analyses.append(
+            {
+                "name": analysis.name,
+                "templateName": analysis.template_name,
+                **({"clusterScope": True} if analysis.cluster_scope else {}),
+                "args": [{k: v for k, v in arg.items() if v is not None} for arg in args],
+                **({"requiredForCompletion": True} if analysis.required_for_completion else {}),
+            }
+        )
     spec_body: Obj = {"templates": templates}
     if step.duration:
         spec_body["duration"] = step.duration

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import urllib3
 
+from rollout_workers.analysis.providers.auth import AwsCredentials
 from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement, Metric
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
@@ -136,6 +137,8 @@ class ProviderDeps:
     prometheus_address: str | None = None
     """Used when a prometheus metric names no address (Argo's `ARGO_ROLLOUTS_PROMETHEUS_ADDRESS`
     environment variable; the caller reads it from its settings)."""
+    aws: AwsCredentials = field(default_factory=AwsCredentials)
+    """AWS credentials for prometheus `authentication.sigv4`, resolved once per few minutes."""
 
 
 class UnknownProvider(Exception):

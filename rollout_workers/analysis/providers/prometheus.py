@@ -1,4 +1,5 @@
-"""Prometheus metrics: one instant query through the HTTP API (`GET /api/v1/query`).
+"""Prometheus metrics: one query through the HTTP API, instant (`GET /api/v1/query`) or over a
+range (`GET /api/v1/query_range`).
 
 Behaviour of Argo Rollouts' `metricproviders/prometheus` with `client_golang`'s API client:
 
@@ -7,9 +8,21 @@ Behaviour of Argo Rollouts' `metricproviders/prometheus` with `client_golang`'s 
   configured`), nor is one that is not an absolute URL. `timeout` is in seconds (default 30;
   negative is an Error; zero means the default here, where Go would time out at once). `headers`
   are sent with the query; `insecure` skips TLS verification. The query runs at `now` (`time=`).
+- `rangeQuery` makes it a range query: `start` and `end` are expr-lang expressions evaluated as
+  Argo's `EvalTime` (`now() - duration("1h")`, `now()` being the measurement's time; see
+  `expr_time`), `step` a DurationString (a bare integer is seconds). They are sent as client_golang
+  formats them: Unix seconds with the shortest decimals (`1691967600`, `0.5`). An expression that
+  does not give a time is an Error `failed to parse rangeQuery.start as time: <why>` (`.end`),
+  a bad step `failed to parse rangeQuery.step as duration: time: invalid duration "??"`.
 - `resultType` scalar: the result is a float, the value its Go formatting (`10`, `NaN`, `+Inf`).
   vector: the result is the list of sample values (`[]` when empty), the value `[10,11]`.
-  matrix and string: Error `Prometheus metric type not supported`.
+  matrix (a range query's answer, or an instant query of a range selector): the samples of
+  every series, series after series, in one flat list, as a vector's (`[11,12,13,14]`).
+  string: Error `Prometheus metric type not supported`.
+- `authentication` (basicAuth, oauth2, sigv4) is applied as `auth` describes; its configuration
+  errors, token and credential failures are Error measurements with Argo's messages.
+- Query parameters are percent-encoded with `%20` for spaces (what SigV4 signs), which
+  Prometheus reads like any other encoding.
 - API errors are Errors with client_golang's messages: `bad_data: <error>` for a Prometheus
   error body, `server_error: server error: 503` or `client_error: client error: 404` for other
   statuses, `bad_response: ...` for a body that is not the API's JSON.
@@ -22,10 +35,22 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlsplit
 
+from rollout_workers.analysis.expr import ExpressionError, evaluate_time
+from rollout_workers.analysis.expr_time import TimeError, parse_duration
+from rollout_workers.analysis.providers.auth import (
+    AuthError,
+    basic_credentials,
+    basic_header,
+    fetch_token,
+    oauth2_config,
+    sigv4_applies,
+    sigv4_headers,
+)
 from rollout_workers.analysis.providers.base import (
     ProviderDeps,
     format_time,
@@ -40,6 +65,7 @@ from rollout_workers.api.analysis import (
     Measurement,
     Metric,
     PrometheusMetric,
+    PrometheusRangeQueryArgs,
 )
 
 PROVIDER_TYPE = "Prometheus"
@@ -78,7 +104,7 @@ class PrometheusProvider:
         try:
             status, body = self.query(spec, now)
             answer = parse_response(status, body)
-        except (QueryError, RequestError) as err:
+        except (QueryError, RequestError, AuthError) as err:
             return mark_error(measurement, str(err), now)
         verdict = calculate_phase(metric, answer.result, evaluator=self.evaluator)
         if verdict.error is not None:
@@ -93,29 +119,74 @@ class PrometheusProvider:
         return measurement.model_copy(update=update)
 
     def query(self, spec: PrometheusMetric, now: dt.datetime) -> tuple[int, bytes]:
-        """The status and body of `GET <address>/api/v1/query?query=...&time=...`."""
+        """The status and body of the metric's query; raises QueryError, RequestError or
+        AuthError. Checks run in Argo's order: address, basicAuth, SigV4 credentials, OAuth2
+        settings (NewPrometheusAPI), timeout (NewPrometheusProvider), range (executeQuery)."""
         address = spec.address or self.deps.prometheus_address
         if not address:
             raise QueryError("prometheus address is not configured")
         parts = urlsplit(address)
         if not parts.scheme or not parts.netloc:
             raise QueryError("prometheus address is not is url format")  # sic, Argo's wording
+        auth = spec.authentication
+        basic = basic_credentials(auth)
+        signed = sigv4_applies(address, auth)
+        if signed:
+            assert auth is not None and auth.sigv4 is not None
+            self.deps.aws.resolve(
+                region=auth.sigv4.region or "",
+                profile=auth.sigv4.profile or "",
+                role_arn=auth.sigv4.role_arn or "",
+            )
+        oauth = oauth2_config(auth)
         if spec.timeout is not None and spec.timeout < 0:
             raise QueryError("prometheus timeout should not be negative")
         timeout = float(spec.timeout or DEFAULT_TIMEOUT_SECONDS)
-        params = urlencode({"query": spec.query or "", "time": format_float(now.timestamp())})
-        url = f"{address.rstrip('/')}/api/v1/query?{params}"
+        if spec.range_query is not None:
+            endpoint, params = "query_range", range_params(spec.query or "", spec.range_query, now)
+        else:
+            endpoint = "query"
+            params = {"query": spec.query or "", "time": format_float(now.timestamp())}
+        url = f"{address.rstrip('/')}/api/v1/{endpoint}?{_encode(params)}"
+        insecure = bool(spec.insecure)
+
+        def send_one(
+            method: str, target: str, headers: dict[str, str], body: bytes | None, limit: float
+        ) -> Any:
+            return send(
+                self.deps.http,
+                method,
+                target,
+                headers=headers,
+                body=body,
+                timeout=limit,
+                insecure=insecure,
+            )
+
         headers = {"Accept": "application/json"}
+        try:
+            # The layers of Argo's round-tripper chain, outermost first (see auth.py).
+            if oauth is not None:
+                headers["Authorization"] = fetch_token(send_one, oauth, timeout=timeout)
+            if signed:
+                assert auth is not None
+                headers.update(sigv4_headers(self.deps.aws, auth, method="GET", url=url, body=None))
+        except (AuthError, RequestError) as err:
+            raise AuthError(f'Get "{url}": {err}') from None
+        if basic is not None and "Authorization" not in headers:
+            headers["Authorization"] = basic_header(*basic)
         for header in spec.headers or []:
+            # Go's Header.Set: one value per (case-insensitive) name, the last one wins.
+            for existing in [k for k in headers if k.lower() == header.key.lower()]:
+                del headers[existing]
             headers[header.key] = header.value or ""
-        response = send(
-            self.deps.http,
-            "GET",
-            url,
-            headers=headers,
-            timeout=timeout,
-            insecure=bool(spec.insecure),
-        )
+        response = send_one("GET", url, headers, None, timeout)
+        if response.status in (401, 403) and auth is not None and auth.sigv4 and not signed:
+            # Argo ignores sigv4 for other addresses; say so rather than leave a bare 403.
+            raise QueryError(
+                f"client_error: client error: {response.status} (authentication.sigv4 is only "
+                f'applied to Amazon Managed Prometheus addresses, containing "aps-workspaces")'
+            )
         return response.status, response.data
 
     def resume(
@@ -164,9 +235,54 @@ def parse_response(status: int, body: bytes) -> QueryResult:
             values = [_sample_value(s.get("value")) for s in result or [] if isinstance(s, dict)]
             text = "[" + ",".join(format_float(v) for v in values) + "]"
             return QueryResult(text, values, warnings)
+        if kind == "matrix":
+            # Argo flattens the series: every sample of the first series, then the next's.
+            values = [
+                _sample_value(pair)
+                for series in result or []
+                if isinstance(series, dict)
+                for pair in series.get("values") or []
+            ]
+            text = "[" + ",".join(format_float(v) for v in values) + "]"
+            return QueryResult(text, values, warnings)
     except (TypeError, ValueError, IndexError) as err:
         raise QueryError(f"bad_response: malformed {kind} sample: {err}") from None
     raise QueryError("Prometheus metric type not supported")
+
+
+def range_params(query: str, window: PrometheusRangeQueryArgs, now: dt.datetime) -> dict[str, str]:
+    """`query`, `start`, `end` and `step` of a range query (Argo's executeQuery); raises
+    QueryError with Argo's messages."""
+    bounds: dict[str, str] = {}
+    for name, expression in (("start", window.start), ("end", window.end)):
+        try:
+            moment = evaluate_time(expression or "", now=now)
+        except ExpressionError as err:
+            raise QueryError(f"failed to parse rangeQuery.{name} as time: {err.message}") from None
+        seconds, nanos = divmod(moment.unix_nanos, 1_000_000_000)
+        bounds[name] = format_float(float(seconds) + float(nanos) / 1e9)
+    try:
+        step = _duration_string(window.step or "")
+    except TimeError as err:
+        raise QueryError(f"failed to parse rangeQuery.step as duration: {err}") from None
+    seconds, nanos = divmod(step, 1_000_000_000)
+    return {"query": query, **bounds, "step": format_float(float(seconds) + float(nanos) / 1e9)}
+
+
+_GO_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+def _duration_string(text: str) -> int:
+    """Argo's DurationString.Duration() in nanoseconds: a bare integer is seconds."""
+    if _GO_ATOI.fullmatch(text) and -(2**63) <= int(text) < 2**63:
+        return int(text) * 1_000_000_000
+    return parse_duration(text)
+
+
+def _encode(params: dict[str, str]) -> str:
+    """A query string in AWS's canonical encoding (every byte but `A-Za-z0-9-_.~` escaped, a
+    space as `%20`), so that what SigV4 signs is exactly what is sent."""
+    return "&".join(f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}" for k, v in params.items())
 
 
 def _sample_value(pair: Any) -> float:

@@ -14,6 +14,15 @@ Behaviour of Argo Rollouts' `metricproviders/webmetric`:
 - `{{args.NAME}}` in url, headers and body is substituted by the AnalysisRun reconcile before
   the provider runs (as Argo's controller does), secret-valued arguments included.
 
+- `authentication.oauth2`: a client-credentials token is fetched for each measurement and sent
+  as `Authorization: Bearer ...`, replacing an Authorization header of `headers` (Go's oauth2
+  transport sets it last); `clientId` and `clientSecret` are mandatory. See `auth`.
+
+Extension: `authentication.basicAuth`, which Argo accepts for web metrics but applies only to
+prometheus ones, is applied here as it is there: `Authorization: Basic ...` unless `headers` or
+oauth2 set Authorization; both fields are mandatory once one is set. (`sigv4` stays ignored for
+web metrics, as in Argo.)
+
 Extension: a header may name a Secret instead of a value, `{key: Authorization, value: "",
 valueFrom: {secretKeyRef: {name: s, key: token}}}`; it is read from the run's namespace with the
 `SecretReader`. (Argo supports secrets only through arguments; `value` must still be present
@@ -29,6 +38,13 @@ from urllib.parse import urlsplit
 
 import urllib3
 
+from rollout_workers.analysis.providers.auth import (
+    AuthError,
+    basic_credentials,
+    basic_header,
+    fetch_token,
+    oauth2_config,
+)
 from rollout_workers.analysis.providers.base import (
     ProviderDeps,
     SecretError,
@@ -77,7 +93,7 @@ class WebProvider:
         try:
             parse(web.json_path or DEFAULT_JSON_PATH)
             body = self.request(web, namespace=run.metadata.namespace or "")
-        except (RequestError, JSONPathError, SecretError, KubeError) as err:
+        except (RequestError, JSONPathError, SecretError, KubeError, AuthError) as err:
             return mark_error(measurement, _message(err), now)
         try:
             data = decode_json(body)
@@ -119,21 +135,39 @@ class WebProvider:
             body = web.body.encode()
         elif web.json_body is not None:
             body = json.dumps(web.json_body, separators=(",", ":")).encode()
+        # NewWebMetricHttpClient checks the OAuth2 settings before any request is built.
+        oauth = oauth2_config(web.authentication)
+        basic = basic_credentials(web.authentication)
         headers = self._headers(web.headers or [], namespace)
         if web.json_body is not None:
             headers["Content-Type"] = "application/json"
         timeout = float(web.timeout_seconds or 0)
         if timeout <= 0:
             timeout = DEFAULT_TIMEOUT_SECONDS
-        response = send(
-            self.deps.http,
-            method,
-            web.url,
-            headers=headers,
-            body=body,
-            timeout=timeout,
-            insecure=bool(web.insecure),
-        )
+        insecure = bool(web.insecure)
+
+        def send_one(
+            verb: str, url: str, extra: dict[str, str], payload: bytes | None, limit: float
+        ) -> urllib3.BaseHTTPResponse:
+            return send(
+                self.deps.http,
+                verb,
+                url,
+                headers=extra,
+                body=payload,
+                timeout=limit,
+                insecure=insecure,
+            )
+
+        if oauth is not None:
+            try:
+                token = fetch_token(send_one, oauth, timeout=timeout)
+            except (AuthError, RequestError) as err:
+                raise RequestError(f'{method.title()} "{web.url}": {err}') from None
+            _set(headers, "Authorization", token)
+        elif basic is not None and not any(k.lower() == "authorization" for k in headers):
+            _set(headers, "Authorization", basic_header(*basic))
+        response = send_one(method, web.url, headers, body, timeout)
         if not 200 <= response.status < 300:
             raise RequestError(f"received non 2xx response code: {response.status}")
         return response.data
@@ -147,10 +181,7 @@ class WebProvider:
                 if self.deps.secrets is None:
                     raise RequestError(f"header {header.key!r} names a secret but none can be read")
                 value = self.deps.secrets.read(namespace, str(ref.get("name")), str(ref.get("key")))
-            # Go's Header.Set: one value per (case-insensitive) name, the last one wins.
-            for existing in [k for k in out if k.lower() == header.key.lower()]:
-                del out[existing]
-            out[header.key] = value
+            _set(out, header.key, value)
         return out
 
     def resume(
@@ -165,6 +196,13 @@ class WebProvider:
 
     def garbage_collect(self, run: AnalysisRun, metric: Metric, limit: int) -> None:
         return None
+
+
+def _set(headers: dict[str, str], key: str, value: str) -> None:
+    """Go's Header.Set: one value per (case-insensitive) name, the last one wins."""
+    for existing in [k for k in headers if k.lower() == key.lower()]:
+        del headers[existing]
+    headers[key] = value
 
 
 def send(

@@ -36,6 +36,13 @@ CANNED: dict[str, tuple[int, Any]] = {
     "empty": success("vector", []),
     "nan": success("scalar", [1714564800, "NaN"]),
     "matrix": success("matrix", [{"metric": {}, "values": [[1714564800, "1"]]}]),
+    "range": success(
+        "matrix",
+        [
+            {"metric": {"pod": "a"}, "values": [[1714561200, "11"], [1714564800, "12"]]},
+            {"metric": {"pod": "b"}, "values": [[1714561200, "13"], [1714564800, "14"]]},
+        ],
+    ),
     "warned": success("scalar", [1714564800, "10"], warnings=["w1", "w2"]),
     "bad": (400, {"status": "error", "errorType": "bad_data", "error": "parse error at char 4"}),
     "down": (503, "Service Unavailable"),
@@ -56,7 +63,9 @@ class Handler(BaseHTTPRequestHandler):
             params.get("query", ""),
             (400, {"status": "error", "errorType": "bad_data", "error": "unknown"}),
         )
-        if url.path != "/prefix/api/v1/query":
+        if url.path == "/prefix/api/v1/query_range":
+            status, payload = CANNED["range"]
+        elif url.path != "/prefix/api/v1/query":
             status, payload = 404, "404 page not found"
         body = json.dumps(payload).encode() if isinstance(payload, dict) else str(payload).encode()
         self.send_response(status)
@@ -108,7 +117,8 @@ CASES = [
     ("vector", "vector", "10 in result", "len(result) != 2", P.SUCCESSFUL, "[10,11]", None),
     ("empty vector", "empty", "len(result) == 0", "", P.SUCCESSFUL, "[]", None),
     ("NaN", "nan", "result >= 0.9", "result < 0.9", P.INCONCLUSIVE, "NaN", None),
-    ("matrix", "matrix", "true", "", P.ERROR, None, "Prometheus metric type not supported"),
+    # Argo's processResponse flattens a matrix, whatever the query.
+    ("matrix", "matrix", "true", "", P.SUCCESSFUL, "[1]", None),
     ("API error", "bad", "true", "", P.ERROR, None, "bad_data: parse error at char 4"),
     ("server down", "down", "true", "", P.ERROR, None, "server_error: server error: 503"),
 ]
@@ -159,3 +169,25 @@ def test_wrong_path_is_a_client_error(prom: PromServer) -> None:
         successCondition="true",
     )
     assert (m.phase, m.message) == (P.ERROR, "client_error: client error: 404")
+
+
+def test_range_query_sends_start_end_and_step(prom: PromServer) -> None:
+    """TestRunSuccessfullyWithRangeQuery, against a server: the window is evaluated at the
+    measurement's time and sent as Unix seconds; the matrix is flattened."""
+    m = measure(
+        {
+            "address": prom.address,
+            "query": 'sum(rate(http_requests_total{code=~"5.."}[5m]))',
+            "rangeQuery": {"start": 'now() - duration("1h")', "end": "now()", "step": "1m"},
+        },
+        successCondition="true",
+    )
+    path, params, _ = prom.seen[0]
+    assert path == "/prefix/api/v1/query_range"
+    assert params == {
+        "query": 'sum(rate(http_requests_total{code=~"5.."}[5m]))',
+        "start": "1714561200",
+        "end": "1714564800",
+        "step": "60",
+    }
+    assert (m.phase, m.value) == (P.SUCCESSFUL, "[11,12,13,14]")

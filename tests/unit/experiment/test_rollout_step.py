@@ -350,7 +350,7 @@ def test_the_step_settings_are_carried_over() -> None:
                 {"name": "stable", "value": STABLE_HASH},
                 {"name": "canary", "value": CANARY_HASH},
                 {"name": "team", "value": "a"},
-                {"name": "missing"},
+                {"name": "missing", "value": ""},
                 {"name": "plain", "value": "v"},
             ],
         },
@@ -366,6 +366,19 @@ def test_a_template_of_a_missing_replicaset_cannot_be_built() -> None:
         rex.ExperimentStepError, match="no stable ReplicaSet for template 'baseline'"
     ):
         rex.experiment_body(ctx, step.experiment, index)
+
+
+def test_an_analysis_argument_naming_no_field_cannot_be_built() -> None:
+    # Argo's GetExperimentFromTemplate returns BuildArgumentsForRolloutAnalysisRun's error.
+    arg = {"name": "img", "valueFrom": {"fieldRef": {"fieldPath": "spec.nothing[0]"}}}
+    step = experiment_step(analyses=[{"name": "a", "templateName": "t", "args": [arg]}])
+    ctx = build(rollout([step]))
+    current, index = ctx.current_step()
+    assert current is not None and current.experiment is not None and index is not None
+    with pytest.raises(
+        rex.ExperimentStepError, match=r"^invalid path spec.nothing\[0\] in rollout$"
+    ):
+        rex.experiment_body(ctx, current.experiment, index)
 
 
 # -- creating and following the step's Experiment -------------------------------------------------

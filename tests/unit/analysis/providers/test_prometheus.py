@@ -14,9 +14,10 @@ from rollout_workers.analysis.providers.prometheus import (
     PrometheusProvider,
     QueryError,
     parse_response,
+    range_params,
 )
 from rollout_workers.api.analysis import AnalysisPhase as P
-from rollout_workers.api.analysis import PrometheusMetric
+from rollout_workers.api.analysis import PrometheusMetric, PrometheusRangeQueryArgs
 from tests.unit.analysis.providers.stubs import NOW, NOW_TEXT, analysis_run, metric, stub_evaluator
 
 
@@ -37,6 +38,20 @@ PARSED = [
     ("vector", ok("vector", [sample("10"), sample("11")]), "[10,11]", [10.0, 11.0]),
     ("empty vector", ok("vector", []), "[]", []),
     ("vector with NaN", ok("vector", [sample("NaN")]), "[NaN]", None),
+    # TestRunSuccessfullyWithRangeQuery's newMatrix(10): the series' samples, flattened.
+    (
+        "matrix",
+        ok(
+            "matrix",
+            [
+                {"metric": {}, "values": [[1234, "11"], [1234, "12"]]},
+                {"metric": {"b": "1"}, "values": [[1234, "13"], [1234, "14"]]},
+            ],
+        ),
+        "[11,12,13,14]",
+        [11.0, 12.0, 13.0, 14.0],
+    ),
+    ("empty matrix", ok("matrix", []), "[]", []),
 ]
 
 
@@ -64,12 +79,6 @@ def test_warnings() -> None:
 
 
 FAILED = [
-    (
-        "matrix",
-        200,
-        ok("matrix", [{"metric": {}, "values": [[0, "1"]]}]),
-        "Prometheus metric type not supported",
-    ),
     ("string", 200, ok("string", [0, "x"]), "Prometheus metric type not supported"),
     ("no data", 200, b'{"status": "success"}', "Prometheus metric type not supported"),
     (
@@ -211,3 +220,158 @@ def test_metadata_is_the_resolved_query() -> None:
     assert provider.metadata(prom_metric()) == {"ResolvedPrometheusQuery": "up"}
     assert provider.metadata(metric(provider={"prometheus": {"address": "http://p"}})) == {}
     assert provider.type() == "Prometheus"
+
+
+AUG_14 = 'date("2023-08-14 00:00:00", "2006-01-02 15:04:05", "UTC")'
+
+# (id, start, end, step, params or the Error message); NOW is 2024-05-01T12:00:00Z = 1714564800.
+RANGES = [
+    # TestRunSuccessfullyWithRangeQuery: 2023-08-13 23:00:00 to 2023-08-14 00:00:00 by 1m0s
+    (
+        "Argo's range",
+        f'{AUG_14} - duration("1h")',
+        AUG_14,
+        "1m",
+        {"start": "1691967600", "end": "1691971200", "step": "60"},
+    ),
+    (
+        "now() is the measurement's time",
+        'now() - duration("1h")',
+        "now()",
+        "30s",
+        {"start": "1714561200", "end": "1714564800", "step": "30"},
+    ),
+    ("bare integer step is seconds", "now()", "now()", "90", {"step": "90"}),
+    (
+        "fractions of seconds",
+        'now() - duration("1.5s")',
+        'now() + duration("250ms")',
+        "500ms",
+        {"start": "1714564798.5", "end": "1714564800.25", "step": "0.5"},
+    ),
+    # TestRunUnparsableStartTime / TestRunUnparsableEndTime / TestRunUnparsableStep
+    (
+        "unparsable start",
+        'now() - duration("??")',
+        AUG_14,
+        "1m",
+        'failed to parse rangeQuery.start as time: time: invalid duration "??"',
+    ),
+    (
+        "unparsable end",
+        f'{AUG_14} - duration("1h")',
+        'now() - duration("??")',
+        "1m",
+        'failed to parse rangeQuery.end as time: time: invalid duration "??"',
+    ),
+    (
+        "unparsable step",
+        f'{AUG_14} - duration("1h")',
+        AUG_14,
+        "??",
+        'failed to parse rangeQuery.step as duration: time: invalid duration "??"',
+    ),
+    # evaluate_test.go TestEvalTimeWithNotTimeResult / TestEvalTimeWithInvalidExpression
+    (
+        "not a time",
+        "hello",
+        "now()",
+        "1m",
+        "failed to parse rangeQuery.start as time: unknown name hello",
+    ),
+    (
+        "a duration is not a time",
+        'duration("1h")',
+        "now()",
+        "1m",
+        "failed to parse rangeQuery.start as time: expected time.Time, but got time.Duration",
+    ),
+    (
+        "empty start",
+        "",
+        "now()",
+        "1m",
+        "failed to parse rangeQuery.start as time: unexpected token EOF",
+    ),
+    (
+        "empty step",
+        "now()",
+        "now()",
+        "",
+        'failed to parse rangeQuery.step as duration: time: invalid duration ""',
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "step", "want"), [c[1:] for c in RANGES], ids=[c[0] for c in RANGES]
+)
+def test_range_params(start: str, end: str, step: str, want: dict[str, str] | str) -> None:
+    window = PrometheusRangeQueryArgs(start=start, end=end, step=step)
+    if isinstance(want, str):
+        with pytest.raises(QueryError) as err:
+            range_params("up", window, NOW)
+        assert str(err.value) == want
+    else:
+        params = range_params("up", window, NOW)
+        assert params["query"] == "up"
+        assert {k: params[k] for k in want} == want
+
+
+def test_range_error_is_an_error_measurement() -> None:
+    """TestRunUnparsableStartTime: the measurement is an Error with the message, no value."""
+    m = metric(
+        provider={
+            "prometheus": {
+                "address": "http://p:9090",
+                "query": "test",
+                "rangeQuery": {"start": 'now() - duration("??")', "end": "now()", "step": "1m"},
+            }
+        },
+        successCondition="true",
+    )
+    provider = PrometheusProvider(ProviderDeps(clock=lambda: NOW), evaluator=stub_evaluator)
+    measurement = provider.run(analysis_run(m.to_dict()), m, NOW)
+    assert measurement.to_dict() == {
+        "phase": "Error",
+        "message": 'failed to parse rangeQuery.start as time: time: invalid duration "??"',
+        "startedAt": NOW_TEXT,
+        "finishedAt": NOW_TEXT,
+    }
+
+
+AUTH_ERRORS = [
+    # TestNewPromApiErrorWithIncompleteOAuthParams
+    (
+        "oauth2 without clientId",
+        {"oauth2": {"tokenUrl": "http://tokenurl", "clientSecret": "mySecret"}},
+        "missing mandatory parameter in metric for OAuth2 setup",
+    ),
+    (
+        "oauth2 without clientSecret",
+        {"oauth2": {"tokenUrl": "http://tokenurl", "clientId": "someId"}},
+        "missing mandatory parameter in metric for OAuth2 setup",
+    ),
+    # TestNewPrometheusAPIMissingBasicAuthUsername / ...Password (Argo after 1.9)
+    (
+        "basicAuth without username",
+        {"basicAuth": {"password": "mypassword"}},
+        "missing mandatory parameter in metric for basic auth setup: username",
+    ),
+    (
+        "basicAuth without password",
+        {"basicAuth": {"username": "myuser"}},
+        "missing mandatory parameter in metric for basic auth setup: password",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("auth", "message"), [c[1:] for c in AUTH_ERRORS], ids=[c[0] for c in AUTH_ERRORS]
+)
+def test_authentication_configuration_errors(auth: dict[str, Any], message: str) -> None:
+    spec = {"address": "http://127.0.0.1:9", "query": "up", "authentication": auth}
+    m = metric(provider={"prometheus": spec})
+    provider = PrometheusProvider(ProviderDeps(clock=lambda: NOW), evaluator=stub_evaluator)
+    measurement = provider.run(analysis_run(m.to_dict()), m, NOW)
+    assert (measurement.phase, measurement.message) == (P.ERROR, message)
