@@ -110,10 +110,12 @@ ITEM3 = Acted(
     "test_canary_back_within_the_window_skips_steps_and_pauses"
 )
 ITEM4 = Pending("#18 item 4: ping-pong services")
-ITEM5_RANGE = Pending("#18 item 5: Prometheus range queries")
-ITEM5_AUTH = Pending("#18 item 5: provider authentication (oauth2, sigv4)")
-ITEM5_NAMES = Pending("#18 item 5: dryRun/measurementRetention metric names (regex matching)")
-ITEM5_FIELDREF = Pending("#18 item 5: args valueFrom.fieldRef.fieldPath")
+ITEM5_RANGE = Acted(PROMETHEUS + "test_range_query_sends_start_end_and_step")
+METRIC_AUTH = "tests/integration/analysis/test_metric_auth.py::"
+ITEM5_AUTH = Acted(METRIC_AUTH + "test_prometheus_authentication")
+ITEM5_WEB_AUTH = Acted(METRIC_AUTH + "test_web_authentication")
+ITEM5_NAMES = Acted("tests/unit/analysis/test_metric_name_rules.py::test_dry_run_rules")
+ITEM5_FIELDREF = Acted("tests/unit/analysis/test_fieldpath.py::test_the_run_gets_the_field_value")
 ITEM6 = Pending("#18 item 6: not modelled yet (our CRD prunes it)")
 
 # -- refusals -----------------------------------------------------------------------------------
@@ -248,7 +250,7 @@ def metric_rows(prefix: str) -> Table:
         f"{p}.web.headers[].value": Acted(WEB + "test_headers_from_values_and_a_secret"),
         f"{p}.web.timeoutSeconds": Acted(WEB + "test_timeout"),
         f"{p}.web.insecure": Untested("providers/web.py passes it to the HTTP client; no test"),
-        f"{p}.web.authentication.**": ITEM5_AUTH,
+        f"{p}.web.authentication.**": ITEM5_WEB_AUTH,
         # job
         f"{p}.job.spec": Acted(
             "tests/unit/analysis/providers/test_job.py::test_run_creates_the_job_as_argo_does"

@@ -54,44 +54,6 @@ ARGO: dict[str, list[str]] = {k: list(v) for k, v in _DATA.items() if not k.star
 PENDING = {
     # item 4: ping-pong (status.canary.stablePingPong comes with it; status is not tabled)
     "Rollout spec.strategy.canary.pingPong.**",
-    # item 5: analysis
-    *(
-        f"{kind} spec.metrics[].provider.{row}"
-        for kind in ("AnalysisRun", "AnalysisTemplate")
-        for row in (
-            "prometheus.rangeQuery.**",
-            "prometheus.authentication.**",
-            "web.authentication.**",
-        )
-    ),
-    *(
-        f"{kind} {prefix}.{row}"
-        for kind, prefix in (
-            ("AnalysisRun", "spec"),
-            ("AnalysisTemplate", "spec"),
-            ("Experiment", "spec"),
-            ("Rollout", "spec.strategy.canary.analysis"),
-            ("Rollout", "spec.strategy.canary.steps[].analysis"),
-            ("Rollout", "spec.strategy.blueGreen.prePromotionAnalysis"),
-            ("Rollout", "spec.strategy.blueGreen.postPromotionAnalysis"),
-        )
-        for row in ("dryRun[].metricName", "measurementRetention[].metricName")
-    ),
-    "Rollout spec.strategy.canary.steps[].experiment.dryRun[].metricName",
-    *(
-        f"{kind} {prefix}.valueFrom.fieldRef.fieldPath"
-        for kind, prefix in (
-            ("AnalysisRun", "spec.args[]"),
-            ("AnalysisTemplate", "spec.args[]"),
-            ("Experiment", "spec.analyses[].args[]"),
-            ("Rollout", "spec.strategy.canary.analysis.args[]"),
-            ("Rollout", "spec.strategy.canary.steps[].analysis.args[]"),
-            ("Rollout", "spec.strategy.canary.steps[].experiment.analyses[].args[]"),
-            ("Rollout", "spec.strategy.blueGreen.prePromotionAnalysis.args[]"),
-            ("Rollout", "spec.strategy.blueGreen.postPromotionAnalysis.args[]"),
-        )
-    ),
-    # item 6: not modelled yet
 }
 
 #: Accepted and read by no code (as in Argo, or unreviewed): kept visible here.
