@@ -13,7 +13,7 @@ import json
 import logging
 
 from rollout_workers.api.analysis import AnalysisPhase
-from rollout_workers.api.rollout import PauseReason, RolloutStatus
+from rollout_workers.api.rollout import CanaryStatus, PauseReason, RolloutStatus
 from rollout_workers.rollout import (
     analysis,
     ephemeralmetadata,
@@ -32,6 +32,7 @@ from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.rollout.hashing import pod_template_hash, steps_hash
 from rollout_workers.rollout.phase import canary_step_string
 from rollout_workers.rollout.scaledown import cleanup_unhealthy
+from rollout_workers.rollout.trafficrouting import pingpong
 from rollout_workers.rollout.trafficrouting.reconciler import (
     max_traffic_weight,
     reconcile_traffic_routing,
@@ -160,6 +161,7 @@ def reconcile_canary(ctx: RolloutContext) -> None:
         return
     ephemeralmetadata.reconcile_ephemeral_metadata(ctx)
     sync.cleanup_old_rss(ctx, ctx.other_rss)
+    reconcile_ping_pong_service(ctx)
     reconcile_services(ctx)
     if routed(ctx):
         # Before any scaling: the weight follows the pods that are ready, never the reverse.
@@ -177,6 +179,20 @@ def reconcile_canary(ctx: RolloutContext) -> None:
     reconcile_pause(ctx)
     stepplugin.reconcile_step_plugins(ctx)
     sync_status(ctx)
+
+
+def reconcile_ping_pong_service(ctx: RolloutContext) -> None:
+    """During an update, the ping-pong Service in the canary role selects the new pods (at
+    once: the router's weight, not the selector, decides what it gets)."""
+    status = ctx.rollout.status or RolloutStatus()
+    if ctx.canary.ping_pong is None or (
+        status.stable_rs and status.stable_rs == status.current_pod_hash
+    ):
+        return
+    _, canary_service = pingpong.stable_and_canary_services(
+        ctx.canary, status, ping_pong_preferred=True
+    )
+    service.ensure_targets(ctx, canary_service, ctx.new_rs, check_available=False)
 
 
 def reconcile_services(ctx: RolloutContext) -> None:
@@ -301,6 +317,11 @@ def promote_stable(ctx: RolloutContext, new: RolloutStatus, reason: str) -> None
     steps = len(ctx.steps)
     new.current_step_index = steps if steps > 0 else None
     if new.stable_rs != new.current_pod_hash:
+        if ctx.canary.ping_pong is not None:
+            # The canary Service, already on the new pods, becomes the stable one.
+            ensure_canary_status(new).stable_ping_pong = pingpong.calculate_flipped(
+                ctx.rollout.status
+            )
         new.stable_rs = new.current_pod_hash
         ctx.event(
             c.ROLLOUT_COMPLETED_REASON,
@@ -347,8 +368,17 @@ def completed_current_step(ctx: RolloutContext) -> bool:
     return step.set_header_route is not None or step.set_mirror_route is not None
 
 
+def ensure_canary_status(new: RolloutStatus) -> CanaryStatus:
+    if new.canary is None:
+        new.canary = CanaryStatus()
+    return new.canary
+
+
 def sync_status(ctx: RolloutContext) -> None:
     new = sync.calculate_base_status(ctx)
+    previous = ctx.rollout.status.canary if ctx.rollout.status else None
+    if previous is not None and previous.stable_ping_pong is not None:
+        ensure_canary_status(new).stable_ping_pong = previous.stable_ping_pong
     stepplugin.update_status(ctx, new)
     all_rss = list(ctx.all_rss)
     new.available_replicas = rsutil.total(all_rss, "availableReplicas")

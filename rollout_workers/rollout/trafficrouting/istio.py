@@ -59,6 +59,7 @@ from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import fenced
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
+from rollout_workers.rollout.trafficrouting.pingpong import stable_and_canary_services
 from rollout_workers.rollout.trafficrouting.refs import RouterRef, split_namespaced
 
 log = logging.getLogger(__name__)
@@ -575,9 +576,12 @@ class IstioRouter:
 
     def targets(self) -> Targets:
         canary, rule = self.ctx.canary, self.istio.destination_rule
+        stable_service, canary_service = stable_and_canary_services(
+            canary, self.ctx.rollout.status, ping_pong_preferred=False
+        )
         return Targets(
-            canary_service=canary.canary_service or "",
-            stable_service=canary.stable_service or "",
+            canary_service=canary_service,
+            stable_service=stable_service,
             canary_subset=rule.canary_subset_name if rule else "",
             stable_subset=rule.stable_subset_name if rule else "",
             subset_level=rule is not None,
@@ -661,7 +665,7 @@ class IstioRouter:
                 )
 
     def _canary_destination(self) -> tuple[str, str]:
-        host = self._dr_host() or (self.ctx.canary.canary_service or "")
+        host = self._dr_host() or self.targets().canary_service
         return host, self.targets().canary_subset
 
     def _http(self, current: Obj, what: str) -> list[Obj]:

@@ -109,7 +109,9 @@ ITEM3 = Acted(
     "tests/unit/rollout/test_rollbackwindow.py::"
     "test_canary_back_within_the_window_skips_steps_and_pauses"
 )
-ITEM4 = Pending("#18 item 4: ping-pong services")
+ITEM4 = Acted(
+    "tests/unit/rollout/test_pingpong.py::test_ping_pong_with_istio_across_two_promotions"
+)
 ITEM5_RANGE = Acted(PROMETHEUS + "test_range_query_sends_start_end_and_step")
 METRIC_AUTH = "tests/integration/analysis/test_metric_auth.py::"
 ITEM5_AUTH = Acted(METRIC_AUTH + "test_prometheus_authentication")

@@ -19,8 +19,9 @@ from typing import Any
 
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import Action, RecordingWriter
-from rollout_workers.rollout.context import Event, RolloutContext
+from rollout_workers.rollout.context import Event, RolloutContext, RouterObjects
 from rollout_workers.rollout.controller import reconcile
+from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.timefmt import format_time
 
 Obj = dict[str, Any]
@@ -35,6 +36,10 @@ RESOURCES = {
     "AnalysisRun": r.ANALYSISRUNS,
     "Experiment": r.EXPERIMENTS,
 }
+#: Router kinds the fixture serves (their newest version), read by the routers from the
+#: context as the worker reads them from the cache.
+ROUTER_KINDS = {kind: versions[0] for kind, versions in r.ROUTER_OBJECTS.items()}
+RESOURCES.update(ROUTER_KINDS)
 
 
 def template(image: str, **labels: str) -> Obj:
@@ -249,6 +254,16 @@ class OneSync:
             services=copy.deepcopy(self.services()),
             analysis_runs=copy.deepcopy(self._of("analysisruns")),
             experiments=copy.deepcopy(self._of("experiments")),
+            routed=RouterObjects(
+                served=dict(ROUTER_KINDS),
+                objects={
+                    RouterRef(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]): (
+                        copy.deepcopy(o)
+                    )
+                    for kind, resource in ROUTER_KINDS.items()
+                    for o in self._of(resource.plural)
+                },
+            ),
             pods=self.writer,
         )
         reconcile(ctx)
