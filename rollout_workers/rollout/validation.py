@@ -67,6 +67,7 @@ from rollout_workers.rollout.trafficrouting import (
 )
 from rollout_workers.rollout.trafficrouting import istio as istiorouter
 from rollout_workers.rollout.trafficrouting.nginx import uses_service
+from rollout_workers.rollout.trafficrouting.pingpong import stable_and_canary_services
 from rollout_workers.rollout.trafficrouting.refs import (
     GATEWAY_API_PLUGIN,
     RouterRef,
@@ -1219,9 +1220,14 @@ def _virtual_service_errors(
     strategy = rollout.spec.strategy
     canary = strategy.canary if strategy else None
     rule = istio.destination_rule
+    stable_service, canary_service = (
+        stable_and_canary_services(canary, rollout.status, ping_pong_preferred=False)
+        if canary is not None
+        else ("", "")
+    )
     targets = istiorouter.Targets(
-        canary_service=(canary.canary_service if canary else "") or "",
-        stable_service=(canary.stable_service if canary else "") or "",
+        canary_service=canary_service,
+        stable_service=stable_service,
         canary_subset=rule.canary_subset_name if rule else "",
         stable_subset=rule.stable_subset_name if rule else "",
         subset_level=rule is not None,

@@ -168,9 +168,113 @@ def rollback_window(w: World) -> None:
     deploy("demo:2", 4, "back to revision 2, outside the window: the analysis runs")
 
 
+def route_weights(w: World, name: str) -> dict[str, int]:
+    """host[/subset] -> weight of the VirtualService's primary route."""
+    items, _ = w.kube.list(r.VIRTUALSERVICES[0], namespace=w.namespace)
+    vs = next((x for x in items if x["metadata"]["name"] == f"{name}-vs"), None)
+    out: dict[str, int] = {}
+    for route in ((vs or {}).get("spec") or {}).get("http") or []:
+        if route.get("name") == "primary":
+            for dest in route.get("route") or []:
+                d = dest["destination"]
+                key = d["host"] + (f"/{d['subset']}" if d.get("subset") else "")
+                out[key] = int(dest.get("weight") or 0)
+    return out
+
+
+def wait_weights(w: World, name: str, expected: dict[str, int], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while (got := route_weights(w, name)) != expected:
+        assert time.monotonic() < deadline, f"{w.namespace}/{name}: {what}: weights {got}"
+        time.sleep(0.25)
+
+
+def ping_pong_istio(w: World) -> None:
+    """Argo's ping-pong with Istio (host-level), across two promotions: the canary-role
+    Service follows the new pods, the roles swap at each promotion, and the VirtualService's
+    weights follow the roles."""
+    name = "pp"
+    ping, pong = f"{name}-ping", f"{name}-pong"
+    services = [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc},
+         "spec": {"selector": {"app": name}, "ports": [{"port": 80}]}}
+        for svc in (ping, pong)
+    ]  # fmt: skip
+    route = [{"destination": {"host": ping}, "weight": 100},
+             {"destination": {"host": pong}, "weight": 0}]  # fmt: skip
+    vs = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+          "metadata": {"name": f"{name}-vs"},
+          "spec": {"hosts": [f"{name}.example"],
+                   "http": [{"name": "primary", "route": route}]}}  # fmt: skip
+    ro = e2e.canary(name, 2, [{"setWeight": 20}, {"pause": {}}])
+    ro["spec"]["strategy"]["canary"].update(
+        pingPong={"pingService": ping, "pongService": pong},
+        trafficRouting={"istio": {"virtualService": {"name": f"{name}-vs", "routes": ["primary"]}}},
+    )
+    w.apply(*services, vs, ro)
+    first = e2e.status(w.wait(name, e2e.promoted, "first deploy"))
+    assert first["canary"]["stablePingPong"] == "ping"
+    assert e2e.selector(w, ping) == first["stableRS"]
+    for image, canary_svc, stable_svc in (("demo:2", pong, ping), ("demo:3", ping, pong)):
+        w.cli("set", "image", name, f"app={image}")
+        paused = e2e.status(w.wait(name, lambda o: e2e.phase(o) == "Paused", f"{image} paused"))
+        wait_weights(w, name, {stable_svc: 80, canary_svc: 20}, f"{image} at 20%")
+        assert e2e.selector(w, canary_svc) == paused["currentPodHash"]
+        w.cli("promote", name)
+        new = paused["currentPodHash"]
+        done = e2e.status(
+            w.wait(
+                name,
+                lambda o, new=new: e2e.promoted(o) and e2e.status(o)["stableRS"] == new,
+                f"{image} promoted",
+            )
+        )
+        assert done["canary"]["stablePingPong"] == canary_svc.rsplit("-", 1)[1]
+        wait_weights(w, name, {stable_svc: 0, canary_svc: 100}, f"{image} promoted: all on it")
+        assert e2e.selector(w, canary_svc) == new
+
+
+def istio_additional_subsets_kept(w: World) -> None:
+    """Argo 1.9's destinationRule.additionalSubsetNames: a destination to a listed subset keeps
+    its weight through the update, and the stable gets what is left."""
+    name = "addl"
+    host = f"{name}-svc"
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": host},
+               "spec": {"selector": {"app": name}, "ports": [{"port": 80}]}}  # fmt: skip
+    route = [{"destination": {"host": host, "subset": "stable"}, "weight": 80},
+             {"destination": {"host": host, "subset": "canary"}, "weight": 0},
+             {"destination": {"host": "legacy-svc", "subset": "legacy"}, "weight": 20}]  # fmt: skip
+    vs = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+          "metadata": {"name": f"{name}-vs"},
+          "spec": {"hosts": [f"{name}.example"],
+                   "http": [{"name": "primary", "route": route}]}}  # fmt: skip
+    rule = {"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+            "metadata": {"name": f"{name}-dr"},
+            "spec": {"host": host,
+                     "subsets": [{"name": "canary"}, {"name": "stable"}]}}  # fmt: skip
+    ro = e2e.canary(name, 2, [{"setWeight": 30}, {"pause": {}}])
+    ro["spec"]["strategy"]["canary"]["trafficRouting"] = {"istio": {
+        "virtualService": {"name": f"{name}-vs", "routes": ["primary"]},
+        "destinationRule": {"name": f"{name}-dr", "canarySubsetName": "canary",
+                            "stableSubsetName": "stable", "additionalSubsetNames": ["legacy"]},
+    }}  # fmt: skip
+    w.apply(service, vs, rule, ro)
+    w.wait(name, e2e.promoted, "first deploy")
+    legacy = {"legacy-svc/legacy": 20}
+    wait_weights(w, name, {f"{host}/stable": 80, f"{host}/canary": 0, **legacy}, "initial")
+    w.cli("set", "image", name, "app=demo:2")
+    w.wait(name, lambda o: e2e.phase(o) == "Paused", "paused at 30%")
+    wait_weights(w, name, {f"{host}/stable": 50, f"{host}/canary": 30, **legacy}, "at 30%")
+    w.cli("promote", name)
+    w.wait(name, e2e.promoted, "promoted")
+    wait_weights(w, name, {f"{host}/stable": 80, f"{host}/canary": 0, **legacy}, "promoted")
+
+
 SCENARIOS = [
     ephemeral_metadata_canary,
     ephemeral_metadata_bluegreen,
     anti_affinity,
     rollback_window,
+    ping_pong_istio,
+    istio_additional_subsets_kept,
 ]

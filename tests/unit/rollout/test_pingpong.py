@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.api.rollout import CanaryStrategy, RolloutStatus
+from rollout_workers.api.rollout import CanaryStrategy, Rollout, RolloutStatus
+from rollout_workers.rollout import validation
 from rollout_workers.rollout.trafficrouting import pingpong
+from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from tests.unit.rollout.onesync import NS, OneSync, rollout, service
 
 Obj = dict[str, Any]
@@ -120,3 +122,29 @@ def test_ping_pong_with_istio_across_two_promotions() -> None:
     assert sim.status["canary"]["stablePingPong"] == "ping"
     assert weights(sim) == {"ping": 100, "pong": 0}
     assert selector(sim, "ping") == third
+
+
+def test_validation_checks_the_virtual_service_against_the_ping_pong_services() -> None:
+    """Argo's ValidateHTTPRoutes asks GetStableAndCanaryServices: with ping-pong and no
+    stable/canary Service, the routes must send traffic to the ping and pong Services."""
+    obj = rollout(
+        strategy={
+            "canary": {
+                **PING_PONG,
+                "trafficRouting": {
+                    "istio": {"virtualService": {"name": "vsvc", "routes": ["primary"]}}
+                },
+            }
+        }
+    )
+    vs = virtual_service()
+    references = validation.ReferencedResources(
+        services={"ping": service("ping"), "pong": service("pong")},
+        router_objects={RouterRef("VirtualService", NS, "vsvc"): vs},
+        served_router_kinds=frozenset({"VirtualService", "DestinationRule"}),
+    )
+    assert validation.reference_errors(Rollout.from_dict(obj), references) == []
+    # Before the first promotion pong is the stable: a route without it is refused.
+    vs["spec"]["http"][0]["route"] = [dest("ping", 100)]
+    (error,) = validation.reference_errors(Rollout.from_dict(obj), references)
+    assert "Stable Service 'pong' not found in route" in str(error)
