@@ -19,6 +19,7 @@ from typing import Any
 import pydantic
 
 from rollout_workers.analysis import run as ar
+from rollout_workers.analysis.expr_time import TimeError, parse_duration, quote
 from rollout_workers.analysis.providers.base import Provider, SecretReader
 from rollout_workers.api.analysis import (
     AnalysisPhase,
@@ -421,7 +422,7 @@ def _validate_metric(metric: Metric) -> str:
         if ar.seconds(value) is None:
             # Argo reads it (a bare integer is seconds; a sign is allowed) but this controller's
             # scheduler cannot: failing the run beats a metric that is never measured.
-            return f"unsupported {what} string: {_go_quote(value)}"
+            return f"unsupported {what} string: {quote(value)}"
     if failure_limit < -1:
         return "failureLimit must be >= -1"
     if inconclusive_limit < 0:
@@ -457,30 +458,7 @@ def _validate_metric(metric: Metric) -> str:
     return ""
 
 
-#: Go's time.ParseDuration units, in nanoseconds (both spellings of the micro sign).
-_GO_UNITS = {
-    "ns": 1,
-    "us": 1_000,
-    "\u00b5s": 1_000,
-    "\u03bcs": 1_000,
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
 _GO_INT = re.compile(r"[+-]?[0-9]+")
-_ASCII_DIGITS = "0123456789"
-
-
-def _go_quote(text: str) -> str:
-    """Go's time.quote: double quotes; non-ASCII and control bytes as \\xNN."""
-    out: list[str] = []
-    for char in text:
-        if ord(char) >= 0x80 or char < " ":
-            out.extend(f"\\x{byte:02x}" for byte in char.encode())
-        else:
-            out.append("\\" + char if char in '"\\' else char)
-    return '"' + "".join(out) + '"'
 
 
 def _go_duration_error(text: str) -> str:
@@ -488,49 +466,10 @@ def _go_duration_error(text: str) -> str:
     time.ParseDuration), or "" when it reads."""
     if _GO_INT.fullmatch(text) and -(2**63) <= int(text) < 2**63:
         return ""
-    invalid = "time: invalid duration " + _go_quote(text)
-    rest, negative = text, text[:1] == "-"
-    if rest[:1] in ("+", "-"):
-        rest = rest[1:]
-    if rest == "0":
-        return ""
-    if not rest:
-        return invalid
-    total = 0
-    while rest:
-        if not (rest[0] == "." or "0" <= rest[0] <= "9"):
-            return invalid
-        whole = rest[: len(rest) - len(rest.lstrip(_ASCII_DIGITS))]
-        rest = rest[len(whole) :]
-        if whole and int(whole) > 2**63:
-            return invalid
-        fraction = ""
-        if rest[:1] == ".":
-            rest = rest[1:]
-            fraction = rest[: len(rest) - len(rest.lstrip(_ASCII_DIGITS))]
-            rest = rest[len(fraction) :]
-        if not whole and not fraction:
-            return invalid
-        end = 0
-        while end < len(rest) and not (rest[end] == "." or "0" <= rest[end] <= "9"):
-            end += 1
-        if end == 0:
-            return "time: missing unit in duration " + _go_quote(text)
-        unit_name, rest = rest[:end], rest[end:]
-        unit = _GO_UNITS.get(unit_name)
-        if unit is None:
-            return f"time: unknown unit {_go_quote(unit_name)} in duration {_go_quote(text)}"
-        value = int(whole or 0)
-        if value > 2**63 // unit:
-            return invalid
-        value *= unit
-        if fraction:
-            value += int(float("0." + fraction) * unit)
-        total += value
-        if value > 2**63 or total > 2**63:
-            return invalid
-    if not negative and total > 2**63 - 1:
-        return invalid
+    try:
+        parse_duration(text)
+    except TimeError as err:
+        return str(err)
     return ""
 
 

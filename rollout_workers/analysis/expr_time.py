@@ -64,7 +64,7 @@ class TimeError(ValueError):
     """A duration or date that does not parse; the message is Go's."""
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
     """Go's time.quote: double quotes; non-ASCII and control bytes as \\xNN."""
     out: list[str] = []
     for char in text:
@@ -77,7 +77,7 @@ def _quote(text: str) -> str:
 
 def parse_duration(text: str) -> int:
     """Go's `time.ParseDuration`, in nanoseconds; raises TimeError with Go's message."""
-    invalid = TimeError("time: invalid duration " + _quote(text))
+    invalid = TimeError("time: invalid duration " + quote(text))
     rest, negative = text, False
     if rest[:1] in ("-", "+"):
         negative, rest = rest[0] == "-", rest[1:]
@@ -111,11 +111,11 @@ def parse_duration(text: str) -> int:
         while end < len(rest) and not (rest[end] == "." or "0" <= rest[end] <= "9"):
             end += 1
         if end == 0:
-            raise TimeError("time: missing unit in duration " + _quote(text))
+            raise TimeError("time: missing unit in duration " + quote(text))
         unit_name, rest = rest[:end], rest[end:]
         unit = _UNITS.get(unit_name)
         if unit is None:
-            raise TimeError(f"time: unknown unit {_quote(unit_name)} in duration {_quote(text)}")
+            raise TimeError(f"time: unknown unit {quote(unit_name)} in duration {quote(text)}")
         if whole > (1 << 63) // unit:
             raise invalid
         value = whole * unit
@@ -229,7 +229,7 @@ def parse_layout(value: str, layout: str, zone: dt.tzinfo | None = None) -> GoTi
     pattern, tokens = _layout_pattern(layout)
     match = pattern.match(value)
     if match is None:
-        raise TimeError(f"parsing time {_quote(value)} as {_quote(layout)}: cannot parse")
+        raise TimeError(f"parsing time {quote(value)} as {quote(layout)}: cannot parse")
     year, month, day, hour, minute, second, nanos = 0, 1, 1, 0, 0, 0, 0
     pm: bool | None = None
     offset: int | None = None
@@ -266,7 +266,7 @@ def parse_layout(value: str, layout: str, zone: dt.tzinfo | None = None) -> GoTi
     try:
         naive = dt.datetime(year or 1, month, day, hour, minute, second)
     except ValueError as err:
-        raise TimeError(f"parsing time {_quote(value)}: {err}") from None
+        raise TimeError(f"parsing time {quote(value)}: {err}") from None
     if offset is None:
         aware = naive.replace(tzinfo=zone or dt.UTC)
         offset = int((aware.utcoffset() or dt.timedelta()).total_seconds())

@@ -51,7 +51,7 @@ def metadata_field(obj: Obj, path: str) -> str:
     head, subscript = _split_subscript(path)
     if subscript is not None:
         if head not in ("metadata.labels", "metadata.annotations"):
-            raise FieldPathError(f"fieldPath {_go_quote(path)} does not support subscript")
+            raise FieldPathError(f"fieldPath {go_quote(path)} does not support subscript")
         # Annotation keys are checked case-insensitively, label keys as they are.
         key = subscript.lower() if head == "metadata.annotations" else subscript
         problem = _qualified_name_error(key)
@@ -61,7 +61,7 @@ def metadata_field(obj: Obj, path: str) -> str:
         return str(values.get(subscript, ""))
     if path in ("metadata.labels", "metadata.annotations"):
         values = meta.get(path.removeprefix("metadata.")) or {}
-        return "\n".join(f"{k}={_go_quote(str(values[k]))}" for k in sorted(values))
+        return "\n".join(f"{k}={go_quote(str(values[k]))}" for k in sorted(values))
     field = path.removeprefix("metadata.")
     if path.startswith("metadata.") and field in _METADATA_FIELDS:
         return str(meta.get(field) or "")
@@ -136,7 +136,7 @@ def _qualified_name_error(value: str) -> str:
     return ""
 
 
-def _go_quote(text: str) -> str:
+def go_quote(text: str) -> str:
     """Go's `%q` of a string."""
     out = []
     for ch in text:

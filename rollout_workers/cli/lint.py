@@ -19,6 +19,7 @@ import click
 import pydantic
 import yaml
 
+from rollout_workers.analysis.fieldpath import go_quote
 from rollout_workers.api.base import KubeModel, ObjectMeta, OpenModel
 from rollout_workers.api.rollout import Rollout
 from rollout_workers.cli.common import Fail
@@ -97,7 +98,7 @@ def calculate_lint_errors(documents: list[Any]) -> list[LintError]:
                 path,
                 UNKNOWN_FIELD_MESSAGE,
                 validation.ErrorType.INVALID,
-                validation.go_quote(path.rpartition(".")[2]),
+                go_quote(path.rpartition(".")[2]),
             )
             for path in unknown_fields(rollout)
         ]

@@ -18,8 +18,8 @@ from rollout_workers.rollout import analysis, ephemeralmetadata, restart, servic
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout.canary import format_selector
 from rollout_workers.rollout.context import Obj, RolloutContext
+from rollout_workers.rollout.pods import format_selector
 from rollout_workers.rollout.scaledown import (
     abort_scale_down_delay,
     add_scale_down_delay,

@@ -31,6 +31,7 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.rollout.hashing import pod_template_hash, steps_hash
 from rollout_workers.rollout.phase import canary_step_string
+from rollout_workers.rollout.pods import format_selector
 from rollout_workers.rollout.scaledown import cleanup_unhealthy
 from rollout_workers.rollout.trafficrouting import pingpong
 from rollout_workers.rollout.trafficrouting.reconciler import (
@@ -445,19 +446,3 @@ def sync_status(ctx: RolloutContext) -> None:
 def persist(ctx: RolloutContext, new: RolloutStatus) -> None:
     new = sync.calculate_conditions(ctx, new)
     sync.persist_status(ctx, new)
-
-
-def format_selector(selector: Obj) -> str:
-    """metav1.FormatLabelSelector for matchLabels (and simple expressions)."""
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        if op == "In":
-            parts.append(f"{key} in ({','.join(sorted(values))})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(sorted(values))})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts)

@@ -42,6 +42,7 @@ from typing import Any
 
 import pydantic
 
+from rollout_workers.analysis.fieldpath import go_quote
 from rollout_workers.api.analysis import AnalysisTemplate, ClusterAnalysisTemplate, Metric
 from rollout_workers.api.base import IntOrString, LabelSelector
 from rollout_workers.api.rollout import (
@@ -282,24 +283,6 @@ def validate_raw(
 
 
 # -- Go rendering ------------------------------------------------------------------------------
-
-_GO_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t"}
-_GO_ESCAPES |= {"\v": r"\v", "\\": r"\\", '"': r"\""}
-
-
-def go_quote(text: str) -> str:
-    """Go's `%q` (strconv.Quote) of a string."""
-    out = []
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        elif not ch.isprintable():
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
 
 
 def _go_bool(value: bool) -> str:

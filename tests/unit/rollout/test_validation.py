@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from rollout_workers.analysis.fieldpath import go_quote
 from rollout_workers.api.analysis import AnalysisTemplate, ClusterAnalysisTemplate
 from rollout_workers.api.rollout import Rollout
 from rollout_workers.rollout import validation as v
@@ -1102,4 +1103,4 @@ def test_spec_errors_come_before_reference_errors() -> None:
 
 
 def test_go_quote() -> None:
-    assert v.go_quote('a"b\\c\n\x01é') == '"a\\"b\\\\c\\n\\x01é"'
+    assert go_quote('a"b\\c\n\x01é') == '"a\\"b\\\\c\\n\\x01é"'
