@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollout_workers.kube import resources as r
 from tests.e2e import test_rollouts as e2e
+from tests.support.authserver import BASIC, REGION, AuthServer
 
 if TYPE_CHECKING:
     from tests.e2e.test_rollouts import World
@@ -270,6 +271,70 @@ def istio_additional_subsets_kept(w: World) -> None:
     wait_weights(w, name, {f"{host}/stable": 80, f"{host}/canary": 0, **legacy}, "promoted")
 
 
+def analysis_range_query_and_authentication(w: World) -> None:
+    """An analysis step whose Prometheus metrics need authentication: a range query signed with
+    SigV4 (as Amazon Managed Prometheus), and an instant query with basic auth. The local server
+    recomputes each signature and checks the credentials and the range; the rollout promotes
+    only if every request passed (the workers run with the server's AWS credentials)."""
+    server = AuthServer().start()
+    try:
+        signed = {"sigv4": {"region": REGION}}
+        basic = {"basicAuth": {"username": BASIC[0], "password": BASIC[1]}}
+        range_query = {"start": 'now() - duration("5m")', "end": "now()", "step": "1m"}
+        metrics = [
+            {"name": "signed-range", "successCondition": "len(result) == 2 && result[1] == 11",
+             "provider": {"prometheus": {
+                 "address": server.url("/aps-workspaces/ws-1"), "query": "rate(x[1m])",
+                 "rangeQuery": range_query, "authentication": signed}}},
+            {"name": "basic", "successCondition": "result[0] == 10",
+             "provider": {"prometheus": {
+                 "address": server.url("/basic"), "query": "up", "authentication": basic}}},
+        ]  # fmt: skip
+        w.apply({"apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisTemplate",
+                 "metadata": {"name": "authed"}, "spec": {"metrics": metrics}})  # fmt: skip
+        name = "authed"
+        steps = [{"setWeight": 50}, {"analysis": {"templates": [{"templateName": "authed"}]}}]
+        w.apply(e2e.canary(name, 2, steps))
+        w.wait(name, lambda o: e2e.phase(o) == "Healthy", "first deploy")
+        w.cli("set", "image", name, "app=demo:2")
+        done = w.wait(
+            name,
+            lambda o: e2e.promoted(o) and e2e.status(o).get("currentStepIndex") == 2,
+            "promoted after the authenticated analysis",
+        )
+        (run,) = [x for x in e2e.runs_of(w, "Step") if x["metadata"]["name"].startswith(name)]
+        assert run["status"]["phase"] == "Successful", (run["status"], server.problems)
+        assert not any(server.problems), server.problems
+        paths = {path for path, _ in server.seen}
+        assert "/aps-workspaces/ws-1/api/v1/query_range" in paths, paths
+        assert "/basic/api/v1/query" in paths, paths
+        assert e2e.status(done)["stableRS"] == e2e.status(done)["currentPodHash"]
+    finally:
+        server.stop()
+
+
+def dry_run_of_every_metric(w: World) -> None:
+    """`dryRun: [{metricName: .*}]`, as Argo documents it: a failing metric is measured and
+    reported in the run's dry-run summary, and the rollout is promoted all the same."""
+    w.template("dry-rate")  # measures metrics/{{args.value}}, passing at >= 0.9
+    name = "dry"
+    step = {"analysis": {"templates": [{"templateName": "dry-rate"}],
+                         "args": [{"name": "value", "value": "0.5"}],
+                         "dryRun": [{"metricName": ".*"}]}}  # fmt: skip
+    w.apply(e2e.canary(name, 2, [{"setWeight": 50}, step]))
+    w.wait(name, lambda o: e2e.phase(o) == "Healthy", "first deploy")
+    w.cli("set", "image", name, "app=demo:2")
+    w.wait(
+        name,
+        lambda o: e2e.promoted(o) and e2e.status(o).get("currentStepIndex") == 2,
+        "promoted despite the failing dry-run metric",
+    )
+    (run,) = [x for x in e2e.runs_of(w, "Step") if x["metadata"]["name"].startswith(name)]
+    assert run["status"]["phase"] == "Successful", run["status"]
+    summary = run["status"].get("dryRunSummary") or {}
+    assert summary.get("failed") == 1, run["status"]
+
+
 SCENARIOS = [
     ephemeral_metadata_canary,
     ephemeral_metadata_bluegreen,
@@ -277,4 +342,6 @@ SCENARIOS = [
     rollback_window,
     ping_pong_istio,
     istio_additional_subsets_kept,
+    analysis_range_query_and_authentication,
+    dry_run_of_every_metric,
 ]

@@ -31,6 +31,7 @@ from rollout_workers.settings import Settings
 from tests.e2e import fields, routers
 from tests.e2e import test_rollouts as e2e
 from tests.e2e import test_workloadref as wref
+from tests.support.authserver import aws_environment
 from tests.support.metrics import MetricsServer
 from tests.support.procs import Processes
 from tests.unit.deploy.render import rendered
@@ -243,6 +244,8 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
     # Anything not given its own kubeconfig below would show up as `beat` and fail the test.
     procs.env["ROLLOUTS_KUBECONFIG"] = str(kubeconfigs["beat"])
     procs.env["ROLLOUTS_QUEUE_STALE_AFTER"] = "5"
+    # The credentials the SigV4 scenario's server checks (tests/support/authserver.py).
+    procs.env.update(aws_environment(str(tmp_path)))
     procs.spawn(
         "watcher", "watcher", env={"ROLLOUTS_KUBECONFIG": str(kubeconfigs["watcher"])}
     ).wait_log(r"leads; starting", timeout=30)
