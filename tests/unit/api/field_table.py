@@ -311,9 +311,8 @@ ROLLOUT: Table = {
         "test_scale_down_progressively_follows_the_rollout_ready_replicas"
     ),
     "spec.minReadySeconds": Acted("tests/unit/rollout/test_restart.py::test_reconcile_restart"),
-    "spec.revisionHistoryLimit": Untested(
-        "rollout/sync.py cleanup_old_rss deletes old ReplicaSets beyond it; only its "
-        "validation is tested"
+    "spec.revisionHistoryLimit": Acted(
+        "tests/unit/rollout/test_sync.py::test_reconcile_revision_history_limit"
     ),
     "spec.paused": Acted("tests/unit/rollout/test_phase_and_pause.py::test_phase"),
     "spec.progressDeadlineSeconds": Acted(

@@ -70,7 +70,6 @@ UNTESTED = {
     "AnalysisTemplate spec.metrics[].provider.web.insecure",
     "Experiment spec.analyses[].args[].valueFrom.secretKeyRef.key",
     "Experiment spec.analyses[].args[].valueFrom.secretKeyRef.name",
-    "Rollout spec.revisionHistoryLimit",
     "Rollout spec.strategy.canary.analysis.startingStep",
     "Rollout spec.strategy.canary.scaleDownDelayRevisionLimit",
     "Rollout spec.strategy.canary.trafficRouting.nginx.stableIngresses",
