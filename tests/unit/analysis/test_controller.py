@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pytest
+
 from rollout_workers.analysis.controller import AnalysisRunController, reconcile
 from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement, Metric
 from rollout_workers.kube import resources as r
@@ -228,3 +230,41 @@ def test_ttl_deletes_a_completed_run_when_it_expires() -> None:
     clock[0] = T0 + dt.timedelta(seconds=61)
     controller.sync(request)
     assert [(a.verb, a.resource) for a in writer.actions] == [("delete", r.ANALYSISRUNS.plural)]
+
+
+@pytest.mark.parametrize(
+    ("ttl", "phase", "after"),
+    [
+        pytest.param({"secondsAfterCompletion": 60}, "Successful", 60, id="completion"),
+        pytest.param(
+            {"secondsAfterCompletion": 60, "secondsAfterSuccess": 10}, "Successful", 10,
+            id="success-wins-for-a-success",
+        ),
+        pytest.param(
+            {"secondsAfterCompletion": 60, "secondsAfterFailure": 5}, "Failed", 5,
+            id="failure-wins-for-a-failure",
+        ),
+        pytest.param(
+            {"secondsAfterSuccess": 10, "secondsAfterFailure": 5}, "Error", None,
+            id="error-only-by-completion",
+        ),
+        pytest.param({"secondsAfterFailure": 5}, "Successful", None, id="failure-not-success"),
+        pytest.param({"secondsAfterSuccess": 10}, "Running", None, id="not-completed"),
+    ],
+)  # fmt: skip
+def test_ttl_strategy_by_phase(ttl: dict[str, int], phase: str, after: int | None) -> None:
+    """Argo's garbage collection of completed runs (TestGarbageCollect...TTL): the phase's own
+    setting wins over secondsAfterCompletion."""
+    from rollout_workers.analysis.controller import ttl_expiry
+    from rollout_workers.api.analysis import AnalysisRun
+
+    run = AnalysisRun.from_dict(
+        {
+            "metadata": {"name": "r", "namespace": "d"},
+            "spec": {"metrics": [{"name": "m", "provider": {"web": {"url": "x"}}}],
+                     "ttlStrategy": ttl},
+            "status": {"phase": phase, "completedAt": format_time(T0)},
+        }
+    )  # fmt: skip
+    expected = None if after is None else T0 + dt.timedelta(seconds=after)
+    assert ttl_expiry(run) == expected

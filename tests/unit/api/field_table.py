@@ -595,11 +595,11 @@ ANALYSIS_RUN: Table = {
     "spec.ttlStrategy.secondsAfterCompletion": Acted(
         ANALYSIS_CONTROLLER + "test_ttl_deletes_a_completed_run_when_it_expires"
     ),
-    "spec.ttlStrategy.secondsAfterFailure": Untested(
-        "analysis/controller.py ttl_expiry; only secondsAfterCompletion is tested"
+    "spec.ttlStrategy.secondsAfterFailure": Acted(
+        ANALYSIS_CONTROLLER + "test_ttl_strategy_by_phase"
     ),
-    "spec.ttlStrategy.secondsAfterSuccess": Untested(
-        "analysis/controller.py ttl_expiry; only secondsAfterCompletion is tested"
+    "spec.ttlStrategy.secondsAfterSuccess": Acted(
+        ANALYSIS_CONTROLLER + "test_ttl_strategy_by_phase"
     ),
 }
 

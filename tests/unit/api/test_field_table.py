@@ -64,8 +64,6 @@ IGNORED = {
 UNTESTED = {
     "AnalysisRun spec.metrics[].provider.prometheus.insecure",
     "AnalysisRun spec.metrics[].provider.web.insecure",
-    "AnalysisRun spec.ttlStrategy.secondsAfterFailure",
-    "AnalysisRun spec.ttlStrategy.secondsAfterSuccess",
     "AnalysisTemplate spec.metrics[].provider.prometheus.insecure",
     "AnalysisTemplate spec.metrics[].provider.web.insecure",
     "Experiment spec.analyses[].args[].valueFrom.secretKeyRef.key",
