@@ -7,6 +7,12 @@ creation order is real. Its kubelet plays the ReplicaSet controller between sync
 ReplicaSet gets `spec.replicas` pods with its template's labels and annotations, all available
 unless their image is in `broken` (none) or `capped` (at most that many). Pods are read through
 the context's pod reader, as the API's.
+
+Options for the rest of what a worker hands a reconcile: `owned_only` (the ReplicaSets and
+AnalysisRuns the rollout owns, as the cache's owner index returns them, rather than all seeded),
+`template_lookup` (AnalysisTemplates), `step_plugins` (a step plugin registry); a rollout with a
+`workloadRef` is reconciled with it resolved from the seeded objects, as the worker resolves it
+from the cache.
 """
 
 from __future__ import annotations
@@ -17,10 +23,13 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from rollout_workers.analysis.templates import TemplateLookup
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import Action, RecordingWriter
+from rollout_workers.rollout import templateref
 from rollout_workers.rollout.context import Event, RolloutContext, RouterObjects
 from rollout_workers.rollout.controller import reconcile
+from rollout_workers.rollout.stepplugins.registry import StepPluginRegistry, StepPluginState
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.timefmt import format_time
 
@@ -35,6 +44,8 @@ RESOURCES = {
     "Pod": r.PODS,
     "AnalysisRun": r.ANALYSISRUNS,
     "Experiment": r.EXPERIMENTS,
+    "Ingress": r.INGRESSES,
+    "Deployment": r.DEPLOYMENTS,
 }
 #: Router kinds the fixture serves (their newest version), read by the routers from the
 #: context as the worker reads them from the cache.
@@ -122,12 +133,23 @@ class Synced:
     def reasons(self) -> list[str]:
         return [e.reason for e in self.events]
 
+    def kinds(self) -> list[str]:
+        """`verb resource` of each write, without names."""
+        return [f"{a.verb} {a.resource}" for a in self.actions]
+
     def writes(self, resource: str, name: str | None = None) -> list[Obj]:
         return [
             a.body
             for a in self.actions
             if a.resource == resource and (name is None or a.name == name)
         ]
+
+    def status_patch(self) -> Obj:
+        """The `status` of this sync's one status patch."""
+        patches = [a.body for a in self.actions if a.verb == "patch-status"]
+        assert len(patches) == 1, patches
+        status: Obj = patches[0]["status"]
+        return status
 
 
 @dataclass
@@ -141,10 +163,21 @@ class OneSync:
     #: Images of which at most this many pods per ReplicaSet become available.
     capped: dict[str, int] = field(default_factory=dict)
     kubelet_enabled: bool = True
+    #: The kubelet runs before each of settle()'s syncs even when it is not enabled for every
+    #: sync: pods come up only when the test lets the rollout settle (or calls kubelet()).
+    settle_kubelet: bool = False
+    #: The kubelet also reports status.observedGeneration (the ReplicaSet's generation, 1 when
+    #: it has none).
+    observed_generation: bool = False
+    #: Hand the reconcile only the ReplicaSets and AnalysisRuns the rollout owns.
+    owned_only: bool = False
+    template_lookup: TemplateLookup | None = None
+    step_plugins: StepPluginRegistry | None = None
 
     def __post_init__(self) -> None:
         self.writer = ClockedWriter(self)
         self._pod_ids = itertools.count()
+        self.last: RolloutContext | None = None  # the last sync's context
         self.seed(self.obj)
         for obj in self.objects:
             self.seed(obj)
@@ -159,6 +192,21 @@ class OneSync:
 
     def _of(self, plural: str) -> list[Obj]:
         return [o for (p, _, _), o in self.writer.objects.items() if p == plural]
+
+    def _owned(self, plural: str) -> list[Obj]:
+        objs = self._of(plural)
+        if not self.owned_only:
+            return objs
+        uid = self.rollout["metadata"].get("uid")
+        return [
+            o
+            for o in objs
+            if any(ref.get("uid") == uid for ref in o["metadata"].get("ownerReferences") or [])
+        ]
+
+    def of(self, resource: r.Resource) -> dict[str, Obj]:
+        """The stored objects of one type, by name."""
+        return {o["metadata"]["name"]: o for o in self._of(resource.plural)}
 
     @property
     def rollout(self) -> Obj:
@@ -189,6 +237,17 @@ class OneSync:
     def services(self) -> dict[str, Obj]:
         return {o["metadata"]["name"]: o for o in self._of("services")}
 
+    def status_patch(self) -> Obj:
+        """The `status` of the last status patch written, by any sync."""
+        status: Obj = next(
+            a.body for a in reversed(self.writer.actions) if a.verb == "patch-status"
+        )["status"]
+        return status
+
+    def reasons(self) -> list[str]:
+        """The reasons of every event recorded so far, by any sync."""
+        return [a.body["reason"] for a in self.writer.actions if a.resource == "events"]
+
     # -- a user's changes and time ------------------------------------------------------------
 
     def edit_spec(self, **changes: Any) -> None:
@@ -203,6 +262,10 @@ class OneSync:
 
     def advance(self, seconds: float) -> None:
         self.now += dt.timedelta(seconds=seconds)
+
+    def at(self, seconds: float) -> None:
+        """The clock at `seconds` after T0."""
+        self.now = T0 + dt.timedelta(seconds=seconds)
 
     # -- the kubelet and the reconcile ----------------------------------------------------------
 
@@ -233,7 +296,7 @@ class OneSync:
                             "creationTimestamp": format_time(self.now),
                             "resourceVersion": "1",
                             "ownerReferences": [
-                                {"kind": "ReplicaSet", "name": meta["name"], "uid": meta["uid"]}
+                                {"kind": "ReplicaSet", "name": meta["name"], "uid": meta.get("uid")}
                             ],
                         },
                     },
@@ -241,18 +304,31 @@ class OneSync:
             image = rs["spec"]["template"]["spec"]["containers"][0]["image"]
             ok = 0 if image in self.broken else min(want, self.capped.get(image, want))
             rs["status"] = {"replicas": want, "readyReplicas": ok, "availableReplicas": ok}
+            if self.observed_generation:
+                rs["status"]["observedGeneration"] = int(meta.get("generation") or 1)
+
+    def _get(self, resource: r.Resource, key: str) -> Obj | None:
+        namespace, _, name = key.partition("/")
+        found = self.writer.objects.get((resource.plural, namespace, name))
+        return copy.deepcopy(found) if found is not None else None
 
     def sync(self) -> Synced:
         if self.kubelet_enabled:
             self.kubelet()
         start = len(self.writer.actions)
+        obj, resolved, resolve_error = copy.deepcopy(self.rollout), None, ""
+        try:
+            resolved = templateref.resolve(obj, self._get, listed=lambda _: True)
+        except templateref.ResolveError as err:
+            resolve_error = str(err)
         ctx = RolloutContext.build(
-            obj=copy.deepcopy(self.rollout),
-            rss=copy.deepcopy(self.replicasets()),
+            obj=resolved.obj if resolved is not None else obj,
+            rss=copy.deepcopy(self._owned("replicasets")),
             now=self.now,
             writer=self.writer,
             services=copy.deepcopy(self.services()),
-            analysis_runs=copy.deepcopy(self._of("analysisruns")),
+            ingresses=copy.deepcopy(self.of(r.INGRESSES)),
+            analysis_runs=copy.deepcopy(self._owned("analysisruns")),
             experiments=copy.deepcopy(self._of("experiments")),
             routed=RouterObjects(
                 served=dict(ROUTER_KINDS),
@@ -265,8 +341,13 @@ class OneSync:
                 },
             ),
             pods=self.writer,
+            template_lookup=self.template_lookup,
+            workload_ref=resolved,
         )
-        reconcile(ctx)
+        if self.step_plugins is not None:
+            ctx.step_plugins = StepPluginState(registry=self.step_plugins)
+        self.last = ctx
+        reconcile(ctx, resolve_error=resolve_error)
         actions = [a for a in self.writer.actions[start:] if a.resource != "events"]
         return Synced(actions, list(ctx.events), ctx.requeue_after, ctx)
 
@@ -274,6 +355,8 @@ class OneSync:
         """Reconcile until a sync writes nothing; every sync's result."""
         done = []
         for _ in range(limit):
+            if self.settle_kubelet and not self.kubelet_enabled:
+                self.kubelet()
             synced = self.sync()
             done.append(synced)
             if not synced.actions:

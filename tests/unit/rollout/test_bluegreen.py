@@ -1,128 +1,29 @@
 """Blue-green reconcile tests in argo-rollouts' style: seed objects, run one sync at a controlled
-clock, assert the recorded API actions. The simulator applies the recorded writes and plays the
-kubelet: ReplicaSets of a broken image get pods that never become available."""
+clock, assert the recorded API actions, in the one-sync fixture (whose kubelet never makes pods
+of a broken image available)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from rollout_workers.kube import resources as r
-from rollout_workers.kube.writer import Action, RecordingWriter
-from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.controller import reconcile
+from tests.unit.rollout.onesync import NS, OneSync, rollout, service, template
 
 Obj = dict[str, Any]
-NS = "default"
-T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
 DEADLINE = "scale-down-deadline"
 
 
-def template(image: str) -> Obj:
-    return {
-        "metadata": {"labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "app", "image": image}]},
-    }
+def blue_green(**strategy: Any) -> OneSync:
+    obj = rollout(
+        replicas=1,
+        progressDeadlineSeconds=1,
+        progressDeadlineAbort=False,
+        strategy={"blueGreen": {"activeService": "active", **strategy}},
+    )
+    return OneSync(obj, [service("active")])
 
 
-def rollout(**blue_green: Any) -> Obj:
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Rollout",
-        "metadata": {
-            "name": "web",
-            "namespace": NS,
-            "uid": "ro-uid",
-            "generation": 1,
-            "resourceVersion": "1",
-        },
-        "spec": {
-            "replicas": 1,
-            "progressDeadlineSeconds": 1,
-            "progressDeadlineAbort": False,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": template("web:1"),
-            "strategy": {"blueGreen": {"activeService": "active", **blue_green}},
-        },
-    }
-
-
-class Sim:
-    def __init__(self, obj: Obj) -> None:
-        self.writer = RecordingWriter()
-        self.writer.seed(r.ROLLOUTS, obj)
-        self.writer.seed(
-            r.SERVICES,
-            {
-                "metadata": {"name": "active", "namespace": NS, "resourceVersion": "2"},
-                "spec": {"selector": {"app": "web"}},
-            },
-        )
-        self.now = T0
-        self.last: RolloutContext | None = None
-        self.broken = {"web:bad"}  # images whose pods never become available
-
-    @property
-    def rollout(self) -> Obj:
-        return self.writer.objects[(r.ROLLOUTS.plural, NS, "web")]
-
-    def edit_spec(self, **changes: Any) -> None:
-        """A user's `kubectl apply`: a new spec and a new generation."""
-        self.rollout["spec"].update(changes)
-        self.rollout["metadata"]["generation"] += 1
-
-    def replicasets(self) -> list[Obj]:
-        return [o for (plural, _, _), o in self.writer.objects.items() if plural == "replicasets"]
-
-    def rs(self, pod_hash: str) -> Obj:
-        return next(
-            rs
-            for rs in self.replicasets()
-            if rs["metadata"]["labels"]["rollouts-pod-template-hash"] == pod_hash
-        )
-
-    def services(self) -> dict[str, Obj]:
-        return {
-            name: o for (plural, _, name), o in self.writer.objects.items() if plural == "services"
-        }
-
-    def kubelet(self) -> None:
-        """Pods follow spec.replicas; pods of a broken image never become available."""
-        for rs in self.replicasets():
-            n = rs["spec"]["replicas"]
-            image = rs["spec"]["template"]["spec"]["containers"][0]["image"]
-            ok = 0 if image in self.broken else n
-            rs["status"] = {"replicas": n, "readyReplicas": ok, "availableReplicas": ok}
-
-    def sync(self) -> list[Action]:
-        """The kubelet catches up, then one reconcile at `now`; its actions, events left out."""
-        self.kubelet()
-        start = len(self.writer.actions)
-        self.last = RolloutContext.build(
-            obj=self.rollout,
-            rss=self.replicasets(),
-            now=self.now,
-            writer=self.writer,
-            services=self.services(),
-        )
-        reconcile(self.last)
-        return [a for a in self.writer.actions[start:] if a.resource != "events"]
-
-    def settle(self, limit: int = 20) -> None:
-        for _ in range(limit):
-            if not self.sync():
-                return
-        raise AssertionError("the rollout never settled")
-
-    def at(self, seconds: float) -> None:
-        self.now = T0 + dt.timedelta(seconds=seconds)
-
-
-def rs_writes(actions: list[Action], name: str) -> list[Obj]:
-    return [a.body for a in actions if a.resource == "replicasets" and a.name == name]
-
-
-def degraded_bad_update(sim: Sim) -> tuple[str, str]:
+def degraded_bad_update(sim: OneSync) -> tuple[str, str]:
     """Deploy, update to an image that never becomes ready, time out (no abort): (stable, new)."""
     sim.settle()
     stable = sim.rollout["status"]["stableRS"]
@@ -143,7 +44,7 @@ def test_abort_scale_down_keeps_the_new_replicaset_at_zero_until_a_retry() -> No
     annotation is kept on the scaled-down ReplicaSet, as Argo's scaleReplicaSet does while
     shouldDelayScaleDownOnAbort. Dropping it made the next reconcile start a fresh abort window
     and scale the ReplicaSet back up (a scale-down/scale-up flap every delay)."""
-    sim = Sim(rollout(abortScaleDownDelaySeconds=2))
+    sim = blue_green(abortScaleDownDelaySeconds=2)
     stable, new = degraded_bad_update(sim)
     name = f"web-{new}"
 
@@ -160,7 +61,7 @@ def test_abort_scale_down_keeps_the_new_replicaset_at_zero_until_a_retry() -> No
     replicas, deadlines, writes = [], [], []
     for seconds in (7, 7, 8, 10, 30, 600):
         sim.at(seconds)
-        writes.append(len(rs_writes(sim.sync(), name)))
+        writes.append(len(sim.sync().writes("replicasets", name)))
         replicas.append(sim.rs(new)["spec"]["replicas"])
         deadlines.append(sim.rs(new)["metadata"]["annotations"].get(DEADLINE))
     assert replicas == [0, 0, 0, 0, 0, 0]
@@ -171,18 +72,19 @@ def test_abort_scale_down_keeps_the_new_replicaset_at_zero_until_a_retry() -> No
 
     # A retry clears the abort: the abort window's deadline goes and the update is tried again.
     sim.writer.patch(r.ROLLOUTS, NS, "web", {"status": {"abort": False}}, status=True)
-    actions = sim.sync()
-    assert [a.body for a in actions if a.resource == "replicasets"] == [
+    synced = sim.sync()
+    versions = [w["metadata"]["resourceVersion"] for w in synced.writes("replicasets", name)]
+    assert synced.writes("replicasets") == [
         {
             "metadata": {
                 "annotations": {DEADLINE: None},
-                "resourceVersion": rs_writes(actions, name)[0]["metadata"]["resourceVersion"],
+                "resourceVersion": versions[0],
             }
         },
         {
             "metadata": {
                 "annotations": {"rollout.argoproj.io/desired-replicas": "1"},
-                "resourceVersion": rs_writes(actions, name)[1]["metadata"]["resourceVersion"],
+                "resourceVersion": versions[1],
             },
             "spec": {"replicas": 1},
         },
@@ -193,7 +95,7 @@ def test_abort_scale_down_keeps_the_new_replicaset_at_zero_until_a_retry() -> No
 def test_a_return_to_an_aborted_template_is_not_fast_tracked() -> None:
     """The deadline kept on the aborted ReplicaSet is no rollback window: when the template
     comes back to it later, it is dropped and the update pauses for promotion as usual."""
-    sim = Sim(rollout(abortScaleDownDelaySeconds=2, autoPromotionEnabled=False))
+    sim = blue_green(abortScaleDownDelaySeconds=2, autoPromotionEnabled=False)
     stable, new = degraded_bad_update(sim)
     sim.edit_spec(progressDeadlineAbort=True)
     sim.settle()

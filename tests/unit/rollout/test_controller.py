@@ -1,21 +1,16 @@
 """Reconcile tests in argo-rollouts' style: seed objects, run one sync, assert the recorded API
-actions and the JSON of the status patch. A tiny simulator stands in for the cluster: it applies
-the recorded writes and, when asked, makes ReplicaSets' pods available."""
+actions and the JSON of the status patch, in the one-sync fixture (the ReplicaSets handed to the
+reconcile are those the rollout owns, as the cache's owner index returns them)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from rollout_workers.kube import resources as r
-from rollout_workers.kube.writer import RecordingWriter
-from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.controller import reconcile
 from rollout_workers.rollout.hashing import pod_template_hash
+from tests.unit.rollout.onesync import NS, OneSync
 
 Obj = dict[str, Any]
-NS = "default"
-T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
 TEMPLATE: Obj = {
     "metadata": {"labels": {"app": "web"}},
     "spec": {"containers": [{"name": "app", "image": "web:1"}]},
@@ -44,81 +39,29 @@ def rollout(**spec: Any) -> Obj:
     }
 
 
-class Sim:
-    def __init__(self, obj: Obj) -> None:
-        self.writer = RecordingWriter()
-        self.writer.seed(r.ROLLOUTS, obj)
-        self.now = T0
-        self.last: RolloutContext | None = None
-
-    @property
-    def rollout(self) -> Obj:
-        return self.writer.objects[(r.ROLLOUTS.plural, NS, "web")]
-
-    def replicasets(self) -> list[Obj]:
-        """The ReplicaSets this rollout controls (what the cache's owner index returns)."""
-        return [
-            o
-            for (plural, _, _), o in self.writer.objects.items()
-            if plural == "replicasets"
-            and any(
-                ref.get("uid") == "ro-uid" for ref in o["metadata"].get("ownerReferences") or []
-            )
-        ]
-
-    def sync(self) -> list[str]:
-        """One reconcile; returns the verbs it recorded (events left out)."""
-        start = len(self.writer.actions)
-        self.last = RolloutContext.build(
-            obj=self.rollout, rss=self.replicasets(), now=self.now, writer=self.writer
-        )
-        reconcile(self.last)
-        return [
-            f"{a.verb} {a.resource}" for a in self.writer.actions[start:] if a.resource != "events"
-        ]
-
-    def status_patch(self) -> Obj:
-        return next(a.body for a in reversed(self.writer.actions) if a.verb == "patch-status")[
-            "status"
-        ]
-
-    def ready(self) -> None:
-        """Every ReplicaSet's pods become available (the kubelet's part)."""
-        for rs in self.replicasets():
-            n = rs["spec"]["replicas"]
-            rs["status"] = {
-                "replicas": n,
-                "readyReplicas": n,
-                "availableReplicas": n,
-                "observedGeneration": 1,
-            }
-
-    def settle(self, limit: int = 20) -> None:
-        for _ in range(limit):
-            self.ready()
-            if not self.sync():
-                return
-        raise AssertionError("the rollout never settled")
-
-    def events(self) -> list[str]:
-        return [a.body["reason"] for a in self.writer.actions if a.resource == "events"]
+def sim_of(obj: Obj) -> OneSync:
+    """The fixture as these tests use it: pods come up only when the rollout is let settle."""
+    return OneSync(
+        obj, owned_only=True, kubelet_enabled=False, settle_kubelet=True, observed_generation=True
+    )
 
 
 def test_first_sync_creates_the_replicaset_and_records_the_revision() -> None:
-    sim = Sim(rollout())
+    sim = sim_of(rollout())
     pod_hash = pod_template_hash(TEMPLATE, None)
     # As in Argo, a new rollout's first sync only records the template and steps it saw.
-    assert sim.sync() == ["patch-status rollouts"]
-    assert sim.status_patch()["currentPodHash"] == pod_hash
-    assert "currentStepHash" in sim.status_patch()
-    start = len(sim.writer.actions)
-    assert sim.sync() == [
+    first = sim.sync()
+    assert first.kinds() == ["patch-status rollouts"]
+    assert first.status_patch()["currentPodHash"] == pod_hash
+    assert "currentStepHash" in first.status_patch()
+    second = sim.sync()
+    assert second.kinds() == [
         "create replicasets",  # at 0 replicas
         "patch rollouts",  # rollout.argoproj.io/revision: "1"
         "patch replicasets",  # scale to 1
         "patch-status rollouts",
     ]
-    create = sim.writer.actions[start]
+    create = second.actions[0]
     assert create.name == f"web-{pod_hash}"
     assert create.body["metadata"]["labels"] == {
         "app": "web",
@@ -143,20 +86,21 @@ def test_first_sync_creates_the_replicaset_and_records_the_revision() -> None:
         "ScalingReplicaSet",
         "RolloutCompleted",
     ):
-        assert reason in sim.events(), reason
+        assert reason in sim.reasons(), reason
 
 
 def test_a_settled_rollout_sends_nothing() -> None:
-    sim = Sim(rollout())
+    sim = sim_of(rollout())
     sim.settle()
     assert sim.rollout["status"]["phase"] == "Healthy"
     for _ in range(3):  # no hot loop: nothing to write, nothing requeued soon
-        assert sim.sync() == []
-    assert sim.last is not None and sim.last.requeue_after is None
+        synced = sim.sync()
+        assert synced.actions == []
+    assert synced.requeue_after is None
 
 
 def test_update_pauses_at_the_pause_step_with_the_expected_patch() -> None:
-    sim = Sim(rollout(replicas=4))
+    sim = sim_of(rollout(replicas=4))
     sim.settle()
     stable = sim.rollout["status"]["stableRS"]
     sim.rollout["spec"]["template"] = {
@@ -179,7 +123,7 @@ def test_update_pauses_at_the_pause_step_with_the_expected_patch() -> None:
 
 
 def test_timed_pause_requeues_for_its_expiry() -> None:
-    sim = Sim(
+    sim = sim_of(
         rollout(strategy={"canary": {"steps": [{"setWeight": 50}, {"pause": {"duration": "45s"}}]}})
     )
     sim.settle()
@@ -190,14 +134,14 @@ def test_timed_pause_requeues_for_its_expiry() -> None:
     sim.settle()
     assert sim.rollout["status"]["phase"] == "Paused"
     assert sim.last is not None and sim.last.requeue_after == 45.0
-    sim.now = T0 + dt.timedelta(seconds=46)
+    sim.at(46)
     sim.settle()
     assert sim.rollout["status"]["phase"] == "Healthy"
-    assert "RolloutStepCompleted" in sim.events()
+    assert "RolloutStepCompleted" in sim.reasons()
 
 
 def test_hash_collision_bumps_collision_count() -> None:
-    sim = Sim(rollout())
+    sim = sim_of(rollout())
     pod_hash = pod_template_hash(TEMPLATE, None)
     other = {
         "metadata": {"labels": {"app": "other"}},
@@ -232,7 +176,7 @@ def test_hash_collision_bumps_collision_count() -> None:
 
 
 def test_progress_deadline_abort() -> None:
-    sim = Sim(rollout(progressDeadlineSeconds=10, progressDeadlineAbort=True))
+    sim = sim_of(rollout(progressDeadlineSeconds=10, progressDeadlineAbort=True))
     sim.settle()
     sim.rollout["spec"]["template"] = {
         **TEMPLATE,
@@ -240,7 +184,7 @@ def test_progress_deadline_abort() -> None:
     }
     sim.sync()  # creates the canary ReplicaSet; its pods never become available
     sim.sync()
-    sim.now = T0 + dt.timedelta(seconds=30)
+    sim.at(30)
     for _ in range(5):
         sim.sync()
     status = sim.rollout["status"]
@@ -248,7 +192,7 @@ def test_progress_deadline_abort() -> None:
     progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
     assert progressing["reason"] == "RolloutAborted"
     assert status["phase"] == "Degraded"
-    assert "RolloutAborted" in sim.events()
+    assert "RolloutAborted" in sim.reasons()
 
 
 def test_adopts_a_replicaset_with_server_defaults_without_a_new_revision() -> None:
@@ -267,7 +211,7 @@ def test_adopts_a_replicaset_with_server_defaults_without_a_new_revision() -> No
             "dnsPolicy": "ClusterFirst",
         },
     }
-    sim = Sim(rollout())
+    sim = sim_of(rollout())
     sim.writer.seed(
         r.REPLICASETS,
         {
@@ -300,7 +244,7 @@ def test_progress_deadline_abort_keeps_the_canary_down() -> None:
     basic canary has no abort delay, as in Argo, even with abortScaleDownDelaySeconds set) and
     stays there, with no scale-down deadline, over later syncs."""
     strategy = {"canary": {"abortScaleDownDelaySeconds": 2, "steps": [{"setWeight": 50}]}}
-    sim = Sim(rollout(replicas=2, strategy=strategy, progressDeadlineSeconds=1))
+    sim = sim_of(rollout(replicas=2, strategy=strategy, progressDeadlineSeconds=1))
     sim.settle()
     stable = sim.rollout["status"]["stableRS"]
     sim.rollout["spec"]["template"] = {
@@ -310,7 +254,7 @@ def test_progress_deadline_abort_keeps_the_canary_down() -> None:
     sim.rollout["metadata"]["generation"] = 2
     sim.sync()
     sim.sync()
-    sim.now = T0 + dt.timedelta(seconds=5)
+    sim.at(5)
     for _ in range(3):
         sim.sync()
     assert sim.rollout["status"]["phase"] == "Degraded" and not sim.rollout["status"].get("abort")
@@ -320,7 +264,7 @@ def test_progress_deadline_abort_keeps_the_canary_down() -> None:
     sim.rollout["metadata"]["generation"] = 3
     history = []
     for seconds in (5, 5, 6, 7, 8, 10, 30):
-        sim.now = T0 + dt.timedelta(seconds=seconds)
+        sim.at(seconds)
         sim.sync()
         counts = {
             rs["metadata"]["labels"]["rollouts-pod-template-hash"]: rs["spec"]["replicas"]

@@ -9,7 +9,8 @@ from typing import Any
 from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting.reconciler import experiment_destinations
-from tests.unit.rollout.test_controller import T0, rollout
+from tests.unit.rollout.onesync import T0
+from tests.unit.rollout.test_controller import rollout
 
 Obj = dict[str, Any]
 

@@ -24,7 +24,8 @@ from rollout_workers.rollout.trafficrouting import (
 )
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
-from tests.unit.rollout.test_controller import NS, T0, rollout
+from tests.unit.rollout.onesync import NS, T0
+from tests.unit.rollout.test_controller import rollout
 
 Obj = dict[str, Any]
 PLUGIN = "argoproj-labs/gatewayAPI"
@@ -889,20 +890,20 @@ class ServedRoutes:
 def test_the_controller_weights_the_plugins_route_and_puts_back_a_change() -> None:
     from rollout_workers.pool.handlers import Outcome
     from tests.unit.rollout.test_routing_reconcile import (
-        RoutedSim,
         controller_for,
         request,
         routed_rollout,
+        routed_sim,
     )
 
     obj = routed_rollout({"setWeight": 20}, {"pause": {}})
     obj["spec"]["strategy"]["canary"]["trafficRouting"] = {"plugins": {PLUGIN: {"httpRoute": "rt"}}}
-    sim = RoutedSim(obj)
+    sim = routed_sim(obj)
     rule = {"backendRefs": [backend("web-stable", 100), backend("web-canary", 0)]}
     sim.writer.seed(RESOURCES["HTTPRoute"], copy.deepcopy(route("HTTPRoute", "rt", rule)))
     controller = controller_for(sim.writer, router_objects=ServedRoutes(sim.writer))
     for _ in range(5):
-        sim.ready()
+        sim.kubelet()
         assert controller.sync(request()).outcome != Outcome.ERROR
     status = sim.rollout["status"]
     assert "InvalidSpec" not in [c["type"] for c in status["conditions"]]

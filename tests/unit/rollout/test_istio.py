@@ -24,7 +24,8 @@ from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, istio, unsupported_router
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
-from tests.unit.rollout.test_controller import NS, T0, rollout
+from tests.unit.rollout.onesync import NS, T0
+from tests.unit.rollout.test_controller import rollout
 
 Obj = dict[str, Any]
 VS = r.VIRTUALSERVICES[0]

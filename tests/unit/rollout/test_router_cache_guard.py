@@ -68,7 +68,7 @@ def test_a_cached_split_older_than_our_write_requeues_without_writing() -> None:
     sim, splits = smi_sim("v1alpha3")
     plain = controller(sim, splits, NothingWritten())
     for _ in range(3):
-        sim.ready()
+        sim.kubelet()
         assert plain.sync(request()).outcome != Outcome.ERROR
     assert ("trafficsplits", "default", "web") in sim.writer.objects
     start = len(sim.writer.actions)

@@ -14,23 +14,21 @@ from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.pool.handlers import Outcome, SyncRequest
-from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.controller import INVALID_SPEC_REQUEUE, RolloutController, reconcile
+from rollout_workers.rollout.controller import INVALID_SPEC_REQUEUE, RolloutController
 from rollout_workers.rollout.hashing import pod_template_hash
-from tests.unit.rollout.test_controller import NS, TEMPLATE, Sim, rollout
+from tests.unit.rollout.onesync import NS, OneSync, service
+from tests.unit.rollout.test_controller import TEMPLATE, rollout
 
 Obj = dict[str, Any]
 CANARY_INGRESS = "web-web-ing-canary"
 WEIGHT = "nginx.ingress.kubernetes.io/canary-weight"
 
 
-def service(name: str) -> Obj:
-    return {"metadata": {"name": name, "namespace": NS}, "spec": {"selector": {"app": "web"}}}
-
-
 def ingress() -> Obj:
     backend = {"service": {"name": "web-stable", "port": {"number": 80}}}
     return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
         "metadata": {"name": "web-ing", "namespace": NS, "resourceVersion": "5"},
         "spec": {
             "rules": [
@@ -55,91 +53,70 @@ def routed_rollout(*steps: Obj, **canary: Any) -> Obj:
     )
 
 
-class RoutedSim(Sim):
-    def __init__(self, obj: Obj) -> None:
-        super().__init__(obj)
-        self.writer.seed(r.SERVICES, service("web-stable"))
-        self.writer.seed(r.SERVICES, service("web-canary"))
-        self.writer.seed(r.INGRESSES, ingress())
+def routed_sim(obj: Obj) -> OneSync:
+    """The rollout with its Services and Ingress; pods come up when the rollout is let settle
+    (or the kubelet is called)."""
+    return OneSync(
+        obj,
+        [service("web-stable"), service("web-canary"), ingress()],
+        owned_only=True,
+        kubelet_enabled=False,
+        settle_kubelet=True,
+        observed_generation=True,
+    )
 
-    def of(self, resource: r.Resource) -> dict[str, Obj]:
-        return {
-            name: obj
-            for (plural, _, name), obj in self.writer.objects.items()
-            if plural == resource.plural
-        }
 
-    def sync(self) -> list[str]:
-        start = len(self.writer.actions)
-        self.last = RolloutContext.build(
-            obj=self.rollout,
-            rss=self.replicasets(),
-            now=self.now,
-            writer=self.writer,
-            services=self.of(r.SERVICES),
-            ingresses=self.of(r.INGRESSES),
-        )
-        reconcile(self.last)
-        return [
-            f"{a.verb} {a.resource}" for a in self.writer.actions[start:] if a.resource != "events"
-        ]
+def weight(sim: OneSync) -> str:
+    return str(sim.of(r.INGRESSES)[CANARY_INGRESS]["metadata"]["annotations"][WEIGHT])
 
-    def weight(self) -> str:
-        return str(self.of(r.INGRESSES)[CANARY_INGRESS]["metadata"]["annotations"][WEIGHT])
 
-    def rs_replicas(self, pod_hash: str) -> int:
-        rs = next(
-            x
-            for x in self.replicasets()
-            if x["metadata"]["labels"].get(r.POD_TEMPLATE_HASH_LABEL) == pod_hash
-        )
-        return int(rs["spec"]["replicas"])
+def rs_replicas(sim: OneSync, pod_hash: str) -> int:
+    return int(sim.rs(pod_hash)["spec"]["replicas"])
 
-    def update(self) -> str:
-        """A new template (image web:2); returns its pod hash."""
-        template = {**TEMPLATE, "spec": {"containers": [{"name": "app", "image": "web:2"}]}}
-        self.rollout["spec"]["template"] = template
-        self.rollout["metadata"]["generation"] = 2
-        return pod_template_hash(template, None)
+
+def update(sim: OneSync) -> str:
+    """A new template (image web:2); returns its pod hash."""
+    sim.set_image("web:2")
+    return pod_template_hash(sim.rollout["spec"]["template"], None)
 
 
 V1 = pod_template_hash(TEMPLATE, None)
 
 
-def deployed(*steps: Obj, **canary: Any) -> RoutedSim:
-    sim = RoutedSim(routed_rollout(*steps, **canary))
+def deployed(*steps: Obj, **canary: Any) -> OneSync:
+    sim = routed_sim(routed_rollout(*steps, **canary))
     sim.settle()
-    assert sim.weight() == "0"
+    assert weight(sim) == "0"
     assert sim.rollout["status"]["stableRS"] == V1
     return sim
 
 
 def test_scale_first_then_shift_the_weight() -> None:
     sim = deployed({"setWeight": 20}, {"pause": {}})
-    v2 = sim.update()
-    assert sim.sync() == ["patch-status rollouts"]  # the new template and steps are recorded
-    verbs = sim.sync()
+    v2 = update(sim)
+    assert sim.sync().kinds() == ["patch-status rollouts"]  # the new template and steps recorded
+    verbs = sim.sync().kinds()
     # The canary is created and scaled; its pods are not up, so the weight stays 0.
     assert "patch ingresses" not in verbs and verbs.count("patch replicasets") == 1
-    assert sim.rs_replicas(v2) == 2 and sim.weight() == "0"
-    sim.ready()
-    verbs = sim.sync()
+    assert rs_replicas(sim, v2) == 2 and weight(sim) == "0"
+    sim.kubelet()
+    verbs = sim.sync().kinds()
     # Pods available: the canary Service is pointed at them, then the weight moves.
     assert verbs.index("patch services") < verbs.index("patch ingresses")
     assert "patch replicasets" not in verbs
-    assert sim.weight() == "20"
+    assert weight(sim) == "20"
     weights = sim.rollout["status"]["canary"]["weights"]
     assert weights["canary"] == {"weight": 20, "podTemplateHash": v2, "serviceName": "web-canary"}
     assert weights["stable"] == {"weight": 80, "podTemplateHash": V1, "serviceName": "web-stable"}
     assert sim.rollout["status"]["currentStepIndex"] == 1
-    assert sim.rs_replicas(V1) == 10  # the router keeps the stable fully scaled
+    assert rs_replicas(sim, V1) == 10  # the router keeps the stable fully scaled
 
 
 def test_abort_shifts_the_weight_back_before_scaling_the_canary_down() -> None:
     sim = deployed({"setWeight": 20}, {"pause": {}})
-    v2 = sim.update()
+    v2 = update(sim)
     sim.settle()
-    assert sim.weight() == "20" and sim.rs_replicas(v2) == 2
+    assert weight(sim) == "20" and rs_replicas(sim, v2) == 2
     sim.rollout["status"]["abort"] = True
     start = len(sim.writer.actions)
     sim.sync()
@@ -147,25 +124,25 @@ def test_abort_shifts_the_weight_back_before_scaling_the_canary_down() -> None:
     ingress_at = next(i for i, a in enumerate(acts) if a[1] == "ingresses")
     rs_at = next(i for i, a in enumerate(acts) if a[1] == "replicasets")
     assert ingress_at < rs_at
-    assert sim.weight() == "0"
+    assert weight(sim) == "0"
     # The canary keeps its pods for abortScaleDownDelaySeconds (30 s by default).
-    assert "spec" not in acts[rs_at][2] and sim.rs_replicas(v2) == 2
+    assert "spec" not in acts[rs_at][2] and rs_replicas(sim, v2) == 2
     assert sim.last is not None and sim.last.requeue_after == 30
     sim.now += dt.timedelta(seconds=10)
     sim.sync()
-    assert sim.rs_replicas(v2) == 2
+    assert rs_replicas(sim, v2) == 2
     sim.now += dt.timedelta(seconds=21)
     sim.sync()
-    assert sim.rs_replicas(v2) == 0 and sim.weight() == "0"
+    assert rs_replicas(sim, v2) == 0 and weight(sim) == "0"
 
 
 def test_promotion_moves_the_stable_service_then_scales_the_old_stable_down_after_delay() -> None:
     sim = deployed({"setWeight": 50}, scaleDownDelaySeconds=10)
-    v2 = sim.update()
+    v2 = update(sim)
     sim.settle()
     status = sim.rollout["status"]
     assert status["stableRS"] == v2
-    assert sim.weight() == "0"
+    assert weight(sim) == "0"
     assert sim.of(r.SERVICES)["web-stable"]["spec"]["selector"][r.POD_TEMPLATE_HASH_LABEL] == v2
     assert status["canary"]["weights"]["canary"]["weight"] == 0
     assert status["canary"]["weights"]["stable"] == {
@@ -174,10 +151,10 @@ def test_promotion_moves_the_stable_service_then_scales_the_old_stable_down_afte
         "serviceName": "web-stable",
     }
     # The previous stable keeps its pods for scaleDownDelaySeconds, on a workqueue timer.
-    assert sim.rs_replicas(V1) == 10
+    assert rs_replicas(sim, V1) == 10
     sim.now += dt.timedelta(seconds=11)
     sim.settle()
-    assert sim.rs_replicas(V1) == 0
+    assert rs_replicas(sim, V1) == 0
 
 
 def test_a_changed_canary_ingress_is_put_back() -> None:
@@ -185,14 +162,14 @@ def test_a_changed_canary_ingress_is_put_back() -> None:
     sim.writer.objects[(r.INGRESSES.plural, NS, CANARY_INGRESS)]["metadata"]["annotations"][
         WEIGHT
     ] = "99"
-    assert sim.sync() == ["patch ingresses"]
-    assert sim.weight() == "0"
+    assert sim.sync().kinds() == ["patch ingresses"]
+    assert weight(sim) == "0"
 
 
 def test_other_routers_are_invalid_spec_naming_the_router() -> None:
     obj = routed_rollout({"setWeight": 20})
     obj["spec"]["strategy"]["canary"]["trafficRouting"] = {"ambassador": {"mappings": ["m"]}}
-    sim = RoutedSim(obj)
+    sim = routed_sim(obj)
     sim.sync()
     condition = next(c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec")
     expected = "trafficRouting.ambassador is not supported by this controller yet"
@@ -266,7 +243,7 @@ def request() -> SyncRequest:
 
 
 def test_a_missing_stable_ingress_is_invalid_spec_rechecked_slowly() -> None:
-    sim = RoutedSim(routed_rollout({"setWeight": 20}, {"pause": {}}))
+    sim = routed_sim(routed_rollout({"setWeight": 20}, {"pause": {}}))
     del sim.writer.objects[(r.INGRESSES.plural, NS, "web-ing")]
     controller = controller_for(sim.writer)
 
@@ -284,35 +261,35 @@ def test_a_missing_stable_ingress_is_invalid_spec_rechecked_slowly() -> None:
     assert controller.sync(request()).delay == INVALID_SPEC_REQUEUE
     assert sim.writer.actions[start:] == []
     # The Ingress appears: the rollout is reconciled and the condition goes.
-    sim.writer.seed(r.INGRESSES, ingress())
+    sim.seed(ingress())
     for _ in range(2):
         assert controller.sync(request()).outcome != Outcome.ERROR
     assert "InvalidSpec" not in [c["type"] for c in sim.rollout["status"]["conditions"]]
     assert len(sim.of(r.REPLICASETS)) == 1
 
 
-def selector_of(sim: RoutedSim, name: str) -> str | None:
+def selector_of(sim: OneSync, name: str) -> str | None:
     return sim.of(r.SERVICES)[name]["spec"]["selector"].get(r.POD_TEMPLATE_HASH_LABEL)
 
 
 def test_abort_points_the_canary_service_back_at_the_stable_with_the_traffic() -> None:
     sim = deployed({"setWeight": 20}, {"pause": {}})
-    v2 = sim.update()
+    v2 = update(sim)
     sim.settle()
     assert selector_of(sim, "web-canary") == v2
     sim.rollout["status"]["abort"] = True
     sim.sync()
-    assert sim.weight() == "0" and selector_of(sim, "web-canary") == V1
+    assert weight(sim) == "0" and selector_of(sim, "web-canary") == V1
     # Once there it stays: the abort's reconciles do not switch it back and forth.
-    assert "patch services" not in sim.sync()
+    assert "patch services" not in sim.sync().kinds()
 
 
 def test_a_basic_canary_aborted_points_the_canary_service_at_the_stable() -> None:
     obj = routed_rollout({"setWeight": 20}, {"pause": {}})
     del obj["spec"]["strategy"]["canary"]["trafficRouting"]
-    sim = RoutedSim(obj)
+    sim = routed_sim(obj)
     sim.settle()
-    v2 = sim.update()
+    v2 = update(sim)
     sim.settle()
     assert selector_of(sim, "web-canary") == v2
     sim.rollout["status"]["abort"] = True
@@ -325,9 +302,9 @@ def test_dynamic_rollback_to_the_stable_moves_the_traffic_as_the_stable_comes_up
     middle of a dynamicStableScale update. The traffic stays weighted to the previous canary
     (and its Service on it) until the stable can carry it, never more than it already had."""
     sim = deployed({"setWeight": 50}, {"pause": {}}, dynamicStableScale=True)
-    v2 = sim.update()
+    v2 = update(sim)
     sim.settle()
-    assert sim.weight() == "50" and sim.rs_replicas(V1) == 5 and sim.rs_replicas(v2) == 5
+    assert weight(sim) == "50" and rs_replicas(sim, V1) == 5 and rs_replicas(sim, v2) == 5
     sim.rollout["spec"]["template"] = TEMPLATE
     sim.rollout["metadata"]["generation"] = 3
     for _ in range(3):
@@ -336,9 +313,9 @@ def test_dynamic_rollback_to_the_stable_moves_the_traffic_as_the_stable_comes_up
     assert status["stableRS"] == status["currentPodHash"] == V1
     # The stable is scaled back up; until its pods are available the previous canary keeps
     # its pods, its weight and the canary Service.
-    assert sim.rs_replicas(V1) == 10 and sim.rs_replicas(v2) == 5
-    assert sim.weight() == "50" and selector_of(sim, "web-canary") == v2
+    assert rs_replicas(sim, V1) == 10 and rs_replicas(sim, v2) == 5
+    assert weight(sim) == "50" and selector_of(sim, "web-canary") == v2
     assert status["canary"]["weights"]["canary"]["podTemplateHash"] == v2
     sim.settle()
-    assert sim.weight() == "0" and selector_of(sim, "web-canary") == V1
-    assert sim.rs_replicas(v2) == 0
+    assert weight(sim) == "0" and selector_of(sim, "web-canary") == V1
+    assert rs_replicas(sim, v2) == 0

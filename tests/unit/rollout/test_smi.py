@@ -17,8 +17,9 @@ from rollout_workers.pool.handlers import Outcome
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, smi
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
-from tests.unit.rollout.test_controller import NS, T0, rollout
-from tests.unit.rollout.test_routing_reconcile import RoutedSim, controller_for, request, service
+from tests.unit.rollout.onesync import NS, T0, OneSync, service
+from tests.unit.rollout.test_controller import rollout
+from tests.unit.rollout.test_routing_reconcile import controller_for, request, routed_sim
 
 Obj = dict[str, Any]
 BY_VERSION = {res.version: res for res in r.TRAFFICSPLITS}
@@ -199,14 +200,14 @@ class ServedSplits:
         return self.writer.objects.get((resource.plural, namespace, name))
 
 
-def smi_sim(version: str | None) -> tuple[RoutedSim, ServedSplits]:
-    sim = RoutedSim(smi_rollout())
-    sim.writer.seed(r.SERVICES, service("stable-service"))
-    sim.writer.seed(r.SERVICES, service("canary-service"))
+def smi_sim(version: str | None) -> tuple[OneSync, ServedSplits]:
+    sim = routed_sim(smi_rollout())
+    sim.seed(service("stable-service"))
+    sim.seed(service("canary-service"))
     return sim, ServedSplits(sim.writer, version)
 
 
-def split_weights(sim: RoutedSim) -> list[int | str]:
+def split_weights(sim: OneSync) -> list[int | str]:
     split = sim.writer.objects[("trafficsplits", NS, "web")]
     return [b["weight"] for b in split["spec"]["backends"]]
 
@@ -215,7 +216,7 @@ def test_the_controller_reads_the_split_and_puts_back_a_change() -> None:
     sim, splits = smi_sim("v1alpha2")
     controller = controller_for(sim.writer, router_objects=splits)
     for _ in range(5):
-        sim.ready()
+        sim.kubelet()
         assert controller.sync(request()).outcome != Outcome.ERROR
     assert split_weights(sim) == [0, 100] and splits.reads >= 5
     status = sim.rollout["status"]
@@ -237,6 +238,6 @@ def test_without_a_served_traffic_split_the_reconcile_retries() -> None:
     controller = controller_for(sim.writer, router_objects=splits)
     outcomes = []
     for _ in range(3):
-        sim.ready()
+        sim.kubelet()
         outcomes.append(controller.sync(request()).outcome)
     assert Outcome.ERROR in outcomes and splits.reads == 0

@@ -12,20 +12,12 @@ import pytest
 
 from rollout_workers.api.rollout import StepPluginStatus
 from rollout_workers.kube import resources as r
-from rollout_workers.kube.writer import RecordingWriter
-from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.controller import reconcile
 from rollout_workers.rollout.stepplugin import calculate_step_completed
 from rollout_workers.rollout.stepplugins.protocol import StepContext, StepResult
-from rollout_workers.rollout.stepplugins.registry import (
-    StepPluginRegistry,
-    StepPluginState,
-    StepPluginTimings,
-)
+from rollout_workers.rollout.stepplugins.registry import StepPluginRegistry, StepPluginTimings
+from tests.unit.rollout.onesync import NS, OneSync, rollout
 
 Obj = dict[str, Any]
-NS = "default"
-T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
 PLUGIN = "acme/test"
 STEPS: list[Obj] = [
     {"setWeight": 50},
@@ -64,110 +56,54 @@ class FakePlugin:
         return self._answer("abort", step)
 
 
-def template(image: str) -> Obj:
-    return {
-        "metadata": {"labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "app", "image": image}]},
-    }
+def stepped(steps: list[Obj] | None = None) -> tuple[OneSync, FakePlugin]:
+    """A canary whose plugin steps are answered by a FakePlugin; pods come up when the rollout
+    is let settle."""
+    plugin = FakePlugin()
+    sim = OneSync(
+        rollout(replicas=2, strategy={"canary": {"steps": steps or STEPS}}),
+        step_plugins=StepPluginRegistry.of({PLUGIN: plugin}, StepPluginTimings()),
+        kubelet_enabled=False,
+        settle_kubelet=True,
+        observed_generation=True,
+    )
+    return sim, plugin
 
 
-class Sim:
-    def __init__(self, steps: list[Obj] | None = None) -> None:
-        self.writer = RecordingWriter()
-        self.plugin = FakePlugin()
-        self.registry = StepPluginRegistry.of({PLUGIN: self.plugin}, StepPluginTimings())
-        self.writer.seed(
-            r.ROLLOUTS,
-            {
-                "apiVersion": "argoproj.io/v1alpha1",
-                "kind": "Rollout",
-                "metadata": {"name": "web", "namespace": NS, "uid": "ro-uid", "generation": 1},
-                "spec": {
-                    "replicas": 2,
-                    "selector": {"matchLabels": {"app": "web"}},
-                    "template": template("web:1"),
-                    "strategy": {"canary": {"steps": steps or STEPS}},
-                },
-            },
-        )
-        self.now = T0
-        self.requeue_after: float | None = None
+def plugin_statuses(sim: OneSync) -> list[Obj]:
+    return list(sim.status.get("canary", {}).get("stepPluginStatuses") or [])
 
-    @property
-    def rollout(self) -> Obj:
-        return self.writer.objects[(r.ROLLOUTS.plural, NS, "web")]
 
-    @property
-    def plugin_statuses(self) -> list[Obj]:
-        return list(
-            (self.rollout.get("status") or {}).get("canary", {}).get("stepPluginStatuses") or []
-        )
+def requeue_after(sim: OneSync) -> float | None:
+    """What the last sync asked for."""
+    assert sim.last is not None
+    return sim.last.requeue_after
 
-    def owned(self) -> list[Obj]:
-        return [o for (kind, _, _), o in self.writer.objects.items() if kind == "replicasets"]
 
-    def sync(self) -> list[str]:
-        start = len(self.writer.actions)
-        ctx = RolloutContext.build(
-            obj=self.rollout, rss=self.owned(), now=self.now, writer=self.writer
-        )
-        ctx.step_plugins = StepPluginState(registry=self.registry)
-        reconcile(ctx)
-        self.requeue_after = ctx.requeue_after
-        return [
-            f"{a.verb} {a.resource}" for a in self.writer.actions[start:] if a.resource != "events"
-        ]
-
-    def settle(self, limit: int = 30) -> None:
-        for _ in range(limit):
-            for rs in self.owned():
-                n = rs["spec"]["replicas"]
-                rs["status"] = {
-                    "replicas": n,
-                    "readyReplicas": n,
-                    "availableReplicas": n,
-                    "observedGeneration": 1,
-                }
-            if not self.sync():
-                return
-        raise AssertionError("the rollout never settled")
-
-    def status_patch(self, start: int) -> Obj:
-        patches = [a.body for a in self.writer.actions[start:] if a.verb == "patch-status"]
-        assert len(patches) == 1, patches
-        status: Obj = patches[0]["status"]
-        return status
-
-    def events(self, start: int = 0) -> list[tuple[str, str]]:
-        return [
-            (a.body["reason"], a.body["message"])
-            for a in self.writer.actions[start:]
-            if a.resource == "events"
-        ]
-
-    def update(self) -> None:
-        """A new template: the canary walks its steps, settled up to the first plugin step."""
-        self.settle()
-        self.rollout["spec"]["template"] = template("web:2")
-        self.rollout["metadata"]["generation"] = 2
-        self.settle()
+def update(sim: OneSync) -> None:
+    """A new template: the canary walks its steps, settled up to the first plugin step."""
+    sim.settle()
+    sim.set_image("web:2")
+    sim.settle()
 
 
 RUNNING = StepResult(phase="Running")
 
 
-def at_first_plugin_step(answer: Answer = RUNNING) -> Sim:
-    sim = Sim()
-    sim.plugin.answers["run"] = [answer]
-    sim.update()
-    assert sim.plugin.calls[0][:2] == ("run", 1)
-    return sim
+def at_first_plugin_step(answer: Answer = RUNNING) -> tuple[OneSync, FakePlugin]:
+    sim, plugin = stepped()
+    plugin.answers["run"] = [answer]
+    update(sim)
+    assert plugin.calls[0][:2] == ("run", 1)
+    return sim, plugin
 
 
 def test_running_records_the_run_and_requeues_after_the_default_backoff() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Running", message="migrating", status={"n": 1}))
-    assert [c[:3] for c in sim.plugin.calls] == [("run", 1, {"step": "first"})]
-    assert sim.plugin_statuses == [
+    sim, plugin = at_first_plugin_step(
+        StepResult(phase="Running", message="migrating", status={"n": 1})
+    )
+    assert [c[:3] for c in plugin.calls] == [("run", 1, {"step": "first"})]
+    assert plugin_statuses(sim) == [
         {
             "index": 1,
             "name": PLUGIN,
@@ -181,16 +117,17 @@ def test_running_records_the_run_and_requeues_after_the_default_backoff() -> Non
             "status": {"n": 1},
         }
     ]
-    assert sim.requeue_after == 35.0  # the backoff plus Argo's 5s delay
+    assert requeue_after(sim) == 35.0  # the backoff plus Argo's 5s delay
     assert sim.rollout["status"]["phase"] == "Progressing"
 
 
 def test_within_the_backoff_the_plugin_is_not_called() -> None:
-    sim = at_first_plugin_step()
+    sim, plugin = at_first_plugin_step()
     sim.now += dt.timedelta(seconds=10)
-    assert sim.sync() == []
-    assert len(sim.plugin.calls) == 1
-    assert sim.requeue_after == 25.0
+    synced = sim.sync()
+    assert synced.actions == []
+    assert len(plugin.calls) == 1
+    assert synced.requeue_after == 25.0
 
 
 @pytest.mark.parametrize(
@@ -199,18 +136,17 @@ def test_within_the_backoff_the_plugin_is_not_called() -> None:
     ids=["none", "below-min", "at-min", "above-min", "long"],
 )
 def test_requested_requeue_is_used_above_the_minimum(requested: float | None, backoff: str) -> None:
-    sim = at_first_plugin_step(StepResult(phase="Running", requeue_after=requested))
-    assert sim.plugin_statuses[0]["backoff"] == backoff
+    sim, _ = at_first_plugin_step(StepResult(phase="Running", requeue_after=requested))
+    assert plugin_statuses(sim)[0]["backoff"] == backoff
 
 
 def test_after_the_backoff_the_plugin_gets_its_status_back_and_success_moves_on() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Running", status={"n": 1}))
-    sim.plugin.answers["run"] = [StepResult(phase="Successful", message="done", status={"n": 2})]
+    sim, plugin = at_first_plugin_step(StepResult(phase="Running", status={"n": 1}))
+    plugin.answers["run"] = [StepResult(phase="Successful", message="done", status={"n": 2})]
     sim.now += dt.timedelta(seconds=31)
-    start = len(sim.writer.actions)
-    sim.sync()
-    assert sim.plugin.calls[-1] == ("run", 1, {"step": "first"}, {"n": 1})
-    patch = sim.status_patch(start)
+    synced = sim.sync()
+    assert plugin.calls[-1] == ("run", 1, {"step": "first"}, {"n": 1})
+    patch = synced.status_patch()
     assert patch["currentStepIndex"] == 2
     assert patch["canary"]["stepPluginStatuses"][0] == {
         "index": 1,
@@ -226,27 +162,27 @@ def test_after_the_backoff_the_plugin_gets_its_status_back_and_success_moves_on(
     }
     # the next plugin step runs on the next sync
     sim.sync()
-    assert sim.plugin.calls[-1][:2] == ("run", 2)
+    assert plugin.calls[-1][:2] == ("run", 2)
 
 
 def test_failed_aborts_the_rollout_with_the_plugins_message() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Failed", message="smoke test failed"))
+    sim, plugin = at_first_plugin_step(StepResult(phase="Failed", message="smoke test failed"))
     status = sim.rollout["status"]
     assert status["abort"] is True
     progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
     assert progressing["reason"] == "RolloutAborted"
     assert progressing["message"] == "Rollout aborted update to revision 2: smoke test failed"
     assert status["phase"] == "Degraded"
-    assert sim.plugin_statuses[0]["phase"] == "Failed"
-    assert sim.plugin_statuses[0]["finishedAt"] == "2026-01-01T12:00:00Z"
+    assert plugin_statuses(sim)[0]["phase"] == "Failed"
+    assert plugin_statuses(sim)[0]["finishedAt"] == "2026-01-01T12:00:00Z"
     # A Failed run is not aborted (Abort is for steps that ran successfully or still run).
     sim.settle()
-    assert [c[0] for c in sim.plugin.calls] == ["run"]
+    assert [c[0] for c in plugin.calls] == ["run"]
 
 
 def test_a_plugin_error_is_recorded_and_retried_after_the_backoff() -> None:
-    sim = at_first_plugin_step(ConnectionError("endpoint down"))
-    (run,) = sim.plugin_statuses
+    sim, plugin = at_first_plugin_step(ConnectionError("endpoint down"))
+    (run,) = plugin_statuses(sim)
     assert (run["phase"], run["message"], run["backoff"], run["executions"]) == (
         "Error",
         "endpoint down",
@@ -255,32 +191,32 @@ def test_a_plugin_error_is_recorded_and_retried_after_the_backoff() -> None:
     )
     assert "status" not in run
     assert sim.rollout["status"]["currentStepIndex"] == 1  # Error does not complete the step
-    assert sim.requeue_after == 35.0
+    assert requeue_after(sim) == 35.0
     sim.now += dt.timedelta(seconds=31)
-    sim.plugin.answers["run"] = [StepResult(phase="Successful")]
+    plugin.answers["run"] = [StepResult(phase="Successful")]
     sim.sync()
-    assert len(sim.plugin.calls) == 2
-    assert sim.plugin_statuses[0]["phase"] == "Successful"
-    assert sim.plugin_statuses[0]["executions"] == 2
+    assert len(plugin.calls) == 2
+    assert plugin_statuses(sim)[0]["phase"] == "Successful"
+    assert plugin_statuses(sim)[0]["executions"] == 2
     assert sim.rollout["status"]["currentStepIndex"] == 2
 
 
 def test_an_unknown_phase_is_an_error() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Done"))
-    assert sim.plugin_statuses[0]["phase"] == "Error"
-    assert "invalid phase" in sim.plugin_statuses[0]["message"]
+    sim, _ = at_first_plugin_step(StepResult(phase="Done"))
+    assert plugin_statuses(sim)[0]["phase"] == "Error"
+    assert "invalid phase" in plugin_statuses(sim)[0]["message"]
 
 
 def test_abort_calls_abort_on_each_step_that_ran_latest_first() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Successful"))
-    sim.plugin.answers["run"] = [StepResult(phase="Running")]
+    sim, plugin = at_first_plugin_step(StepResult(phase="Successful"))
+    plugin.answers["run"] = [StepResult(phase="Running")]
     sim.sync()  # step 2 runs
-    assert [s["phase"] for s in sim.plugin_statuses] == ["Successful", "Running"]
+    assert [s["phase"] for s in plugin_statuses(sim)] == ["Successful", "Running"]
     sim.writer.patch(r.ROLLOUTS, NS, "web", {"status": {"abort": True}}, status=True)
     sim.settle()
-    aborts = [c[:2] for c in sim.plugin.calls if c[0] == "abort"]
+    aborts = [c[:2] for c in plugin.calls if c[0] == "abort"]
     assert aborts == [("abort", 2), ("abort", 1)]
-    assert [(s["index"], s["operation"], s["phase"]) for s in sim.plugin_statuses] == [
+    assert [(s["index"], s["operation"], s["phase"]) for s in plugin_statuses(sim)] == [
         (1, "Run", "Successful"),
         (2, "Run", "Running"),
         (2, "Abort", "Successful"),
@@ -289,39 +225,39 @@ def test_abort_calls_abort_on_each_step_that_ran_latest_first() -> None:
 
 
 def test_abort_answering_running_is_failed_and_an_abort_error_is_recorded() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Successful"))
-    sim.plugin.answers["run"] = [StepResult(phase="Successful")]
+    sim, plugin = at_first_plugin_step(StepResult(phase="Successful"))
+    plugin.answers["run"] = [StepResult(phase="Successful")]
     sim.now += dt.timedelta(seconds=31)
     sim.sync()
     assert sim.rollout["status"]["currentStepIndex"] == 3
-    sim.plugin.answers["abort"] = [StepResult(phase="Running"), RuntimeError("boom")]
+    plugin.answers["abort"] = [StepResult(phase="Running"), RuntimeError("boom")]
     sim.writer.patch(r.ROLLOUTS, NS, "web", {"status": {"abort": True}}, status=True)
     sim.settle()
-    aborts = {(s["index"], s["phase"]) for s in sim.plugin_statuses if s["operation"] == "Abort"}
+    aborts = {(s["index"], s["phase"]) for s in plugin_statuses(sim) if s["operation"] == "Abort"}
     assert aborts == {(2, "Failed"), (1, "Error")}
 
 
 def test_retry_after_abort_starts_with_clean_statuses() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Failed", message="no"))
+    sim, plugin = at_first_plugin_step(StepResult(phase="Failed", message="no"))
     sim.settle()
-    sim.plugin.answers["run"] = [StepResult(phase="Running")]
+    plugin.answers["run"] = [StepResult(phase="Running")]
     # The plugin's retry: abort cleared, back at step 0.
     sim.writer.patch(
         r.ROLLOUTS, NS, "web", {"status": {"abort": None, "currentStepIndex": 0}}, status=True
     )
     sim.settle()
     assert sim.rollout["status"]["currentStepIndex"] == 1
-    assert [(s["index"], s["operation"], s["phase"]) for s in sim.plugin_statuses] == [
+    assert [(s["index"], s["operation"], s["phase"]) for s in plugin_statuses(sim)] == [
         (1, "Run", "Running")
     ]
 
 
 def test_promote_full_terminates_the_running_step() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Running"))
+    sim, plugin = at_first_plugin_step(StepResult(phase="Running"))
     sim.writer.patch(r.ROLLOUTS, NS, "web", {"status": {"promoteFull": True}}, status=True)
     sim.settle()
-    assert [c[:2] for c in sim.plugin.calls] == [("run", 1), ("terminate", 1)]
-    assert [(s["index"], s["operation"], s["phase"]) for s in sim.plugin_statuses] == [
+    assert [c[:2] for c in plugin.calls] == [("run", 1), ("terminate", 1)]
+    assert [(s["index"], s["operation"], s["phase"]) for s in plugin_statuses(sim)] == [
         (1, "Run", "Running"),
         (1, "Terminate", "Successful"),
     ]
@@ -329,15 +265,15 @@ def test_promote_full_terminates_the_running_step() -> None:
 
 
 def test_promote_past_a_running_step_terminates_it() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Running"))
-    sim.plugin.answers["run"] = [StepResult(phase="Running")]
+    sim, plugin = at_first_plugin_step(StepResult(phase="Running"))
+    plugin.answers["run"] = [StepResult(phase="Running")]
     sim.writer.patch(r.ROLLOUTS, NS, "web", {"status": {"currentStepIndex": 2}}, status=True)
     sim.sync()
-    assert [c[:2] for c in sim.plugin.calls] == [("run", 1), ("terminate", 1), ("run", 2)]
+    assert [c[:2] for c in plugin.calls] == [("run", 1), ("terminate", 1), ("run", 2)]
 
 
 def test_unknown_plugin_is_invalid_spec_with_argos_message() -> None:
-    sim = Sim(steps=[{"plugin": {"name": "acme/missing"}}])
+    sim, _ = stepped(steps=[{"plugin": {"name": "acme/missing"}}])
     sim.sync()
     cond = next(c for c in sim.rollout["status"]["conditions"] if c["type"] == "InvalidSpec")
     assert cond["message"] == (
@@ -348,26 +284,24 @@ def test_unknown_plugin_is_invalid_spec_with_argos_message() -> None:
 
 
 def test_a_plugin_that_cannot_be_loaded_is_retried_without_completing_the_step() -> None:
-    sim = Sim()
+    sim, _ = stepped()
 
     def broken(name: str) -> Any:
         raise ImportError("no module named acme")
 
-    sim.registry = StepPluginRegistry(enabled=frozenset({PLUGIN}), loader=broken)
-    sim.update()
+    sim.step_plugins = StepPluginRegistry(enabled=frozenset({PLUGIN}), loader=broken)
+    update(sim)
     assert sim.rollout["status"]["currentStepIndex"] == 1
-    assert sim.requeue_after == 30.0
-    reasons = [reason for reason, _ in sim.events()]
-    assert "ReconciliationError" in reasons
+    assert requeue_after(sim) == 30.0
+    assert "ReconciliationError" in sim.reasons()
 
 
 def test_a_new_revision_drops_the_old_statuses() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Successful"))
-    assert sim.plugin_statuses
-    sim.rollout["spec"]["template"] = template("web:3")
-    sim.rollout["metadata"]["generation"] = 3
+    sim, _ = at_first_plugin_step(StepResult(phase="Successful"))
+    assert plugin_statuses(sim)
+    sim.set_image("web:3")
     sim.sync()
-    assert sim.plugin_statuses == []
+    assert plugin_statuses(sim) == []
 
 
 def _s(index: int, operation: str, phase: str = "") -> StepPluginStatus:
@@ -402,16 +336,16 @@ def test_is_step_completed(statuses: list[StepPluginStatus], index: int, want: b
 
 
 def test_status_order_is_preserved_when_updating() -> None:
-    sim = at_first_plugin_step(StepResult(phase="Running"))
-    statuses = sim.plugin_statuses
+    sim, plugin = at_first_plugin_step(StepResult(phase="Running"))
+    statuses = plugin_statuses(sim)
     statuses.insert(0, {"index": 9, "name": "other", "operation": "Run", "phase": "Successful"})
     sim.writer.patch(
         r.ROLLOUTS, NS, "web", {"status": {"canary": {"stepPluginStatuses": statuses}}}, status=True
     )
     sim.now += dt.timedelta(seconds=40)
-    sim.plugin.answers["run"] = [StepResult(phase="Running", message="still")]
+    plugin.answers["run"] = [StepResult(phase="Running", message="still")]
     sim.sync()
-    assert [(s["index"], s.get("message")) for s in sim.plugin_statuses] == [
+    assert [(s["index"], s.get("message")) for s in plugin_statuses(sim)] == [
         (9, None),
         (1, "still"),
     ]

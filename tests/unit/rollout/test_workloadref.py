@@ -7,11 +7,9 @@ import copy
 from typing import Any
 
 from rollout_workers.kube import resources as r
-from rollout_workers.rollout import templateref
-from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.controller import reconcile
 from rollout_workers.rollout.hashing import pod_template_hash
-from tests.unit.rollout.test_controller import NS, TEMPLATE, Sim
+from tests.unit.rollout.onesync import NS, OneSync
+from tests.unit.rollout.test_controller import TEMPLATE
 
 Obj = dict[str, Any]
 REF = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
@@ -59,84 +57,62 @@ def deployment(replicas: int = 4, image: str = "web:1", generation: int = 1) -> 
     }
 
 
-class WorkloadSim(Sim):
-    """Sim whose sync resolves the workloadRef from the seeded Deployment, as the controller
-    does from the cache."""
+def workload_sim(obj: Obj, deploy: Obj | None) -> OneSync:
+    """The rollout and its Deployment (if any); the fixture resolves the workloadRef as the
+    controller does from the cache. Pods come up when the rollout is let settle."""
+    return OneSync(
+        obj,
+        [deploy] if deploy is not None else [],
+        owned_only=True,
+        kubelet_enabled=False,
+        settle_kubelet=True,
+        observed_generation=True,
+    )
 
-    def __init__(self, obj: Obj, deploy: Obj | None) -> None:
-        super().__init__(obj)
-        if deploy is not None:
-            self.writer.seed(r.DEPLOYMENTS, deploy)
 
-    @property
-    def deployment(self) -> Obj:
-        return self.writer.objects[(r.DEPLOYMENTS.plural, NS, "web")]
+def deployment_of(sim: OneSync) -> Obj:
+    return sim.of(r.DEPLOYMENTS)["web"]
 
-    def get(self, resource: r.Resource, key: str) -> Obj | None:
-        if resource is not r.DEPLOYMENTS:
-            return None
-        namespace, _, name = key.partition("/")
-        found = self.writer.objects.get((resource.plural, namespace, name))
-        return copy.deepcopy(found) if found is not None else None
 
-    def sync(self) -> list[str]:
-        start = len(self.writer.actions)
-        error = ""
-        resolved = None
-        try:
-            resolved = templateref.resolve(self.rollout, self.get, listed=lambda _: True)
-        except templateref.ResolveError as err:
-            error = str(err)
-        self.last = RolloutContext.build(
-            obj=resolved.obj if resolved is not None else self.rollout,
-            rss=self.replicasets(),
-            now=self.now,
-            writer=self.writer,
-            workload_ref=resolved,
-        )
-        reconcile(self.last, resolve_error=error)
-        return [
-            f"{a.verb} {a.resource}" for a in self.writer.actions[start:] if a.resource != "events"
-        ]
-
-    def edit_deployment(self, image: str) -> None:
-        d = self.deployment
-        d["spec"]["template"]["spec"]["containers"][0]["image"] = image
-        d["metadata"]["generation"] += 1
+def edit_deployment(sim: OneSync, image: str) -> None:
+    d = deployment_of(sim)
+    d["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    d["metadata"]["generation"] += 1
 
 
 def test_first_sync_takes_the_deployment_template_and_records_its_generation() -> None:
-    sim = WorkloadSim(workload_rollout(), deployment())
-    assert sim.sync() == ["patch rollouts", "patch-status rollouts"]
+    sim = workload_sim(workload_rollout(), deployment())
+    synced = sim.sync()
+    assert synced.kinds() == ["patch rollouts", "patch-status rollouts"]
     # Argo's updateRolloutsReferenceAnnotation: only the annotation is written to the rollout
-    annotation_patch = sim.writer.actions[0].body
+    annotation_patch = synced.actions[0].body
     assert annotation_patch == {
         "metadata": {
             "annotations": {"rollout.argoproj.io/workload-generation": "1"},
             "resourceVersion": "1",
         }
     }
-    status = sim.status_patch()
+    status = synced.status_patch()
     assert status["workloadObservedGeneration"] == "1"
     assert status["currentPodHash"] == pod_template_hash(deployment()["spec"]["template"], None)
     assert "template" not in sim.rollout["spec"]  # the resolved template is never written back
 
 
 def test_workload_rollout_goes_healthy_with_the_deployment_template() -> None:
-    sim = WorkloadSim(workload_rollout(), deployment())
+    sim = workload_sim(workload_rollout(), deployment())
     sim.settle()
     assert sim.rollout["status"]["phase"] == "Healthy"
     (rs,) = sim.replicasets()
     assert rs["spec"]["template"]["spec"]["containers"][0]["image"] == "web:1"
     assert rs["spec"]["selector"]["matchLabels"]["app"] == "web"  # the Deployment's selector
-    assert sim.deployment["spec"]["replicas"] == 4  # scaleDown: never is the default
+    assert deployment_of(sim)["spec"]["replicas"] == 4  # scaleDown: never is the default
 
 
 def test_a_deployment_template_change_is_revision_2_and_pauses_at_its_step() -> None:
-    sim = WorkloadSim(workload_rollout(), deployment())
+    sim = workload_sim(workload_rollout(), deployment())
     sim.settle()
     stable = sim.rollout["status"]["stableRS"]
-    sim.edit_deployment("web:2")
+    edit_deployment(sim, "web:2")
     sim.settle()
     status = sim.rollout["status"]
     assert status["phase"] == "Paused" and status["currentStepIndex"] == 1
@@ -151,16 +127,17 @@ def test_a_deployment_template_change_is_revision_2_and_pauses_at_its_step() -> 
 
 
 def test_missing_deployment_is_invalid_spec_until_it_exists() -> None:
-    sim = WorkloadSim(workload_rollout(), None)
-    assert sim.sync() == ["patch-status rollouts"]
-    status = sim.status_patch()
+    sim = workload_sim(workload_rollout(), None)
+    synced = sim.sync()
+    assert synced.kinds() == ["patch-status rollouts"]
+    status = synced.status_patch()
     (condition,) = [c for c in status["conditions"] if c["type"] == "InvalidSpec"]
     assert condition["message"] == (
         'The Rollout "web" is invalid: deployments.apps "default/web" not found'
     )
     assert status["phase"] == "Degraded"
     assert sim.last is not None and sim.last.requeue_after == 20.0
-    sim.writer.seed(r.DEPLOYMENTS, deployment())
+    sim.seed(deployment())
     sim.settle()
     status = sim.rollout["status"]
     assert status["phase"] == "Healthy"
@@ -168,7 +145,7 @@ def test_missing_deployment_is_invalid_spec_until_it_exists() -> None:
 
 
 def test_template_with_workload_ref_is_invalid_spec() -> None:
-    sim = WorkloadSim(workload_rollout(template=TEMPLATE), deployment())
+    sim = workload_sim(workload_rollout(template=TEMPLATE), deployment())
     sim.sync()
     (condition,) = [c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec"]
     assert condition["message"] == (
@@ -179,7 +156,7 @@ def test_template_with_workload_ref_is_invalid_spec() -> None:
 def test_unsupported_kind_is_invalid_spec() -> None:
     obj = workload_rollout()
     obj["spec"]["workloadRef"] = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}
-    sim = WorkloadSim(obj, None)
+    sim = workload_sim(obj, None)
     sim.sync()
     (condition,) = [c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec"]
     assert condition["message"] == (
@@ -188,51 +165,51 @@ def test_unsupported_kind_is_invalid_spec() -> None:
 
 
 def test_scale_down_onsuccess_scales_the_deployment_to_zero_once_healthy() -> None:
-    sim = WorkloadSim(workload_rollout(scale_down="onsuccess"), deployment())
+    sim = workload_sim(workload_rollout(scale_down="onsuccess"), deployment())
     seen = []
     for _ in range(20):
-        sim.ready()
-        verbs = sim.sync()
-        seen.append((sim.rollout["status"]["phase"], sim.deployment["spec"]["replicas"]))
-        if not verbs:
+        sim.kubelet()
+        synced = sim.sync()
+        seen.append((sim.rollout["status"]["phase"], deployment_of(sim)["spec"]["replicas"]))
+        if not synced.actions:
             break
     # untouched while progressing; 0 in the reconcile that finds the rollout Healthy
     assert all(replicas == 4 for phase, replicas in seen if phase != "Healthy")
-    assert sim.deployment["spec"]["replicas"] == 0
+    assert deployment_of(sim)["spec"]["replicas"] == 0
     scale = next(a for a in sim.writer.actions if a.resource == "deployments")
     assert scale.verb == "patch"
     assert scale.body == {"spec": {"replicas": 0}, "metadata": {"resourceVersion": "7"}}
 
 
 def test_scale_down_progressively_follows_the_rollout_ready_replicas() -> None:
-    sim = WorkloadSim(workload_rollout(scale_down="progressively"), deployment())
+    sim = workload_sim(workload_rollout(scale_down="progressively"), deployment())
     sim.sync()
     sim.sync()  # creates the ReplicaSet and scales it to 4
-    assert sim.deployment["spec"]["replicas"] == 4
+    assert deployment_of(sim)["spec"]["replicas"] == 4
     (rs,) = sim.replicasets()
     rs["status"] = {"replicas": 4, "readyReplicas": 1, "availableReplicas": 1}
     sim.sync()
-    assert sim.deployment["spec"]["replicas"] == 3  # 4 - 1 ready
+    assert deployment_of(sim)["spec"]["replicas"] == 3  # 4 - 1 ready
     sim.settle()
     assert sim.rollout["status"]["phase"] == "Healthy"
-    assert sim.deployment["spec"]["replicas"] == 0
+    assert deployment_of(sim)["spec"]["replicas"] == 0
     # migration complete: a later resize of the rollout leaves the Deployment alone
     sim.rollout["spec"]["replicas"] = 6
     sim.settle()
-    assert sim.deployment["spec"]["replicas"] == 0
+    assert deployment_of(sim)["spec"]["replicas"] == 0
 
 
 def test_scale_down_never_leaves_the_deployment() -> None:
-    sim = WorkloadSim(workload_rollout(scale_down="never"), deployment())
+    sim = workload_sim(workload_rollout(scale_down="never"), deployment())
     sim.settle()
     assert sim.rollout["status"]["phase"] == "Healthy"
     assert not [a for a in sim.writer.actions if a.resource == "deployments"]
 
 
 def test_scale_down_only_for_the_first_revision() -> None:
-    sim = WorkloadSim(workload_rollout(scale_down="onsuccess"), deployment())
+    sim = workload_sim(workload_rollout(scale_down="onsuccess"), deployment())
     sim.settle()
-    sim.deployment["spec"]["replicas"] = 2  # someone scaled it back up
-    sim.edit_deployment("web:2")
+    deployment_of(sim)["spec"]["replicas"] = 2  # someone scaled it back up
+    edit_deployment(sim, "web:2")
     sim.settle()
-    assert sim.deployment["spec"]["replicas"] == 2
+    assert deployment_of(sim)["spec"]["replicas"] == 2
