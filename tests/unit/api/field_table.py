@@ -385,8 +385,8 @@ ROLLOUT: Table = {
         REPLICAS + "test_min_pods_per_rs_applies_to_dynamic_stable"
     ),
     **rollout_analysis(f"{CANARY}.analysis"),
-    f"{CANARY}.analysis.startingStep": Untested(
-        "rollout/analysis.py before_starting_step delays the background run; no test"
+    f"{CANARY}.analysis.startingStep": Acted(
+        "tests/unit/rollout/test_canary.py::test_background_analysis_waits_for_its_starting_step"
     ),
     f"{CANARY}.antiAffinity.**": ITEM2,
     f"{CANARY}.canaryMetadata.**": ITEM1_CANARY,
@@ -491,9 +491,8 @@ ROLLOUT: Table = {
         "tests/unit/rollout/test_nginx.py::"
         "test_canary_ingress_is_named_after_the_rollout_and_the_stable_ingress"
     ),
-    f"{ROUTING}.nginx.stableIngresses": Untested(
-        "trafficrouting/nginx.py writes one canary Ingress per stable Ingress; only the "
-        "validation of the list is tested"
+    f"{ROUTING}.nginx.stableIngresses": Acted(
+        "tests/unit/rollout/test_nginx.py::test_several_stable_ingresses_get_a_canary_ingress_each"
     ),
     f"{ROUTING}.nginx.annotationPrefix": Acted(
         "tests/unit/rollout/test_nginx.py::test_additional_annotations_prefix_and_weight_total"

@@ -68,9 +68,7 @@ UNTESTED = {
     "AnalysisTemplate spec.metrics[].provider.web.insecure",
     "Experiment spec.analyses[].args[].valueFrom.secretKeyRef.key",
     "Experiment spec.analyses[].args[].valueFrom.secretKeyRef.name",
-    "Rollout spec.strategy.canary.analysis.startingStep",
     "Rollout spec.strategy.canary.scaleDownDelayRevisionLimit",
-    "Rollout spec.strategy.canary.trafficRouting.nginx.stableIngresses",
 }
 
 #: Argo's fields that our CRD does not list (and does not keep as unknown fields): on a cluster

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from rollout_workers.api.analysis import AnalysisTemplateSpec
+from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.rollout import canary
 from rollout_workers.rollout.context import RolloutContext
@@ -294,3 +296,28 @@ def test_restarted_pods_end_the_reconcile_before_any_scaling() -> None:
     assert deletes, "a pod is restarted"
     assert scaled(synced) == {}
     assert sim.status.get("restartedAt") is None
+
+
+def test_background_analysis_waits_for_its_starting_step() -> None:
+    """canary.analysis.startingStep (Argo's TestCanaryRolloutCreateAnalysisRun...
+    StartingStep): the background run is created only once the step index reaches it."""
+    template = AnalysisTemplateSpec.from_dict(
+        {"metrics": [{"name": "m", "provider": {"web": {"url": "http://x/"}}}]}
+    )
+    steps = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}, {"pause": {}}]
+    obj = base(2, steps, surge=1, unavailable=0)
+    obj["spec"]["strategy"]["canary"]["analysis"] = {
+        "templates": [{"templateName": "bg"}],
+        "startingStep": 2,
+    }
+    sim = OneSync(obj, template_lookup=lambda name, cluster: template if name == "bg" else None)
+    sim.settle()
+    sim.set_image("web:2")
+    sim.settle()
+    assert sim.status["currentStepIndex"] == 1  # paused before the starting step
+    assert sim.of(r.ANALYSISRUNS) == {}
+    sim.rollout["status"]["pauseConditions"] = None
+    sim.settle()
+    assert sim.status["currentStepIndex"] == 3
+    (run,) = sim.of(r.ANALYSISRUNS).values()
+    assert run["metadata"]["labels"]["rollout-type"] == "Background"

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from rollout_workers.api.rollout import NginxTrafficRouting
+from rollout_workers.kube import resources as r
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 from rollout_workers.rollout.trafficrouting.nginx import (
     build_canary_ingress,
@@ -211,3 +212,36 @@ def test_a_v1beta1_stable_ingress_gets_a_v1beta1_canary_ingress(
 
 def test_a_v1_stable_ingress_without_apiversion_is_v1() -> None:
     assert ingress_resource(stable_ingress()).api_version == "networking.k8s.io/v1"
+
+
+def test_several_stable_ingresses_get_a_canary_ingress_each() -> None:
+    """nginx.stableIngresses (Argo's TestReconcileCanaryIngress... with several ingresses): one
+    canary Ingress per stable Ingress, each at the step's weight."""
+    from tests.unit.rollout.onesync import OneSync, rollout, service
+
+    nginx = {"stableIngresses": ["ing-a", "ing-b"]}
+    obj = rollout(
+        strategy={
+            "canary": {
+                "stableService": "stable-service",
+                "canaryService": "canary-service",
+                "trafficRouting": {"nginx": nginx},
+                "steps": [{"setWeight": 20}, {"pause": {}}],
+            }
+        },
+        replicas=2,
+    )
+    ingresses = [
+        {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", **stable_ingress(name)}
+        for name in ("ing-a", "ing-b")
+    ]
+    sim = OneSync(obj, [service("stable-service"), service("canary-service"), *ingresses])
+    sim.settle()
+    sim.set_image("web:2")
+    sim.settle()
+    stored = sim.of(r.INGRESSES)
+    for name in ("ing-a", "ing-b"):
+        canary = stored[canary_ingress_name("web", name)]
+        annotations = canary["metadata"]["annotations"]
+        assert annotations["nginx.ingress.kubernetes.io/canary"] == "true"
+        assert annotations["nginx.ingress.kubernetes.io/canary-weight"] == "20"
