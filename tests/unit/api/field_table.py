@@ -371,8 +371,8 @@ ROLLOUT: Table = {
         "tests/unit/rollout/test_routing_reconcile.py::"
         "test_promotion_moves_the_stable_service_then_scales_the_old_stable_down_after_delay"
     ),
-    f"{CANARY}.scaleDownDelayRevisionLimit": Untested(
-        "rollout/routedcanary.py limits the old ReplicaSets kept up; tested for blue-green only"
+    f"{CANARY}.scaleDownDelayRevisionLimit": Acted(
+        "tests/unit/rollout/test_canary.py::test_scale_down_delay_revision_limit"
     ),
     f"{CANARY}.abortScaleDownDelaySeconds": Acted(
         ROLLOUT_CONTROLLER + "test_progress_deadline_abort_keeps_the_canary_down"

@@ -68,7 +68,6 @@ UNTESTED = {
     "AnalysisTemplate spec.metrics[].provider.web.insecure",
     "Experiment spec.analyses[].args[].valueFrom.secretKeyRef.key",
     "Experiment spec.analyses[].args[].valueFrom.secretKeyRef.name",
-    "Rollout spec.strategy.canary.scaleDownDelayRevisionLimit",
 }
 
 #: Argo's fields that our CRD does not list (and does not keep as unknown fields): on a cluster

@@ -321,3 +321,38 @@ def test_background_analysis_waits_for_its_starting_step() -> None:
     assert sim.status["currentStepIndex"] == 3
     (run,) = sim.of(r.ANALYSISRUNS).values()
     assert run["metadata"]["labels"]["rollout-type"] == "Background"
+
+
+@pytest.mark.parametrize(
+    ("limit", "kept"),
+    [pytest.param(None, True, id="no-limit-keeps-it-for-the-delay"),
+     pytest.param(0, False, id="limit-0-scales-it-down-at-once")],
+)  # fmt: skip
+def test_scale_down_delay_revision_limit(limit: int | None, kept: bool) -> None:
+    """canary.scaleDownDelayRevisionLimit (Argo's scaleDownDelayHelper): with a router, the
+    previous stable waits out scaleDownDelaySeconds, unless the limit of ReplicaSets left up
+    is reached."""
+    from tests.unit.rollout.onesync import service
+    from tests.unit.rollout.test_nginx import stable_ingress
+
+    strategy: Obj = {
+        "stableService": "stable-service",
+        "canaryService": "canary-service",
+        "trafficRouting": {"nginx": {"stableIngress": "ing"}},
+        "steps": [{"setWeight": 50}],
+    }
+    if limit is not None:
+        strategy["scaleDownDelayRevisionLimit"] = limit
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", **stable_ingress("ing")}
+    sim = OneSync(
+        rollout(strategy={"canary": strategy}, replicas=2),
+        [service("stable-service"), service("canary-service"), ingress],
+    )
+    sim.settle()
+    first = sim.status["stableRS"]
+    sim.set_image("web:2")
+    sim.settle()
+    assert sim.status["stableRS"] != first
+    old = sim.rs(first)
+    assert (old["spec"]["replicas"] > 0) is kept
+    assert ("scale-down-deadline" in (old["metadata"].get("annotations") or {})) is kept
