@@ -651,11 +651,13 @@ EXPERIMENT_TABLE: Table = {
     ),
     "spec.analyses[].args[].name": EXPERIMENT_ANALYSES,
     "spec.analyses[].args[].value": EXPERIMENT_ANALYSES,
-    "spec.analyses[].args[].valueFrom.secretKeyRef.name": Untested(
-        "passed to the AnalysisRun, which reads the Secret; no experiment test"
+    "spec.analyses[].args[].valueFrom.secretKeyRef.name": Ignored(
+        f"{AS_IN_ARGO}its ResolveAnalysisRunArgs keeps only values (test_reconcile.py::"
+        "test_analysis_args_from_a_secret_are_dropped_as_argo_drops_them)"
     ),
-    "spec.analyses[].args[].valueFrom.secretKeyRef.key": Untested(
-        "passed to the AnalysisRun, which reads the Secret; no experiment test"
+    "spec.analyses[].args[].valueFrom.secretKeyRef.key": Ignored(
+        f"{AS_IN_ARGO}its ResolveAnalysisRunArgs keeps only values (test_reconcile.py::"
+        "test_analysis_args_from_a_secret_are_dropped_as_argo_drops_them)"
     ),
     "spec.analyses[].args[].valueFrom.fieldRef.fieldPath": ITEM5_FIELDREF,
     "spec.analysisRunMetadata.annotations": EXPERIMENT_ANALYSES,

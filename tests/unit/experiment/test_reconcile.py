@@ -2109,3 +2109,27 @@ def test_an_experiment_runs_its_course() -> None:
     assert [a.body["spec"] for a in writer.actions[start:]] == [{"replicas": 0}]
     assert out.ctx.requeue_after is None
     assert out.out["phase"] == "Successful"
+
+
+def test_analysis_args_from_a_secret_are_dropped_as_argo_drops_them() -> None:
+    """An Experiment's analysis argument with valueFrom (secretKeyRef) and no value: Argo's
+    ResolveAnalysisRunArgs keeps only values, so the template's own argument decides, and
+    without a default the run cannot be created ("args.token was not resolved")."""
+    bar = template("bar")
+    ref = {"secretKeyRef": {"name": "creds", "key": "token"}}
+    obj = experiment(
+        bar,
+        status=running(tstatus("bar", 1, 1, Code.RUNNING), available_at=at(-5)),
+        duration="1m",
+        analyses=[analysis(args=[{"name": "token", "valueFrom": ref}])],
+    )
+    out = reconcile(
+        obj,
+        rss=[replicaset(bar, available=1)],
+        templates={"success-rate": analysis_template("token")},
+    )
+    assert out.actions == []
+    (run,) = out.status.analysis_runs or []
+    assert run.message == (
+        "Failed to create AnalysisRun for analysis 'success-rate': args.token was not resolved"
+    )
