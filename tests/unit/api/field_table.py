@@ -92,6 +92,10 @@ GATEWAY = "tests/unit/rollout/test_gatewayapi.py::"
 ANALYSIS_CONTROLLER = "tests/unit/analysis/test_controller.py::"
 WEB = "tests/integration/analysis/test_web_provider.py::"
 PROMETHEUS = "tests/integration/analysis/test_prometheus_provider.py::"
+INSECURE = Acted(
+    "tests/integration/analysis/test_insecure_tls.py::"
+    "test_insecure_skips_verifying_a_self_signed_certificate"
+)
 SECRET_ARGS = Acted("tests/e2e/test_rbac.py::test_each_process_uses_exactly_the_rbac_it_is_granted")
 
 # -- the pending work of issue #18 --------------------------------------------------------------
@@ -237,9 +241,7 @@ def metric_rows(prefix: str) -> Table:
         f"{p}.prometheus.timeout": Acted(
             "tests/unit/analysis/providers/test_prometheus.py::test_configuration_errors"
         ),
-        f"{p}.prometheus.insecure": Untested(
-            "providers/prometheus.py passes it to the HTTP client; no test"
-        ),
+        f"{p}.prometheus.insecure": INSECURE,
         f"{p}.prometheus.rangeQuery.**": ITEM5_RANGE,
         f"{p}.prometheus.authentication.**": ITEM5_AUTH,
         # web
@@ -251,7 +253,7 @@ def metric_rows(prefix: str) -> Table:
         f"{p}.web.headers[].key": Acted(WEB + "test_headers_from_values_and_a_secret"),
         f"{p}.web.headers[].value": Acted(WEB + "test_headers_from_values_and_a_secret"),
         f"{p}.web.timeoutSeconds": Acted(WEB + "test_timeout"),
-        f"{p}.web.insecure": Untested("providers/web.py passes it to the HTTP client; no test"),
+        f"{p}.web.insecure": INSECURE,
         f"{p}.web.authentication.**": ITEM5_WEB_AUTH,
         # job
         f"{p}.job.spec": Acted(

@@ -63,12 +63,7 @@ IGNORED = {
 }
 
 #: Read by behaviour code, but no test proves the behaviour yet.
-UNTESTED = {
-    "AnalysisRun spec.metrics[].provider.prometheus.insecure",
-    "AnalysisRun spec.metrics[].provider.web.insecure",
-    "AnalysisTemplate spec.metrics[].provider.prometheus.insecure",
-    "AnalysisTemplate spec.metrics[].provider.web.insecure",
-}
+UNTESTED = {}
 
 #: Argo's fields that our CRD does not list (and does not keep as unknown fields): on a cluster
 #: with our CRDs the API server prunes them. None is left.
