@@ -63,7 +63,7 @@ IGNORED = {
 }
 
 #: Read by behaviour code, but no test proves the behaviour yet.
-UNTESTED = {}
+UNTESTED: set[str] = set()
 
 #: Argo's fields that our CRD does not list (and does not keep as unknown fields): on a cluster
 #: with our CRDs the API server prunes them. None is left.
