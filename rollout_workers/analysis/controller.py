@@ -12,14 +12,13 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
 import pydantic
 
 from rollout_workers.analysis import run as ar
-from rollout_workers.analysis.expr_time import TimeError, parse_duration, quote
+from rollout_workers.analysis.expr_time import TimeError, parse_duration_string, quote
 from rollout_workers.analysis.providers.base import Provider, SecretReader
 from rollout_workers.api.analysis import (
     AnalysisPhase,
@@ -458,16 +457,10 @@ def _validate_metric(metric: Metric) -> str:
     return ""
 
 
-_GO_INT = re.compile(r"[+-]?[0-9]+")
-
-
 def _go_duration_error(text: str) -> str:
-    """The error of Argo's DurationString.Duration() (a bare integer is seconds, else Go's
-    time.ParseDuration), or "" when it reads."""
-    if _GO_INT.fullmatch(text) and -(2**63) <= int(text) < 2**63:
-        return ""
+    """The error of Argo's DurationString.Duration(), or "" when it reads."""
     try:
-        parse_duration(text)
+        parse_duration_string(text)
     except TimeError as err:
         return str(err)
     return ""

@@ -75,6 +75,17 @@ def quote(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+_GO_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_duration_string(text: str) -> int:
+    """Argo's DurationString.Duration(), in nanoseconds: a bare integer is seconds, anything
+    else Go's time.ParseDuration; raises TimeError with Go's message."""
+    if _GO_ATOI.fullmatch(text) and -(2**63) <= int(text) < 2**63:
+        return int(text) * 1_000_000_000
+    return parse_duration(text)
+
+
 def parse_duration(text: str) -> int:
     """Go's `time.ParseDuration`, in nanoseconds; raises TimeError with Go's message."""
     invalid = TimeError("time: invalid duration " + quote(text))

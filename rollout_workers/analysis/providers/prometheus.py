@@ -35,13 +35,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from rollout_workers.analysis.expr import ExpressionError, evaluate_time
-from rollout_workers.analysis.expr_time import TimeError, parse_duration
+from rollout_workers.analysis.expr_time import TimeError, parse_duration_string
 from rollout_workers.analysis.providers.auth import (
     AuthError,
     basic_credentials,
@@ -262,21 +261,11 @@ def range_params(query: str, window: PrometheusRangeQueryArgs, now: dt.datetime)
         seconds, nanos = divmod(moment.unix_nanos, 1_000_000_000)
         bounds[name] = format_float(float(seconds) + float(nanos) / 1e9)
     try:
-        step = _duration_string(window.step or "")
+        step = parse_duration_string(window.step or "")
     except TimeError as err:
         raise QueryError(f"failed to parse rangeQuery.step as duration: {err}") from None
     seconds, nanos = divmod(step, 1_000_000_000)
     return {"query": query, **bounds, "step": format_float(float(seconds) + float(nanos) / 1e9)}
-
-
-_GO_ATOI = re.compile(r"[+-]?[0-9]+")
-
-
-def _duration_string(text: str) -> int:
-    """Argo's DurationString.Duration() in nanoseconds: a bare integer is seconds."""
-    if _GO_ATOI.fullmatch(text) and -(2**63) <= int(text) < 2**63:
-        return int(text) * 1_000_000_000
-    return parse_duration(text)
 
 
 def _encode(params: dict[str, str]) -> str:
