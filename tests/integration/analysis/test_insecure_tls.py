@@ -69,7 +69,7 @@ def measure(provider: str, spec: dict[str, Any]) -> Measurement:
     return WebProvider(deps, evaluator=stub_evaluator).run(run, metric, NOW)
 
 
-@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+@pytest.mark.filterwarnings("error::urllib3.exceptions.InsecureRequestWarning")
 @pytest.mark.parametrize(
     ("provider", "spec"),
     [
