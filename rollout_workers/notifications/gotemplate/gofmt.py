@@ -1,0 +1,344 @@
+"""The part of Go's fmt and strconv that templates reach: Sprint, Sprintf, Sprintln, Quote."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, type_name
+
+_ESC = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+}
+
+
+def go_quote(s: str, quote: str = '"') -> str:
+    """strconv.Quote."""
+    out = [quote]
+    for c in s:
+        if c == quote:
+            out.append("\\" + c)
+        elif c in _ESC:
+            out.append(_ESC[c])
+        elif c.isprintable() or c == " ":
+            out.append(c)
+        else:
+            cp = ord(c)
+            if cp < 0x80:
+                out.append(f"\\x{cp:02x}")
+            elif cp < 0x10000:
+                out.append(f"\\u{cp:04x}")
+            else:
+                out.append(f"\\U{cp:08x}")
+    out.append(quote)
+    return "".join(out)
+
+
+def shortest_digits(f: float) -> tuple[str, int]:
+    """Shortest round-trip decimal digits of abs(f), and dp such that abs(f) = 0.DIGITS * 10**dp."""
+    _, digits, exp = Decimal(repr(abs(f))).as_tuple()
+    assert isinstance(exp, int)
+    ds = "".join(map(str, digits))
+    dp = len(ds) + exp
+    stripped = ds.lstrip("0")
+    dp -= len(ds) - len(stripped)
+    stripped = stripped.rstrip("0")
+    if not stripped:
+        return "0", 1
+    return stripped, dp
+
+
+def format_float_g(f: float) -> str:
+    """strconv.FormatFloat(f, 'g', -1, 64), which fmt's %v uses."""
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    neg = f < 0 or (f == 0 and math.copysign(1, f) < 0)
+    sign = "-" if neg else ""
+    ds, dp = shortest_digits(f)
+    if ds == "0":
+        return sign + "0"
+    exp = dp - 1
+    if exp < -4 or exp >= 6:  # shortest: precision 6 decides, as strconv does
+        mant = ds[0] + ("." + ds[1:] if len(ds) > 1 else "")
+        return f"{sign}{mant}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if dp <= 0:
+        return f"{sign}0.{'0' * -dp}{ds}"
+    if dp >= len(ds):
+        return sign + ds + "0" * (dp - len(ds))
+    return f"{sign}{ds[:dp]}.{ds[dp:]}"
+
+
+def sprint_value(v: Any, verb: str = "v") -> str:
+    """fmt's %v (and %s/%d applied element-wise inside slices and maps)."""
+    if v is None or v is MISSING:
+        return "<nil>" if verb == "v" else f"%!{verb}(<nil>)"
+    if isinstance(v, list):
+        return "[" + " ".join(sprint_value(e, verb) for e in v) + "]"
+    if isinstance(v, dict):
+        parts = [f"{sprint_value(k, verb)}:{sprint_value(v[k], verb)}" for k in sorted(v)]
+        return "map[" + " ".join(parts) + "]"
+    if verb == "v":
+        return _plain(v)
+    return format_one(verb, {}, None, None, v)
+
+
+def _plain(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(int(v))
+    if isinstance(v, float):
+        return format_float_g(v)
+    if isinstance(v, str):
+        return v
+    if callable(v):
+        return f"0x{id(v):x}"
+    return str(v)
+
+
+def sprint(*args: Any) -> str:
+    """fmt.Sprint: a space between operands when neither is a string."""
+    out: list[str] = []
+    prev_string = True
+    for i, a in enumerate(args):
+        is_string = isinstance(a, str)
+        if i > 0 and not is_string and not prev_string:
+            out.append(" ")
+        out.append(sprint_value(a))
+        prev_string = is_string
+    return "".join(out)
+
+
+def sprintln(*args: Any) -> str:
+    return " ".join(sprint_value(a) for a in args) + "\n"
+
+
+def _pad(s: str, flags: dict[str, bool], width: int | None, zero_ok: bool = True) -> str:
+    if width is None or len(s) >= width:
+        return s
+    if flags.get("-"):
+        return s + " " * (width - len(s))
+    if flags.get("0") and zero_ok:
+        if s[:1] in "+-":
+            return s[0] + "0" * (width - len(s)) + s[1:]
+        return "0" * (width - len(s)) + s
+    return " " * (width - len(s)) + s
+
+
+def _bad(verb: str, v: Any) -> str:
+    if v is None or v is MISSING:
+        return f"%!{verb}(<nil>)"
+    return f"%!{verb}({type_name(v)}={sprint_value(v)})"
+
+
+def format_one(
+    verb: str, flags: dict[str, bool], width: int | None, prec: int | None, v: Any
+) -> str:
+    if verb == "T":
+        return _pad(type_name(v) if v is not None else "<nil>", flags, width)
+    if isinstance(v, (list, dict)) and verb in "vsdqxXfeEgGtc":
+        if isinstance(v, list):
+            body = " ".join(format_one(verb, flags, None, prec, e) for e in v)
+            return _pad("[" + body + "]", flags, width)
+        parts = [
+            f"{format_one(verb, flags, None, prec, k)}:{format_one(verb, flags, None, prec, v[k])}"
+            for k in sorted(v)
+        ]
+        return _pad("map[" + " ".join(parts) + "]", flags, width)
+    if v is None or v is MISSING:
+        if verb == "v":
+            return _pad("<nil>", flags, width)
+        return _bad(verb, v)
+    if isinstance(v, bool):
+        if verb in "vt":
+            return _pad("true" if v else "false", flags, width)
+        return _bad(verb, v)
+    if isinstance(v, int):
+        return _format_int(verb, flags, width, prec, int(v), v)
+    if isinstance(v, float):
+        return _format_float(verb, flags, width, prec, v)
+    if isinstance(v, str):
+        return _format_str(verb, flags, width, prec, v)
+    if verb == "v":
+        return _pad(_plain(v), flags, width)
+    return _bad(verb, v)
+
+
+def _sign(n: float, flags: dict[str, bool]) -> str:
+    if n < 0:
+        return "-"
+    if flags.get("+"):
+        return "+"
+    if flags.get(" "):
+        return " "
+    return ""
+
+
+def _format_int(  # noqa: PLR0917
+    verb: str, flags: dict[str, bool], width: int | None, prec: int | None, n: int, orig: Any
+) -> str:
+    if verb in "vd":
+        digits = str(abs(n))
+    elif verb == "x":
+        digits = f"{abs(n):x}"
+        if flags.get("#"):
+            digits = "0x" + digits
+    elif verb == "X":
+        digits = f"{abs(n):X}"
+        if flags.get("#"):
+            digits = "0X" + digits
+    elif verb == "o":
+        digits = f"{abs(n):o}"
+    elif verb == "b":
+        digits = f"{abs(n):b}"
+    elif verb == "c":
+        return _pad(chr(n) if 0 <= n <= 0x10FFFF else "\ufffd", flags, width)
+    elif verb == "q":
+        return _pad(go_quote(chr(n), "'") if 0 <= n <= 0x10FFFF else "'\ufffd'", flags, width)
+    elif verb == "U":
+        return _pad(f"U+{n:04X}", flags, width)
+    else:
+        return _bad(verb, orig)
+    if prec is not None:
+        digits = digits.rjust(prec, "0")
+        if prec == 0 and n == 0:
+            digits = ""
+    return _pad(_sign(n, flags) + digits, flags, width, zero_ok=prec is None)
+
+
+def _format_float(
+    verb: str, flags: dict[str, bool], width: int | None, prec: int | None, f: float
+) -> str:
+    if math.isinf(f) or math.isnan(f):
+        s = "NaN" if math.isnan(f) else ("+Inf" if f > 0 else "-Inf")
+        return _pad(s, flags, width, zero_ok=False)
+    if verb == "v" and prec is None:
+        s = format_float_g(f)
+        if flags.get("+") and not s.startswith("-"):
+            s = "+" + s
+        return _pad(s, flags, width)
+    if verb in "fF":
+        s = f"{abs(f):.{6 if prec is None else prec}f}"
+    elif verb in "eE":
+        s = f"{abs(f):.{6 if prec is None else prec}e}"
+        if verb == "E":
+            s = s.upper()
+    elif verb in "gGv":
+        s = format_float_g(abs(f)) if prec is None else f"{abs(f):.{prec}g}"
+        if verb == "G":
+            s = s.upper()
+    else:
+        return _bad(verb, f)
+    neg = f < 0 or (f == 0 and math.copysign(1, f) < 0)
+    sign = "-" if neg else ("+" if flags.get("+") else (" " if flags.get(" ") else ""))
+    return _pad(sign + s, flags, width)
+
+
+def _format_str(
+    verb: str, flags: dict[str, bool], width: int | None, prec: int | None, s: str
+) -> str:
+    if verb in "vs":
+        if prec is not None:
+            s = s[:prec]
+        return _pad(s, flags, width)
+    if verb == "q":
+        if prec is not None:
+            s = s[:prec]
+        if flags.get("#") and "`" not in s and all(c.isprintable() or c == "\t" for c in s):
+            return _pad("`" + s + "`", flags, width)
+        return _pad(go_quote(s), flags, width)
+    if verb in "xX":
+        b = s.encode()
+        if prec is not None:
+            b = b[:prec]
+        h = b.hex()
+        if verb == "X":
+            h = h.upper()
+        return _pad(h, flags, width)
+    return _bad(verb, s)
+
+
+def sprintf(fmt: str, *args: Any) -> str:
+    """fmt.Sprintf for the verbs and flags templates use."""
+    out: list[str] = []
+    argi = 0
+    i = 0
+    n = len(fmt)
+    while i < n:
+        c = fmt[i]
+        if c != "%":
+            j = fmt.find("%", i)
+            if j < 0:
+                j = n
+            out.append(fmt[i:j])
+            i = j
+            continue
+        i += 1
+        flags: dict[str, bool] = {}
+        while i < n and fmt[i] in "+-# 0":
+            flags[fmt[i]] = True
+            i += 1
+        width: int | None = None
+        if i < n and fmt[i] == "*":
+            i += 1
+            if (
+                argi < len(args)
+                and isinstance(args[argi], int)
+                and not isinstance(args[argi], bool)
+            ):
+                width = int(args[argi])
+                if width < 0:
+                    flags["-"] = True
+                    width = -width
+            else:
+                out.append("%!(BADWIDTH)")
+            argi += 1
+        else:
+            st = i
+            while i < n and fmt[i].isdigit():
+                i += 1
+            if i > st:
+                width = int(fmt[st:i])
+        prec: int | None = None
+        if i < n and fmt[i] == ".":
+            i += 1
+            st = i
+            while i < n and fmt[i].isdigit():
+                i += 1
+            prec = int(fmt[st:i]) if i > st else 0
+        if i >= n:
+            out.append("%!(NOVERB)")
+            break
+        verb = fmt[i]
+        i += 1
+        if verb == "%":
+            out.append("%")
+            continue
+        if argi >= len(args):
+            out.append(f"%!{verb}(MISSING)")
+            continue
+        arg = args[argi]
+        argi += 1
+        if verb not in "vTtbcdoOqxXUeEfFgGsp":
+            out.append(f"%!{verb}({type_name(arg)}={sprint_value(arg)})")
+            continue
+        out.append(format_one(verb, flags, width, prec, arg))
+    if argi < len(args):
+        extra = ", ".join(
+            "<nil>" if a is None else f"{type_name(a)}={sprint_value(a)}" for a in args[argi:]
+        )
+        out.append(f"%!(EXTRA {extra})")
+    return "".join(out)
+
+
+__all__ = ["GoInt", "format_float_g", "go_quote", "sprint", "sprintf", "sprintln"]
