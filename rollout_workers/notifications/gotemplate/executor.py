@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 from rollout_workers.notifications.gotemplate import nodes as n
 from rollout_workers.notifications.gotemplate.errors import TemplateError
 from rollout_workers.notifications.gotemplate.functions import GO_TYPE, Func, GoError
-from rollout_workers.notifications.gotemplate.gofmt import sprint_value
+from rollout_workers.notifications.gotemplate.gofmt import go_quote, sprint_value
 from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, is_true, type_name
 
 MAX_EXEC_DEPTH = 100  # Go: 100000; a notification's {{template}} nesting is shallow.
@@ -70,7 +70,7 @@ class State:
         line = 1 + before.count("\n")
         raise TemplateError(
             f"template: {self.name}:{line}:{col}: executing "
-            f'"{self.tmpl_name}" at <{self.node}>: {msg}'
+            f"{go_quote(self.tmpl_name)} at <{self.node}>: {msg}"
         )
 
     def at(self, node: n.Node) -> None:
@@ -218,7 +218,7 @@ class State:
         self.at(t)
         tree = self.trees.get(t.name)
         if tree is None:
-            self.errorf(f'template "{t.name}" not defined')
+            self.errorf(f"template {go_quote(t.name)} not defined")
         if self.depth >= MAX_EXEC_DEPTH:
             self.errorf(f"exceeded maximum template depth ({MAX_EXEC_DEPTH})")
         new_dot = self.eval_pipeline(dot, dot_iface, t.pipe) if t.pipe else MISSING
@@ -277,7 +277,7 @@ class State:
             return self.ideal_constant(first)
         if isinstance(first, n.StringNode):
             return first.text
-        self.errorf(f'can\'t evaluate command "{first}"')
+        self.errorf(f"can't evaluate command {go_quote(str(first))}")
         raise AssertionError
 
     def ideal_constant(self, c: n.NumberNode) -> Any:
@@ -355,7 +355,7 @@ class State:
         self.at(node)
         f = self.funcs.get(node.ident)
         if f is None:
-            self.errorf(f'"{node.ident}" is not a defined function')
+            self.errorf(f"{go_quote(node.ident)} is not a defined function")
             raise AssertionError
         return self.eval_call(dot, dot_iface, f, cmd, node.ident, args, final)
 

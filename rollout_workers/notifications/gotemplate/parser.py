@@ -7,6 +7,7 @@ from typing import NoReturn
 
 from rollout_workers.notifications.gotemplate import nodes as n
 from rollout_workers.notifications.gotemplate.errors import TemplateError
+from rollout_workers.notifications.gotemplate.gofmt import go_quote
 from rollout_workers.notifications.gotemplate.lexer import Item, Lexer, T
 
 MAX_STACK_DEPTH = 1000  # Go allows 10000; a notification template needs far fewer.
@@ -199,7 +200,7 @@ class Parser:
             self.trees[name] = root
             return
         if not _is_empty_tree(root):
-            self.errorf(f'template: multiple definition of template "{name}"')
+            self.errorf(f"template: multiple definition of template {go_quote(name)}")
 
     def parse_definition(self) -> None:
         context = "define clause"
@@ -443,7 +444,7 @@ class Parser:
             if isinstance(node, n.VariableNode):
                 return n.VariableNode(chain.pos, [*node.ident, *chain.fields])
             if isinstance(node, (n.BoolNode, n.StringNode, n.NumberNode, n.NilNode, n.DotNode)):
-                self.errorf(f'unexpected . after term "{node}"')
+                self.errorf(f"unexpected . after term {go_quote(str(node))}")
             return chain
         return node
 
@@ -452,7 +453,7 @@ class Parser:
         t = token.typ
         if t == T.IDENTIFIER:
             if token.val not in self.funcs:
-                self.errorf(f'function "{token.val}" not defined')
+                self.errorf(f"function {go_quote(token.val)} not defined")
             return n.IdentifierNode(token.pos, token.val)
         if t == T.DOT:
             return n.DotNode(token.pos)
@@ -510,9 +511,9 @@ class Parser:
         try:
             f = float(text.replace("_", "")) if "x" not in text.lower() else float.fromhex(text)
         except ValueError:
-            self.errorf(f'illegal number syntax: "{text}"')
+            self.errorf(f"illegal number syntax: {go_quote(text)}")
         if not any(c in text for c in ".eEpP"):
-            self.errorf(f'integer overflow: "{text}"')
+            self.errorf(f"integer overflow: {go_quote(text)}")
         node.is_float = True
         node.float_val = f
         if f == int(f) and -(2**63) <= f < 2**63:
@@ -524,7 +525,7 @@ class Parser:
         ident = token.val.split(".")
         if ident[0] in self.vars:
             return n.VariableNode(token.pos, ident)
-        self.errorf(f'undefined variable "{ident[0]}"')
+        self.errorf(f"undefined variable {go_quote(ident[0])}")
         raise AssertionError
 
 
