@@ -138,10 +138,10 @@ def _eq(arg1: Any, *arg2: Any) -> bool:
         elif arg1 is MISSING or arg is MISSING:
             truth = arg1 is MISSING and arg is MISSING
         elif isinstance(arg1, type(arg)) or isinstance(arg, type(arg1)):
-            raise GoError(f"non-comparable type {sprint(arg)}: {type_name(arg)}")
+            raise GoError(f"non-comparable type {sprintf('%s', arg)}: {type_name(arg)}")
         else:
             raise GoError(
-                f"non-comparable types {sprint(arg1)}: {type_name(arg1)}, "
+                f"non-comparable types {sprintf('%s', arg1)}: {type_name(arg1)}, "
                 f"{type_name(arg)}: {sprint(arg)}"
             )
         if truth:
@@ -186,7 +186,7 @@ def _ge(a: Any, b: Any) -> bool:
 def _eval_args(args: tuple[Any, ...]) -> str:
     if len(args) == 1 and isinstance(args[0], str):
         return args[0]
-    return sprint(*args)
+    return sprint(*("<no value>" if a is None or a is MISSING else a for a in args))
 
 
 _HTML = {"\0": "\ufffd", '"': "&#34;", "'": "&#39;", "&": "&amp;", "<": "&lt;", ">": "&gt;"}

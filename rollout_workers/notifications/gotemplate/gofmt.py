@@ -85,7 +85,10 @@ def sprint_value(v: Any, verb: str = "v") -> str:
     if isinstance(v, list):
         return "[" + " ".join(sprint_value(e, verb) for e in v) + "]"
     if isinstance(v, dict):
-        parts = [f"{sprint_value(k, verb)}:{sprint_value(v[k], verb)}" for k in sorted(v)]
+        parts = [
+            f"{sprint_value(k, verb)}:{sprint_value(v[k], verb)}"
+            for k in sorted(v, key=lambda s: s.encode())
+        ]
         return "map[" + " ".join(parts) + "]"
     if verb == "v":
         return _plain(v)
@@ -146,15 +149,15 @@ def format_one(
 ) -> str:
     if verb == "T":
         return _pad(type_name(v) if v is not None else "<nil>", flags, width)
-    if isinstance(v, (list, dict)) and verb in "vsdqxXfeEgGtc":
+    if isinstance(v, (list, dict)):
+        # Width and precision apply to each element; a nil element prints <nil> for any verb.
         if isinstance(v, list):
-            body = " ".join(format_one(verb, flags, None, prec, e) for e in v)
-            return _pad("[" + body + "]", flags, width)
+            return "[" + " ".join(_element(verb, flags, width, prec, e) for e in v) + "]"
         parts = [
-            f"{format_one(verb, flags, None, prec, k)}:{format_one(verb, flags, None, prec, v[k])}"
-            for k in sorted(v)
+            f"{_element(verb, flags, width, prec, k)}:{_element(verb, flags, width, prec, v[k])}"
+            for k in sorted(v, key=lambda s: s.encode())
         ]
-        return _pad("map[" + " ".join(parts) + "]", flags, width)
+        return "map[" + " ".join(parts) + "]"
     if v is None or v is MISSING:
         if verb == "v":
             return _pad("<nil>", flags, width)
@@ -172,6 +175,12 @@ def format_one(
     if verb == "v":
         return _pad(_plain(v), flags, width)
     return _bad(verb, v)
+
+
+def _element(verb: str, flags: dict[str, bool], width: int | None, prec: int | None, v: Any) -> str:
+    if v is None:
+        return _pad("<nil>", flags, width)
+    return format_one(verb, flags, width, prec, v)
 
 
 def _sign(n: float, flags: dict[str, bool]) -> str:
