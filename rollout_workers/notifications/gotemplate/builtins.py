@@ -7,7 +7,14 @@ from typing import Any
 
 from rollout_workers.notifications.gotemplate.functions import Func, GoError
 from rollout_workers.notifications.gotemplate.gofmt import sprint, sprintf, sprintln
-from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, is_true, type_name
+from rollout_workers.notifications.gotemplate.values import (
+    MISSING,
+    GoInt,
+    Iface,
+    is_true,
+    type_name,
+    unwrap,
+)
 
 
 def _indirect(v: Any) -> Any:
@@ -76,7 +83,7 @@ def _index(item: Any, *indexes: Any) -> Any:
 
 
 def _slice(item: Any, *indexes: Any) -> Any:
-    item = _indirect(item)
+    item = _indirect(unwrap(item))
     if item is MISSING:
         raise GoError("slice of untyped nil")
     if item is None:
@@ -94,7 +101,9 @@ def _slice(item: Any, *indexes: Any) -> Any:
         raise GoError(f"can't slice item of type {type_name(item)}")
     idx = [0, cap, 0]
     for i, index in enumerate(indexes):
-        idx[i] = _index_arg(_indirect(index), cap)
+        if isinstance(index, Iface):  # slice does not unwrap interface{} indexes
+            raise GoError("cannot index slice/array with type interface {}")
+        idx[i] = _index_arg(index, cap)
     if idx[0] > idx[1]:
         raise GoError(f"invalid slice index: {idx[0]} > {idx[1]}")
     if len(indexes) == 3 and idx[1] > idx[2]:

@@ -126,22 +126,25 @@ def sprintln(*args: Any) -> str:
     return " ".join(sprint_value(a) for a in args) + "\n"
 
 
-def _pad(s: str, flags: dict[str, bool], width: int | None, zero_ok: bool = True) -> str:
+def _pad(
+    s: str, flags: dict[str, bool], width: int | None, zero_ok: bool = True, numeric: bool = False
+) -> str:
     if width is None or len(s) >= width:
         return s
     if flags.get("-"):
         return s + " " * (width - len(s))
     if flags.get("0") and zero_ok:
-        if s[:1] in "+-":
+        if numeric and s and s[0] in "+- ":
             return s[0] + "0" * (width - len(s)) + s[1:]
         return "0" * (width - len(s)) + s
     return " " * (width - len(s)) + s
 
 
-def _bad(verb: str, v: Any) -> str:
+def _bad(verb: str, v: Any, flags: dict[str, bool], width: int | None, prec: int | None) -> str:
+    """fmt's bad-verb text: the value printed with %v under the same flags, width, precision."""
     if v is None or v is MISSING:
         return f"%!{verb}(<nil>)"
-    return f"%!{verb}({type_name(v)}={sprint_value(v)})"
+    return f"%!{verb}({type_name(v)}={format_one('v', flags, width, prec, v)})"
 
 
 def format_one(
@@ -161,11 +164,11 @@ def format_one(
     if v is None or v is MISSING:
         if verb == "v":
             return _pad("<nil>", flags, width)
-        return _bad(verb, v)
+        return _bad(verb, v, flags, width, prec)
     if isinstance(v, bool):
         if verb in "vt":
             return _pad("true" if v else "false", flags, width)
-        return _bad(verb, v)
+        return _bad(verb, v, flags, width, prec)
     if isinstance(v, int):
         return _format_int(verb, flags, width, prec, int(v), v)
     if isinstance(v, float):
@@ -174,7 +177,7 @@ def format_one(
         return _format_str(verb, flags, width, prec, v)
     if verb == "v":
         return _pad(_plain(v), flags, width)
-    return _bad(verb, v)
+    return _bad(verb, v, flags, width, prec)
 
 
 def _element(verb: str, flags: dict[str, bool], width: int | None, prec: int | None, v: Any) -> str:
@@ -217,12 +220,12 @@ def _format_int(  # noqa: PLR0917
     elif verb == "U":
         return _pad(f"U+{n:04X}", flags, width)
     else:
-        return _bad(verb, orig)
+        return _bad(verb, orig, flags, width, prec)
     if prec is not None:
         digits = digits.rjust(prec, "0")
         if prec == 0 and n == 0:
             digits = ""
-    return _pad(_sign(n, flags) + digits, flags, width, zero_ok=prec is None)
+    return _pad(_sign(n, flags) + digits, flags, width, zero_ok=prec is None, numeric=True)
 
 
 def _format_float(
@@ -236,7 +239,11 @@ def _format_float(
         if flags.get("+") and not s.startswith("-"):
             s = "+" + s
         return _pad(s, flags, width)
-    if verb in "fF":
+    if verb in "xX":
+        s = _hex_float(abs(f), prec)
+        if verb == "X":
+            s = s.upper()
+    elif verb in "fF":
         s = f"{abs(f):.{6 if prec is None else prec}f}"
     elif verb in "eE":
         s = f"{abs(f):.{6 if prec is None else prec}e}"
@@ -247,10 +254,45 @@ def _format_float(
         if verb == "G":
             s = s.upper()
     else:
-        return _bad(verb, f)
+        return _bad(verb, f, flags, width, prec)
     neg = f < 0 or (f == 0 and math.copysign(1, f) < 0)
     sign = "-" if neg else ("+" if flags.get("+") else (" " if flags.get(" ") else ""))
-    return _pad(sign + s, flags, width)
+    return _pad(sign + s, flags, width, numeric=True)
+
+
+def _hex_float(f: float, prec: int | None) -> str:
+    """strconv's 'x' format: 0x1.e848p+19 (shortest unless a precision is given)."""
+    if f == 0:
+        mant, exp = "0", 0
+    else:
+        h = f.hex()  # 0x1.e848000000000p+19 (normal) or 0x0.0000000000001p-1022 (subnormal)
+        m, e = h[2:].split("p")
+        exp = int(e)
+        lead, _, frac = m.partition(".")
+        if lead == "0":  # normalise a subnormal so that it starts with 1
+            bits = int(frac, 16)
+            shift = 52 - bits.bit_length() + 1
+            bits <<= shift
+            exp -= shift
+            frac = f"{bits & ((1 << 52) - 1):013x}"
+        mant = "1." + frac if frac else "1"
+        mant = mant.rstrip("0").rstrip(".")
+    if prec is not None:
+        lead, _, frac = mant.partition(".")
+        value = int(lead + frac.ljust(13, "0"), 16)
+        drop = (13 - prec) * 4
+        if drop > 0:
+            half = 1 << (drop - 1)
+            rem = value & ((1 << drop) - 1)
+            value >>= drop
+            if rem > half or (rem == half and value & 1):
+                value += 1
+            if value >> (prec * 4) >= 2:
+                value >>= 1
+                exp += 1
+        digits = f"{value:x}"
+        mant = digits[0] + ("." + digits[1:].rjust(prec, "0") if prec > 0 else "")
+    return f"0x{mant}p{'-' if exp < 0 else '+'}{abs(exp):02d}"
 
 
 def _format_str(
@@ -274,7 +316,7 @@ def _format_str(
         if verb == "X":
             h = h.upper()
         return _pad(h, flags, width)
-    return _bad(verb, s)
+    return _bad(verb, s, flags, width, prec)
 
 
 def sprintf(fmt: str, *args: Any) -> str:
@@ -339,7 +381,7 @@ def sprintf(fmt: str, *args: Any) -> str:
         arg = args[argi]
         argi += 1
         if verb not in "vTtbcdoOqxXUeEfFgGsp":
-            out.append(f"%!{verb}({type_name(arg)}={sprint_value(arg)})")
+            out.append(_bad(verb, arg, flags, width, prec))
             continue
         out.append(format_one(verb, flags, width, prec, arg))
     if argi < len(args):
