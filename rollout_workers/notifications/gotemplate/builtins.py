@@ -1,4 +1,8 @@
-"""text/template's predefined functions (funcs.go)."""
+"""text/template's predefined functions (funcs.go).
+
+``slice`` is missing on purpose: sprig defines its own, and a FuncMap entry shadows a builtin, so
+notifications-engine's templates get sprig's ``slice`` (see sprig.py).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,7 @@ from typing import Any
 
 from rollout_workers.notifications.gotemplate.functions import Func, GoError
 from rollout_workers.notifications.gotemplate.gofmt import sprint, sprintf, sprintln
-from rollout_workers.notifications.gotemplate.values import (
-    MISSING,
-    GoInt,
-    Iface,
-    is_true,
-    type_name,
-    unwrap,
-)
+from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, is_true, type_name
 
 
 def _indirect(v: Any) -> Any:
@@ -80,37 +77,6 @@ def _index(item: Any, *indexes: Any) -> Any:
         else:
             raise GoError(f"can't index item of type {type_name(item)}")
     return item
-
-
-def _slice(item: Any, *indexes: Any) -> Any:
-    item = _indirect(unwrap(item))
-    if item is MISSING:
-        raise GoError("slice of untyped nil")
-    if item is None:
-        raise GoError("slice of nil pointer")
-    if len(indexes) > 3:
-        raise GoError(f"too many slice indexes: {len(indexes)}")
-    if isinstance(item, str):
-        if len(indexes) == 3:
-            raise GoError("cannot 3-index slice a string")
-        b = item.encode()
-        cap = len(b)
-    elif isinstance(item, list):
-        cap = len(item)
-    else:
-        raise GoError(f"can't slice item of type {type_name(item)}")
-    idx = [0, cap, 0]
-    for i, index in enumerate(indexes):
-        if isinstance(index, Iface):  # slice does not unwrap interface{} indexes
-            raise GoError("cannot index slice/array with type interface {}")
-        idx[i] = _index_arg(index, cap)
-    if idx[0] > idx[1]:
-        raise GoError(f"invalid slice index: {idx[0]} > {idx[1]}")
-    if len(indexes) == 3 and idx[1] > idx[2]:
-        raise GoError(f"invalid slice index: {idx[1]} > {idx[2]}")
-    if isinstance(item, str):
-        return item.encode()[idx[0] : idx[1]].decode("utf-8", "replace")
-    return item[idx[0] : idx[1]]
 
 
 _BOOL, _INT, _FLOAT, _STRING = "bool", "int", "float", "string"
@@ -257,7 +223,6 @@ BUILTINS: dict[str, Func] = {
     "not": Func(_not, ("value",), builtin=True),
     "len": Func(_len, ("value",), builtin=True),
     "index": Func(_index, ("value", "value"), variadic=True, builtin=True),
-    "slice": Func(_slice, ("value", "value"), variadic=True, builtin=True),
     "eq": Func(_eq, ("value", "value"), variadic=True, builtin=True),
     "ne": Func(_ne, ("value", "value"), builtin=True),
     "lt": Func(_lt, ("value", "value"), builtin=True),

@@ -9,14 +9,7 @@ from rollout_workers.notifications.gotemplate import nodes as n
 from rollout_workers.notifications.gotemplate.errors import TemplateError
 from rollout_workers.notifications.gotemplate.functions import GO_TYPE, Func, GoError
 from rollout_workers.notifications.gotemplate.gofmt import go_quote, sprint_value
-from rollout_workers.notifications.gotemplate.values import (
-    MISSING,
-    GoInt,
-    Iface,
-    is_true,
-    type_name,
-    unwrap,
-)
+from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, is_true, type_name
 
 MAX_EXEC_DEPTH = 100  # Go: 100000; a notification's {{template}} nesting is shallow.
 
@@ -392,7 +385,7 @@ class State:
         if f.builtin and name in ("and", "or"):
             v: Any = MISSING
             for a in argn:
-                v = unwrap(self.eval_arg(dot, dot_iface, "value", a))
+                v = self.eval_arg(dot, dot_iface, "value", a)
                 if is_true(MISSING if v is None else v) == (name == "or"):
                     return v
             if final is not _NOT_GIVEN:
@@ -406,8 +399,6 @@ class State:
             i = len(argn)
             typ = f.params[i] if i < num_fixed else f.params[-1]
             argv.append(self.validate_type(final, typ, False))
-        if f.builtin and name != "slice":
-            argv = [unwrap(a) for a in argv]
         if f.builtin and name == "call":
             self.at(node)
             return self.call(args[1] if args is not None and len(args) > 1 else None, argv)
@@ -460,21 +451,6 @@ class State:
         return value
 
     def eval_arg(self, dot: Any, dot_iface: bool, typ: str | None, node: n.Node) -> Any:
-        v = self._eval_arg(dot, dot_iface, typ, node)
-        if typ == "value" and v is not MISSING and self._iface_node(node, dot_iface):
-            return Iface(v)
-        return v
-
-    def _iface_node(self, node: n.Node, dot_iface: bool) -> bool:
-        if isinstance(node, (n.FieldNode, n.ChainNode)):
-            return True
-        if isinstance(node, n.DotNode):
-            return dot_iface
-        if isinstance(node, n.VariableNode):
-            return len(node.ident) > 1 or self.var_value(node.ident[0]).iface
-        return False
-
-    def _eval_arg(self, dot: Any, dot_iface: bool, typ: str | None, node: n.Node) -> Any:
         self.at(node)
         if isinstance(node, n.DotNode):
             return self.validate_type(dot, typ, dot_iface)

@@ -10,6 +10,29 @@ from rollout_workers.notifications.gotemplate.errors import TemplateError
 from rollout_workers.notifications.gotemplate.gofmt import go_quote
 from rollout_workers.notifications.gotemplate.lexer import Item, Lexer, T
 
+# sprig v3's TxtFuncMap names that this engine does not implement: a template using one fails
+# to parse with a message that says so (Go would accept it). env and expandenv are not here:
+# notifications-engine removes them, so Go says "not defined" too.
+SPRIG_NOT_IMPLEMENTED = frozenset(
+    """hello ago date date_in_zone date_modify dateInZone dateModify duration durationRound
+    htmlDate htmlDateInZone must_date_modify mustDateModify mustToDate now toDate unixEpoch
+    abbrev abbrevboth untitle substr trimall nospace initials randAlphaNum randAlpha randAscii
+    randNumeric swapcase shuffle snakecase camelcase kebabcase wrap wrapWith cat plural sha1sum
+    sha256sum sha512sum adler32sum seq toDecimal splitn until untilStep randInt add1f addf subf
+    divf mulf biggest maxf minf ceil floor round sortAlpha all any compact mustCompact fromJson
+    toRawJson mustFromJson mustToJson mustToPrettyJson mustToRawJson deepCopy mustDeepCopy
+    typeOf typeIs typeIsLike kindOf kindIs deepEqual getHostByName base dir clean ext isAbs
+    osBase osClean osDir osExt osIsAbs b32enc b32dec tuple unset pluck pick omit merge
+    mergeOverwrite mustMerge mustMergeOverwrite values append mustAppend prepend mustPrepend
+    mustFirst rest mustRest mustLast initial mustInitial reverse mustReverse uniq mustUniq
+    without mustWithout has mustHas mustSlice concat dig chunk mustChunk bcrypt htpasswd
+    genPrivateKey derivePassword buildCustomCert genCA genCAWithKey genSelfSignedCert
+    genSelfSignedCertWithKey genSignedCert genSignedCertWithKey encryptAES decryptAES randBytes
+    uuidv4 semver semverCompare fail mustRegexMatch mustRegexFindAll regexFind mustRegexFind
+    mustRegexReplaceAll mustRegexReplaceAllLiteral regexSplit mustRegexSplit regexQuoteMeta
+    urlParse urlJoin""".split()
+)
+
 MAX_STACK_DEPTH = 1000  # Go allows 10000; a notification template needs far fewer.
 
 
@@ -453,6 +476,11 @@ class Parser:
         t = token.typ
         if t == T.IDENTIFIER:
             if token.val not in self.funcs:
+                if token.val in SPRIG_NOT_IMPLEMENTED:
+                    self.errorf(
+                        f"function {go_quote(token.val)} is a sprig function that "
+                        "rollout-workers does not implement"
+                    )
                 self.errorf(f"function {go_quote(token.val)} not defined")
             return n.IdentifierNode(token.pos, token.val)
         if t == T.DOT:

@@ -338,26 +338,57 @@ def _keys(*dicts: Any) -> list[Any]:
     return out
 
 
+_NIL_DEREF = "runtime error: invalid memory address or nil pointer dereference"
+
+
 def _first(v: Any) -> Any:
     if isinstance(v, list):
         return v[0] if v else None
     if v is None or v is MISSING:
-        return None
-    raise GoError(f"Cannot find first on type {_type_for_sprig(v)}")
+        raise GoError(_NIL_DEREF)  # reflect.TypeOf(nil).Kind()
+    raise GoError(f"Cannot find first on type {_kind(v)}")
 
 
 def _last(v: Any) -> Any:
     if isinstance(v, list):
         return v[-1] if v else None
     if v is None or v is MISSING:
+        raise GoError(_NIL_DEREF)
+    raise GoError(f"Cannot find last on type {_kind(v)}")
+
+
+def _kind(v: Any) -> str:
+    """reflect.Kind's name, which sprig's list errors print."""
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, GoInt):
+        return "int"
+    if isinstance(v, int):
+        return "int64"
+    if isinstance(v, float):
+        return "float64"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, dict):
+        return "map"
+    if isinstance(v, list):
+        return "slice"
+    return "func"
+
+
+def _sprig_slice(lst: Any, *indices: Any) -> Any:
+    """sprig's slice (it shadows Go's builtin): lists only, indexes converted with cast.ToInt."""
+    if lst is None or lst is MISSING:
+        raise GoError("runtime error: invalid memory address or nil pointer dereference")
+    if not isinstance(lst, list):
+        raise GoError(f"list should be type of slice or array but {_kind(lst)}")
+    if not lst:
         return None
-    raise GoError(f"Cannot find last on type {_type_for_sprig(v)}")
-
-
-def _type_for_sprig(v: Any) -> str:
-    from rollout_workers.notifications.gotemplate.values import type_name
-
-    return type_name(v)
+    start = _to_int64(indices[0]) if indices else 0
+    end = _to_int64(indices[1]) if len(indices) >= 2 else len(lst)
+    if start < 0 or end < start or end > len(lst):
+        raise GoError("reflect.Value.Slice: slice index out of bounds")
+    return lst[start:end]
 
 
 def _b64enc(s: str) -> str:
@@ -540,6 +571,7 @@ SPRIG: dict[str, Func] = dict(
         _s("keys", _keys, "map", variadic=True),
         _s("first", _first, "any"),
         _s("last", _last, "any"),
+        _s("slice", _sprig_slice, "any", "any", variadic=True),
         _s("b64enc", _b64enc, "string"),
         _s("b64dec", _b64dec, "string"),
         _s("repeat", _repeat, "int", "string"),

@@ -18,24 +18,6 @@ class GoInt(int):
     __slots__ = ()
 
 
-class Iface:
-    """A reflect.Value of kind Interface, as a map or slice element arrives at a builtin.
-
-    Only ``slice`` tells it apart (it does not unwrap its index arguments, so an index taken
-    from data fails with "cannot index slice/array with type interface {}"); every other
-    builtin unwraps it first.
-    """
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
-def unwrap(v: Any) -> Any:
-    return v.value if isinstance(v, Iface) else v
-
-
 class _Missing:
     __slots__ = ()
 

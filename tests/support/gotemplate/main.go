@@ -6,8 +6,8 @@
 //
 // Data is decoded as Kubernetes decodes unstructured objects: integers become int64, other
 // numbers float64. It uses the standard library only (sprig is not reachable offline); the
-// sprig functions that Argo's notification catalog calls are defined below, to sprig's
-// documented behaviour.
+// sprig functions that Argo's notification catalog calls (add), and sprig's slice, which
+// shadows the builtin, are defined below to sprig's documented behaviour.
 package main
 
 import (
@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"text/template"
@@ -82,7 +83,35 @@ func toInt64(v any) int64 {
 	return 0
 }
 
+// toInt is spf13/cast's ToInt.
+func toInt(v any) int { return int(toInt64(v)) }
+
 var funcs = template.FuncMap{
+	// sprig: func slice(list interface{}, indices ...interface{}) interface{} (it shadows
+	// text/template's builtin slice in notifications-engine's templates).
+	"slice": func(list any, indices ...any) any {
+		tp := reflect.TypeOf(list).Kind()
+		switch tp {
+		case reflect.Slice, reflect.Array:
+			l2 := reflect.ValueOf(list)
+			l := l2.Len()
+			if l == 0 {
+				return nil
+			}
+			var start, end int
+			if len(indices) > 0 {
+				start = toInt(indices[0])
+			}
+			if len(indices) < 2 {
+				end = l
+			} else {
+				end = toInt(indices[1])
+			}
+			return l2.Slice(start, end).Interface()
+		default:
+			panic(fmt.Errorf("list should be type of slice or array but %s", tp))
+		}
+	},
 	// sprig: func add(i ...interface{}) int64
 	"add": func(i ...any) int64 {
 		var a int64
