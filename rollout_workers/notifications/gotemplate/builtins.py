@@ -11,7 +11,13 @@ from typing import Any
 
 from rollout_workers.notifications.gotemplate.functions import Func, GoError
 from rollout_workers.notifications.gotemplate.gofmt import sprint, sprintf, sprintln
-from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, is_true, type_name
+from rollout_workers.notifications.gotemplate.values import (
+    MISSING,
+    GoInt,
+    Uint8,
+    is_true,
+    type_name,
+)
 
 
 def _indirect(v: Any) -> Any:
@@ -67,7 +73,7 @@ def _index(item: Any, *indexes: Any) -> Any:
                 raise GoError(f"reflect: {kind} index out of range")
             item = seq[x]
             if isinstance(seq, bytes):
-                item = int(item)
+                item = Uint8(item)
         elif isinstance(item, dict):
             if index is MISSING:
                 raise GoError("value is nil; should be of type string")

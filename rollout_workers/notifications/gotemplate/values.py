@@ -18,6 +18,12 @@ class GoInt(int):
     __slots__ = ()
 
 
+class Uint8(int):
+    """A byte, as ``index`` of a string gives it."""
+
+    __slots__ = ()
+
+
 class _Missing:
     __slots__ = ()
 
@@ -35,6 +41,8 @@ def type_name(v: Any) -> str:
         return "bool"
     if isinstance(v, GoInt):
         return "int"
+    if isinstance(v, Uint8):
+        return "uint8"
     if isinstance(v, int):
         return "int64"
     if isinstance(v, float):

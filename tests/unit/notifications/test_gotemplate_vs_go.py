@@ -166,7 +166,11 @@ CASES: list[tuple[str, str] | tuple[str, str, Any]] = [
     ("len-missing", "{{len .nope}}"),
     ("index-list", '{{index .list 1}} {{index .nested.l 0 | printf "%v"}}'),
     ("index-map", '{{index .map "a"}} {{index .map "c" "d"}} {{index .map "nope"}}'),
-    ("index-string", "{{index .s 1}}"),
+    ("index-string", '{{index .s 1}} {{printf "%T %c %v" (index .s 0) (index .s 0) (index .s 0)}}'),
+    (
+        "index-string-compare",
+        "{{eq (index .s 0) 104}} {{lt (index .s 0) 200}} {{eq .t (index .s 0)}}",
+    ),
     ("index-out-of-range", "{{index .list 3}}"),
     ("index-out-of-range-2", "{{index .list 5}}"),
     ("index-negative", "{{index .list -1}}"),
