@@ -135,10 +135,12 @@ def _title(s: str) -> str:
 
 
 def _trunc(c: int, s: str) -> str:
-    if c < 0 and len(s) + c > 0:
-        return s[len(s) + c :]
-    if c >= 0 and len(s) > c:
-        return s[:c]
+    """sprig's trunc counts bytes; a cut rune becomes U+FFFD."""
+    b = s.encode()
+    if c < 0 and len(b) + c > 0:
+        return b[len(b) + c :].decode("utf-8", "replace")
+    if c >= 0 and len(b) > c:
+        return b[:c].decode("utf-8", "replace")
     return s
 
 
@@ -431,7 +433,11 @@ def _compile(regex: str) -> Any:
     try:
         return re2.compile(regex)
     except re2.error as e:
-        raise GoError(f"regexp: Compile({go_quote(regex)}): {e}") from e
+        detail = e.args[0] if e.args else ""
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        # The detail is RE2's wording (Go's regexp words some errors differently).
+        raise GoError(f"regexp: Compile({go_quote(regex)}): error parsing regexp: {detail}") from e
 
 
 def _regex_match(regex: str, s: str) -> bool:
@@ -459,14 +465,31 @@ def _go_expand(m: Any, template: str) -> str:
     return _EXPAND.sub(sub, template)
 
 
+def _go_replace_all(r: Any, s: str, repl: Any) -> str:
+    """regexp.(*Regexp).replaceAll: an empty match right after a match is not replaced."""
+    out: list[str] = []
+    last_end = 0
+    pos = 0
+    while pos <= len(s):
+        m = r.search(s, pos)
+        if m is None:
+            break
+        a, b = m.span()
+        out.append(s[last_end:a])
+        if b > last_end or a == 0:
+            out.append(repl(m))
+        last_end = b
+        pos = pos + 1 if pos + 1 > b else b  # always advance at least one character
+    out.append(s[last_end:])
+    return "".join(out)
+
+
 def _regex_replace_all(regex: str, s: str, repl: str) -> str:
-    r = _compile(regex)
-    return str(r.sub(lambda m: _go_expand(m, repl), s))
+    return _go_replace_all(_compile(regex), s, lambda m: _go_expand(m, repl))
 
 
 def _regex_replace_all_literal(regex: str, s: str, repl: str) -> str:
-    r = _compile(regex)
-    return str(r.sub(lambda m: repl, s))
+    return _go_replace_all(_compile(regex), s, lambda m: repl)
 
 
 def _regex_find_all(regex: str, s: str, n: int) -> list[Any]:
