@@ -11,6 +11,7 @@ from rollout_workers.notifications.gotemplate.functions import GO_TYPE, Func, Go
 from rollout_workers.notifications.gotemplate.gofmt import go_quote, sprint_value
 from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, is_true, type_name
 
+MAX_STRING = 16 << 20  # a function may not build a longer string (Go has no such limit)
 MAX_EXEC_DEPTH = 100  # Go: 100000; a notification's {{template}} nesting is shallow.
 
 _NOT_GIVEN: Any = object()  # Go's missingVal: no final (piped) argument
@@ -403,14 +404,17 @@ class State:
             self.at(node)
             return self.call(args[1] if args is not None and len(args) > 1 else None, argv)
         try:
-            return f.fn(*argv)
+            result = f.fn(*argv)
         except GoError as e:
             self.at(node)
             self.errorf(f"error calling {name}: {e}")
         except (ZeroDivisionError, OverflowError, RecursionError, ValueError) as e:
             self.at(node)
             self.errorf(f"error calling {name}: {e}")
-        raise AssertionError
+        if isinstance(result, str) and len(result) > MAX_STRING:
+            self.at(node)
+            self.errorf(f"error calling {name}: result exceeds {MAX_STRING} bytes")
+        return result
 
     def call(self, callee: n.Node | None, argv: list[Any]) -> Any:
         fn = MISSING if argv[0] is None else argv[0]

@@ -319,6 +319,23 @@ def _format_str(
     return _bad(verb, s, flags, width, prec)
 
 
+def _too_large(x: int) -> bool:
+    return x > 1_000_000 or x < -1_000_000
+
+
+def _parsenum(s: str, i: int) -> tuple[int | None, int]:
+    """fmt's parsenum: a width or precision; a crazy long number swallows the rest."""
+    num = 0
+    isnum = False
+    while i < len(s) and "0" <= s[i] <= "9":
+        if _too_large(num):
+            return None, len(s)
+        num = num * 10 + ord(s[i]) - 48
+        isnum = True
+        i += 1
+    return (num if isnum else None), i
+
+
 def sprintf(fmt: str, *args: Any) -> str:
     """fmt.Sprintf for the verbs and flags templates use."""
     out: list[str] = []
@@ -346,6 +363,7 @@ def sprintf(fmt: str, *args: Any) -> str:
                 argi < len(args)
                 and isinstance(args[argi], int)
                 and not isinstance(args[argi], bool)
+                and not _too_large(int(args[argi]))
             ):
                 width = int(args[argi])
                 if width < 0:
@@ -355,18 +373,21 @@ def sprintf(fmt: str, *args: Any) -> str:
                 out.append("%!(BADWIDTH)")
             argi += 1
         else:
-            st = i
-            while i < n and fmt[i].isdigit():
-                i += 1
-            if i > st:
-                width = int(fmt[st:i])
+            width, i = _parsenum(fmt, i)
         prec: int | None = None
         if i < n and fmt[i] == ".":
             i += 1
-            st = i
-            while i < n and fmt[i].isdigit():
+            if i < n and fmt[i] == "*":
                 i += 1
-            prec = int(fmt[st:i]) if i > st else 0
+                a = args[argi] if argi < len(args) else None
+                if isinstance(a, int) and not isinstance(a, bool) and not _too_large(int(a)):
+                    prec = int(a) if a >= 0 else None
+                else:
+                    out.append("%!(BADPREC)")
+                argi += 1
+            else:
+                prec, i = _parsenum(fmt, i)
+                prec = prec or 0
         if i >= n:
             out.append("%!(NOVERB)")
             break

@@ -412,16 +412,32 @@ def _bad_b64_offset(s: str) -> int:
     return len(s) - len(s) % 4 if len(s) % 4 else len(s)
 
 
+MAX_RESULT = 16 << 20  # no function builds a longer string (Go would try, and exhaust memory)
+
+
+def _check_size(n: int) -> None:
+    if n > MAX_RESULT:
+        raise GoError(f"result exceeds {MAX_RESULT} bytes")
+
+
 def _repeat(count: int, s: str) -> str:
     if count < 0:
         raise GoError("strings: negative Repeat count")
-    if count * len(s) > 1 << 20:
-        raise GoError("repeat: result too large")
+    _check_size(count * len(s))
     return s * count
 
 
+def _replace(old: str, new: str, src: str) -> str:
+    count = len(src) + 1 if old == "" else src.count(old)
+    _check_size(len(src) + count * max(0, len(new) - len(old)))
+    return src.replace(old, new)
+
+
 def _indent(spaces: int, v: str) -> str:
-    pad = " " * max(0, spaces)
+    if spaces < 0:
+        raise GoError("strings: negative Repeat count")
+    _check_size(len(v) + spaces * (v.count("\n") + 1))
+    pad = " " * spaces
     return pad + v.replace("\n", "\n" + pad)
 
 
@@ -565,7 +581,7 @@ SPRIG: dict[str, Func] = dict(
         _s("trimPrefix", _trim_prefix, "string", "string"),
         _s("trimSuffix", _trim_suffix, "string", "string"),
         _s("trunc", _trunc, "int", "string"),
-        _s("replace", lambda old, new, src: src.replace(old, new), "string", "string", "string"),
+        _s("replace", _replace, "string", "string", "string"),
         _s("contains", _contains, "string", "string"),
         _s("hasPrefix", _has_prefix, "string", "string"),
         _s("hasSuffix", _has_suffix, "string", "string"),

@@ -215,6 +215,11 @@ CASES: list[tuple[str, str] | tuple[str, str, Any]] = [
     ("printf-hex-string", '{{printf "%x %X" "hi" "hi"}}'),
     ("printf-plus-float", '{{printf "%+.1f %+d" 2.0 -3}}'),
     ("printf-not-string", "{{printf 3}}"),
+    (
+        "printf-huge-width",
+        '{{printf "%99999999d|%*d|%.*f|%.99999999f" 1 2000000 2 3000000 1.5 2.5}}',
+    ),
+    ("printf-star-prec", '{{printf "%.*f|%-*d|" 2 3.14159 -4 7}}'),
     ("printf-int-lit", '{{printf "%v %T" 3 3}}'),
     ("html", '{{html .html}} {{html "a" 1}}'),
     ("js", '{{js .html}} {{js .quote}} {{js "a=b\\n"}}'),
