@@ -70,6 +70,7 @@ def run(binary: Path, cases: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Render cases ({name, template, data}) with Go: one {output} or {error} each."""
     proc = subprocess.run(
         [str(binary)],
+        env={"TZ": "UTC", "PATH": os.environ.get("PATH", "/usr/bin:/bin")},  # Local is UTC
         input=json.dumps(cases),
         capture_output=True,
         text=True,

@@ -20,7 +20,10 @@ template cannot hang a worker; nothing reads the environment or files.
 Public API::
 
     tmpl = parse(text, name="message")     # TemplateError with Go's parse error text
-    tmpl.render({"rollout": {...}})        # TemplateError with Go's "executing" error text
+    tmpl.render({"rollout": {...}, "time": ARGO_TIME_VARS})  # or Go's "executing" error
+
+``ARGO_TIME_VARS`` is Argo Rollouts' ``time`` variable (``call .time.Parse "<RFC 3339>"``,
+``call .time.Now``); time.Time values support Format and the common methods.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from rollout_workers.notifications.gotemplate.builtins import BUILTINS
 from rollout_workers.notifications.gotemplate.errors import TemplateError
 from rollout_workers.notifications.gotemplate.executor import Limits, State
 from rollout_workers.notifications.gotemplate.functions import Func
+from rollout_workers.notifications.gotemplate.gotime import ARGO_TIME_VARS
 from rollout_workers.notifications.gotemplate.parser import parse_trees
 from rollout_workers.notifications.gotemplate.sprig import SPRIG
 
@@ -77,4 +81,4 @@ def parse(text: str, name: str = "template") -> Template:
     return Template(name, text, trees)
 
 
-__all__ = ["Limits", "Template", "TemplateError", "parse"]
+__all__ = ["ARGO_TIME_VARS", "Limits", "Template", "TemplateError", "parse"]

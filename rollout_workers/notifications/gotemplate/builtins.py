@@ -11,6 +11,7 @@ from typing import Any
 
 from rollout_workers.notifications.gotemplate.functions import Func, GoError
 from rollout_workers.notifications.gotemplate.gofmt import sprint, sprintf, sprintln
+from rollout_workers.notifications.gotemplate.gotime import GoTime
 from rollout_workers.notifications.gotemplate.values import (
     MISSING,
     GoInt,
@@ -114,7 +115,7 @@ def _eq(arg1: Any, *arg2: Any) -> bool:
                 raise GoError(
                     f"incompatible types for comparison: {type_name(arg1)} and {type_name(arg)}"
                 )
-        elif k1 is not None:
+        elif k1 is not None or (isinstance(arg1, GoTime) and isinstance(arg, GoTime)):
             truth = arg1 == arg
         elif arg1 is MISSING or arg is MISSING:
             truth = arg1 is MISSING and arg is MISSING

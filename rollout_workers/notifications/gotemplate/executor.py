@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -9,12 +10,46 @@ from rollout_workers.notifications.gotemplate import nodes as n
 from rollout_workers.notifications.gotemplate.errors import TemplateError
 from rollout_workers.notifications.gotemplate.functions import GO_TYPE, Func, GoError
 from rollout_workers.notifications.gotemplate.gofmt import go_quote, sprint_value
+from rollout_workers.notifications.gotemplate.gotime import (
+    DURATION_METHODS,
+    TIME_METHODS,
+    GoDuration,
+    GoTime,
+)
 from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, is_true, type_name
 
 MAX_STRING = 16 << 20  # a function may not build a longer string (Go has no such limit)
 MAX_EXEC_DEPTH = 100  # Go: 100000; a notification's {{template}} nesting is shallow.
 
 _NOT_GIVEN: Any = object()  # Go's missingVal: no final (piped) argument
+
+
+def _has_type(value: Any, typ: str) -> bool:
+    if typ == "string":
+        return isinstance(value, str)
+    if typ == "bool":
+        return isinstance(value, bool)
+    if typ == "int":
+        return isinstance(value, GoInt)
+    if typ == "int64":
+        return type(value) is int
+    if typ == "float64":
+        return isinstance(value, float)
+    if typ == "list":
+        return isinstance(value, list)
+    if typ == "map":
+        return isinstance(value, dict)
+    if typ == "time":
+        return isinstance(value, GoTime)
+    return True
+
+
+def methods_of(v: Any) -> dict[str, Func]:
+    if isinstance(v, GoTime):
+        return TIME_METHODS
+    if isinstance(v, GoDuration):
+        return DURATION_METHODS
+    return {}
 
 
 class _Break(Exception):
@@ -324,18 +359,32 @@ class State:
         if receiver is _NOT_GIVEN:
             receiver = dot
         for name in ident[:-1]:
-            receiver = self.eval_field(name, None, _NOT_GIVEN, receiver, iface)
+            receiver = self.eval_field(name, None, _NOT_GIVEN, receiver, iface, dot, node)
             iface = True
-        return self.eval_field(ident[-1], args, final, receiver, iface)
+        return self.eval_field(ident[-1], args, final, receiver, iface, dot, node)
 
-    def eval_field(
-        self, name: str, args: list[n.Node] | None, final: Any, receiver: Any, iface: bool
+    def eval_field(  # noqa: PLR0917
+        self,
+        name: str,
+        args: list[n.Node] | None,
+        final: Any,
+        receiver: Any,
+        iface: bool,
+        dot: Any = None,
+        node: n.Node | None = None,
     ) -> Any:
         if receiver is MISSING:
             return MISSING
         typ = "interface {}" if iface else type_name(receiver)
         if receiver is None:
             self.errorf(f"nil pointer evaluating {typ}.{name}")
+        methods = methods_of(receiver)
+        if name in methods:
+            m = methods[name]
+            bound = Func(functools.partial(m.fn, receiver), m.params[1:], m.variadic)
+            call_node = node if node is not None else self.node
+            assert call_node is not None
+            return self.eval_call(dot, False, bound, call_node, name, args, final)
         has_args = (args is not None and len(args) > 1) or final is not _NOT_GIVEN
         if isinstance(receiver, dict):
             if has_args:
@@ -401,8 +450,7 @@ class State:
             typ = f.params[i] if i < num_fixed else f.params[-1]
             argv.append(self.validate_type(final, typ, False))
         if f.builtin and name == "call":
-            self.at(node)
-            return self.call(args[1] if args is not None and len(args) > 1 else None, argv)
+            return self.call(node, args[1] if args is not None and len(args) > 1 else None, argv)
         try:
             result = f.fn(*argv)
         except GoError as e:
@@ -416,20 +464,41 @@ class State:
             self.errorf(f"error calling {name}: result exceeds {MAX_STRING} bytes")
         return result
 
-    def call(self, callee: n.Node | None, argv: list[Any]) -> Any:
+    def call(self, node: n.Node, callee: n.Node | None, argv: list[Any]) -> Any:
+        """The builtin call. Its errors name the whole command (Go moves there to report)."""
+
+        def fail(msg: str) -> NoReturn:
+            self.at(node)
+            self.errorf(f"error calling call: {msg}")
+
         fn = MISSING if argv[0] is None else argv[0]
         label = str(callee) if callee is not None else sprint_value(fn)
+        args = argv[1:]
         if fn is MISSING:
-            self.errorf("error calling call: call of nil")
+            fail("call of nil")
+        if isinstance(fn, Func):
+            if len(args) != len(fn.params):
+                fail(f"wrong number of args for {label}: got {len(args)} want {len(fn.params)}")
+            for i, (arg, typ) in enumerate(zip(args, fn.params, strict=True)):
+                a = MISSING if arg is None else arg
+                if typ == "any":
+                    continue
+                if a is MISSING:
+                    fail(f"arg {i}: value is nil; should be of type {GO_TYPE[typ]}")
+                if not _has_type(a, typ):
+                    fail(f"arg {i}: value has type {type_name(a)}; should be {GO_TYPE[typ]}")
+            try:
+                return fn.fn(*args)
+            except GoError as e:
+                fail(str(e))
         if not callable(fn) or isinstance(fn, (dict, list, str)):
-            self.errorf(f"error calling call: non-function {label} of type {type_name(fn)}")
+            fail(f"non-function {label} of type {type_name(fn)}")
         try:
-            return fn(*[MISSING if a is None else a for a in argv[1:]])
+            return fn(*[MISSING if a is None else a for a in args])
         except GoError as e:
-            self.errorf(f"error calling call: {e}")
+            fail(str(e))
         except TypeError as e:
-            self.errorf(f"error calling call: wrong number of args for {label}: {e}")
-        raise AssertionError
+            fail(f"wrong number of args for {label}: {e}")
 
     def validate_type(self, value: Any, typ: str | None, iface: bool) -> Any:
         if typ is None or typ == "value":
@@ -440,16 +509,7 @@ class State:
             self.errorf(f"invalid value; expected {GO_TYPE[typ]}")
         if typ == "any":
             return value
-        ok = {
-            "string": isinstance(value, str),
-            "bool": isinstance(value, bool),
-            "int": isinstance(value, GoInt),
-            "int64": isinstance(value, int) and not isinstance(value, (bool, GoInt)),
-            "float64": isinstance(value, float),
-            "list": isinstance(value, list),
-            "map": isinstance(value, dict),
-        }[typ]
-        if not ok:
+        if not _has_type(value, typ):
             got = "interface {}" if value is None else type_name(value)
             self.errorf(f"wrong type for value; expected {GO_TYPE[typ]}; got {got}")
         return value
@@ -509,6 +569,8 @@ class State:
         if v is MISSING:
             self.write("<no value>")
             return
+        if isinstance(v, Func):
+            self.errorf(f"can't print {node} of type {v.go_type}")
         if callable(v) and not isinstance(v, (dict, list, str)):
             self.errorf(f"can't print {node} of type func")
         self.write(sprint_value(v))

@@ -18,6 +18,7 @@ class Func:
     params: tuple[str, ...]
     variadic: bool = False  # the last entry of params is the element kind of the ... slice
     builtin: bool = False
+    go_type: str = "func"  # how Go names its type, for "can't print" errors
 
 
 class GoError(Exception):
@@ -34,6 +35,7 @@ GO_TYPE = {
     "bool": "bool",
     "list": "[]interface {}",
     "map": "map[string]interface {}",
+    "time": "time.Time",
 }
 
 

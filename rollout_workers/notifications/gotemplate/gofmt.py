@@ -6,6 +6,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from rollout_workers.notifications.gotemplate.gotime import GoDuration, GoTime
 from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, type_name
 
 _ESC = {
@@ -96,6 +97,8 @@ def sprint_value(v: Any, verb: str = "v") -> str:
 
 
 def _plain(v: Any) -> str:
+    if isinstance(v, (GoTime, GoDuration)):
+        return str(v)
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -165,6 +168,8 @@ def format_one(
         if verb == "v":
             return _pad("<nil>", flags, width)
         return _bad(verb, v, flags, width, prec)
+    if isinstance(v, (GoTime, GoDuration)) and verb in "vs":  # fmt.Stringer
+        return _format_str(verb, flags, width, prec, str(v))
     if isinstance(v, bool):
         if verb in "vt":
             return _pad("true" if v else "false", flags, width)

@@ -16,6 +16,7 @@ import re2  # type: ignore[import-untyped]  # google-re2 ships no type informati
 
 from rollout_workers.notifications.gotemplate.functions import Func, GoError
 from rollout_workers.notifications.gotemplate.gofmt import go_quote, shortest_digits, sprint_value
+from rollout_workers.notifications.gotemplate.gotime import SPRIG_DATE, GoTime, format_time
 from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, is_true
 
 
@@ -225,6 +226,8 @@ def _to_json_text(v: Any, indent: str, level: int) -> str:
         return _json_float(v)
     if isinstance(v, str):
         return _json_str(v)
+    if isinstance(v, GoTime):  # time.Time.MarshalJSON: RFC 3339 with nanoseconds
+        return _json_str(format_time(v, "2006-01-02T15:04:05.999999999Z07:00"))
     nl = "\n" + indent * (level + 1) if indent else ""
     end = "\n" + indent * level if indent else ""
     if isinstance(v, list):
@@ -626,3 +629,4 @@ SPRIG: dict[str, Func] = dict(
         _s("atoi", _atoi, "string"),
     ]
 )
+SPRIG.update(SPRIG_DATE)

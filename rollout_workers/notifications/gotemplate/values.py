@@ -39,6 +39,9 @@ def type_name(v: Any) -> str:
         return "<nil>"
     if isinstance(v, bool):
         return "bool"
+    go_type = getattr(type(v), "GO_TYPE", None)  # time.Time, time.Duration
+    if go_type is not None:
+        return str(go_type)
     if isinstance(v, GoInt):
         return "int"
     if isinstance(v, Uint8):

@@ -6,8 +6,9 @@
 //
 // Data is decoded as Kubernetes decodes unstructured objects: integers become int64, other
 // numbers float64. It uses the standard library only (sprig is not reachable offline); the
-// sprig functions that Argo's notification catalog calls (add), and sprig's slice, which
-// shadows the builtin, are defined below to sprig's documented behaviour.
+// sprig functions that Argo's notification catalog calls (add), sprig's slice (it shadows the
+// builtin) and sprig's date functions are defined below as sprig defines them; Argo's "time"
+// variable is added on request.
 package main
 
 import (
@@ -19,12 +20,51 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 )
 
 type testCase struct {
 	Name     string          `json:"name"`
 	Template string          `json:"template"`
 	Data     json.RawMessage `json:"data"`
+	// ArgoTime adds Argo Rollouts' "time" variable (utils/record/record.go's timeExprs).
+	ArgoTime bool `json:"argoTime"`
+}
+
+// Argo Rollouts' timeExprs.
+var timeExprs = map[string]any{
+	"Parse": func(timestamp string) time.Time {
+		res, err := time.Parse(time.RFC3339, timestamp)
+		if err != nil {
+			panic(err)
+		}
+		return res
+	},
+	"Now": func() time.Time { return time.Now() },
+}
+
+// sprig's dateInZone (date.go); the tests run with TZ=UTC.
+func dateInZone(fmt string, date any, zone string) string {
+	var t time.Time
+	switch date := date.(type) {
+	default:
+		t = time.Now()
+	case time.Time:
+		t = date
+	case *time.Time:
+		t = *date
+	case int64:
+		t = time.Unix(date, 0)
+	case int:
+		t = time.Unix(int64(date), 0)
+	case int32:
+		t = time.Unix(int64(date), 0)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		loc, _ = time.LoadLocation("UTC")
+	}
+	return t.In(loc).Format(fmt)
 }
 
 type result struct {
@@ -87,6 +127,26 @@ func toInt64(v any) int64 {
 func toInt(v any) int { return int(toInt64(v)) }
 
 var funcs = template.FuncMap{
+	// sprig's date functions (date.go), as sprig writes them.
+	"date":       func(fmt string, date any) string { return dateInZone(fmt, date, "Local") },
+	"dateInZone": dateInZone,
+	"toDate": func(fmt, str string) time.Time {
+		t, _ := time.ParseInLocation(fmt, str, time.Local)
+		return t
+	},
+	"unixEpoch": func(date time.Time) string { return strconv.FormatInt(date.Unix(), 10) },
+	"duration": func(sec any) string {
+		var n int64
+		switch value := sec.(type) {
+		default:
+			n = 0
+		case string:
+			n, _ = strconv.ParseInt(value, 10, 64)
+		case int64:
+			n = value
+		}
+		return (time.Duration(n) * time.Second).String()
+	},
 	// sprig: func slice(list interface{}, indices ...interface{}) interface{} (it shadows
 	// text/template's builtin slice in notifications-engine's templates).
 	"slice": func(list any, indices ...any) any {
@@ -144,6 +204,9 @@ func render(c testCase) (out string, err error) {
 			return "", err
 		}
 		data = convert(data)
+	}
+	if m, ok := data.(map[string]any); ok && c.ArgoTime {
+		m["time"] = timeExprs
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from rollout_workers.notifications.gotemplate import TemplateError, parse
+from rollout_workers.notifications.gotemplate.gotime import ARGO_TIME_VARS
 from tests.unit.notifications.conftest import GoRender
 
 TESTDATA = Path(__file__).parent / "testdata"
@@ -409,9 +410,12 @@ def _case(c: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _ours(case: dict[str, Any]) -> dict[str, str]:
+    data = copy.deepcopy(case["data"])
+    if case.get("argoTime"):
+        data["time"] = ARGO_TIME_VARS
     try:
         tmpl = parse(case["template"], name=case["name"])
-        return {"output": tmpl.render(copy.deepcopy(case["data"]))}
+        return {"output": tmpl.render(data)}
     except TemplateError as e:
         return {"error": str(e)}
 
@@ -430,6 +434,111 @@ def test_same_as_go(case: tuple[Any, ...], go_table: dict[str, dict[str, str]]) 
 def test_case_ids_are_unique() -> None:
     ids = [c[0] for c in CASES]
     assert len(ids) == len(set(ids))
+
+
+# -- time: Argo's "time" variable, methods of time.Time, sprig's date functions (as the Go side
+# defines them); Local is UTC on both sides
+
+T: dict[str, Any] = {
+    "ts": "2024-03-02T10:04:05Z",
+    "tsoff": "2024-03-02T10:04:05.123456789+05:30",
+    "tsneg": "2024-12-31T23:59:59-08:00",
+    "epoch": 1709373845,
+    "bad": "2024-13-02T10:04:05Z",
+    "t": "2024-03-02 10:04:05",
+}
+LAYOUTS = [
+    "2006-01-02T15:04:05Z07:00",
+    "Mon Jan _2 15:04:05 MST 2006",
+    "Monday, 02-Jan-06 15:04:05 MST",
+    "January 2, 2006 3:04:05.000 PM -0700",
+    "02 Jan 06 15:04 -07:00:00 Z0700 Z07",
+    "2006-01-02 15:04:05.999999999 -0700 MST",
+    "__2 002 .000000 ,999 pm 03",
+    "Jan 2nd, Mondays, 1/2/6, 06 -07",
+]
+TIME_CASES: list[tuple[str, str]] = (
+    [
+        (
+            "parse-print",
+            "{{call .time.Parse .ts}} {{call .time.Parse .tsoff}} {{call .time.Parse .tsneg}}",
+        ),
+        ("parse-error", "{{call .time.Parse .bad}}"),
+        ("parse-error-text", '{{call .time.Parse "yesterday"}}'),
+        ("parse-extra-text", '{{call .time.Parse "2024-03-02T10:04:05Zjunk"}}'),
+        ("parse-wrong-arg", "{{call .time.Parse .epoch}}"),
+        ("parse-wrong-arity", "{{call .time.Parse}}"),
+        ("print-func", "{{.time.Now}}"),
+        ("print-parse-func", "{{.time.Parse}}"),
+        ("if-func", "{{if .time.Now}}yes{{end}}"),
+        (
+            "methods",
+            "{{$t := call .time.Parse .tsoff}}{{$t.Unix}} {{$t.UTC}} {{$t.Year}} {{$t.YearDay}} "
+            "{{$t.Hour}} {{$t.Nanosecond}} {{$t.IsZero}} {{$t.UnixMilli}}",
+        ),
+        ("method-format", '{{(call .time.Parse .tsneg).Format "Jan 2, 2006 at 3:04pm (MST)"}}'),
+        ("method-chain", '{{(call .time.Parse .tsoff).UTC.Format "15:04:05.000"}}'),
+        (
+            "method-sub",
+            "{{$a := call .time.Parse .ts}}{{$b := call .time.Parse .tsoff}}{{$a.Sub $b}} "
+            "{{($b.Sub $a).Hours}} {{$a.Before $b}} {{$a.After $b}} {{$a.Equal $a}}",
+        ),
+        ("method-bad-arg", "{{(call .time.Parse .ts).Format 3}}"),
+        ("method-missing", "{{(call .time.Parse .ts).Nope}}"),
+        ("method-arity", '{{(call .time.Parse .ts).Format "a" "b"}}'),
+        (
+            "printf-time",
+            '{{printf "%v|%s|%T" (call .time.Parse .ts) (call .time.Parse .tsneg) '
+            "(call .time.Parse .ts)}}",
+        ),
+        ("eq-time", "{{eq (call .time.Parse .ts) (call .time.Parse .ts)}}"),
+        (
+            "sprig-date",
+            '{{date "2006-01-02 15:04" .epoch}} {{dateInZone "Jan 2 15:04 MST" .epoch "UTC"}}',
+        ),
+        ("sprig-date-time", '{{date "Mon Jan 2" (call .time.Parse .tsoff)}}'),
+        ("sprig-todate", '{{toDate "2006-01-02 15:04:05" .t}} {{toDate "2006-01-02" "nope"}}'),
+        ("sprig-todate-chain", '{{(toDate "2006-01-02T15:04:05Z07:00" .tsneg).Unix}}'),
+        ("sprig-unixepoch", "{{unixEpoch (call .time.Parse .tsoff)}}"),
+        ("sprig-unixepoch-bad", "{{unixEpoch .epoch}}"),
+        (
+            "sprig-duration",
+            '{{duration .epoch}} {{duration "95"}} {{duration 95}} {{duration "x"}}',
+        ),
+    ]
+    + [
+        (
+            f"format-{i}",
+            f'{{{{(call .time.Parse .tsoff).Format "{layout}"}}}} '
+            f'{{{{(call .time.Parse .tsneg).Format "{layout}"}}}} '
+            f'{{{{(call .time.Parse .ts).Format "{layout}"}}}}',
+        )
+        for i, layout in enumerate(LAYOUTS)
+    ]
+    + [
+        (
+            f"roundtrip-{i}",
+            f'{{{{$s := (call .time.Parse .tsoff).Format "{layout}"}}}}{{{{$s}}}} => '
+            f'{{{{toDate "{layout}" $s}}}}',
+        )
+        for i, layout in enumerate(LAYOUTS)
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def go_time_table(go_render: GoRender) -> dict[str, dict[str, str]]:
+    results = go_render([_time_case(c) for c in TIME_CASES])
+    return {c[0]: r for c, r in zip(TIME_CASES, results, strict=True)}
+
+
+def _time_case(c: tuple[str, str]) -> dict[str, Any]:
+    return {"name": "t", "template": c[1], "data": T, "argoTime": True}
+
+
+@pytest.mark.parametrize("case", TIME_CASES, ids=[c[0] for c in TIME_CASES])
+def test_time_same_as_go(case: tuple[str, str], go_time_table: dict[str, dict[str, str]]) -> None:
+    assert _ours(_time_case(case)) == go_time_table[case[0]]
 
 
 # -- Argo's notification catalog ---------------------------------------------------------------
