@@ -17,7 +17,7 @@ import re2  # type: ignore[import-untyped]  # google-re2 ships no type informati
 from rollout_workers.notifications.gotemplate.functions import Func, GoError
 from rollout_workers.notifications.gotemplate.gofmt import go_quote, shortest_digits, sprint_value
 from rollout_workers.notifications.gotemplate.gotime import SPRIG_DATE, GoTime, format_time
-from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, is_true
+from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, Uint8, is_true
 
 
 def _strval(v: Any) -> str:
@@ -366,6 +366,10 @@ def _kind(v: Any) -> str:
     """reflect.Kind's name, which sprig's list errors print."""
     if isinstance(v, bool):
         return "bool"
+    if isinstance(v, GoTime):
+        return "struct"
+    if isinstance(v, Uint8):
+        return "uint8"
     if isinstance(v, GoInt):
         return "int"
     if isinstance(v, int):

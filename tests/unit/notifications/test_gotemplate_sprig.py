@@ -5,11 +5,12 @@ A few cases pin behaviour read from sprig's source; those say so.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
-from rollout_workers.notifications.gotemplate import TemplateError, parse
+from rollout_workers.notifications.gotemplate import ARGO_TIME_VARS, TemplateError, parse
 
 DATA: dict[str, Any] = {
     "Bar": "",
@@ -89,11 +90,18 @@ DOCUMENTED: list[tuple[str, str]] = [
     # conversion.md
     ('{{atoi "42"}} {{int "42"}} {{int64 "0x10"}} {{float64 "1.5"}} {{int 2.9}}', "42 42 16 1.5 2"),
     ("{{toString 5}} {{toString .ratio}} {{toString .lst}}", "5 2.5 [a b c]"),
+    # date.md
+    ('{{duration "95"}}', "1m35s"),
+    ('{{htmlDate 0}} {{dateInZone "2006-01-02 15:04" 86400 "UTC"}}', "1970-01-01 1970-01-02 00:00"),
+    ('{{toDate "2006-01-02" "2017-12-31" | date "02/01/2006"}}', "31/12/2017"),
+    ('{{toDate "2006-01-02" "2017-12-31" | unixEpoch}}', "1514678400"),
     # encoding.md
     ('{{b64enc "hello"}} {{b64dec "aGVsbG8="}}', "aGVsbG8= hello"),
 ]
 
 FROM_SOURCE: list[tuple[str, str]] = [
+    ("{{duration 95}} {{duration .replicas}}", "0s 5s"),  # an int literal is not an int64
+    ('{{toDate "2006-01-02" "bad"}}', "0001-01-01 00:00:00 +0000 UTC"),  # errors give zero time
     # cast.ToInt64: floats truncate, strings parse with base 0, junk is 0, "3.0" is 3
     (
         '{{add .replicas 1}} {{add .ratio 1}} {{add "07" 1}} {{add "x" 1}} {{add "3.0" 1}}',
@@ -112,6 +120,25 @@ FROM_SOURCE: list[tuple[str, str]] = [
     ("{{slice (list) 1}}", "<no value>"),
     ("{{empty .n}} {{default 3 .n}}", "true 3"),
 ]
+
+
+def test_now_and_ago_are_current() -> None:
+    out = render('{{now | unixEpoch}} {{ago now}} {{(now).Year}} {{now | date "2006"}}')
+    epoch, ago, year, year2 = out.split()
+    assert abs(int(epoch) - time.time()) < 5
+    assert ago == "0s"
+    assert year == year2 == time.strftime("%Y", time.gmtime())
+
+
+def test_argo_time_variable() -> None:
+    data = {"time": ARGO_TIME_VARS, "ts": "2024-03-02T10:04:05Z"}
+    text = '{{(call .time.Parse .ts).Format "Jan 2 15:04"}} {{(call .time.Now).Year}}'
+    assert parse(text).render(data) == f"Mar 2 10:04 {time.gmtime().tm_year}"
+
+
+def test_named_time_zones_are_refused_not_guessed() -> None:
+    with pytest.raises(TemplateError, match="time zone 'Europe/Paris' is not supported"):
+        render('{{dateInZone "15:04" 0 "Europe/Paris"}}')
 
 
 def render(text: str, data: Any = None) -> str:
