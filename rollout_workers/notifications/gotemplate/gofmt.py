@@ -6,6 +6,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from rollout_workers.notifications.gotemplate.functions import Func
 from rollout_workers.notifications.gotemplate.gotime import GoDuration, GoTime
 from rollout_workers.notifications.gotemplate.values import MISSING, GoInt, type_name
 
@@ -107,7 +108,7 @@ def _plain(v: Any) -> str:
         return format_float_g(v)
     if isinstance(v, str):
         return v
-    if callable(v):
+    if callable(v) or isinstance(v, Func):  # Go prints a func's address
         return f"0x{id(v):x}"
     return str(v)
 
@@ -168,8 +169,10 @@ def format_one(
         if verb == "v":
             return _pad("<nil>", flags, width)
         return _bad(verb, v, flags, width, prec)
-    if isinstance(v, (GoTime, GoDuration)) and verb in "vs":  # fmt.Stringer
-        return _format_str(verb, flags, width, prec, str(v))
+    if isinstance(v, (GoTime, GoDuration)) and verb in "vsxXq":  # fmt.Stringer
+        return _format_str("s" if verb == "v" else verb, flags, width, prec, str(v))
+    if isinstance(v, GoTime):  # Go prints the struct's private fields: not reproducible
+        return f"%!{verb}(time.Time={v})"
     if isinstance(v, bool):
         if verb in "vt":
             return _pad("true" if v else "false", flags, width)

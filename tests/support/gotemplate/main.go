@@ -130,6 +130,10 @@ var funcs = template.FuncMap{
 	// sprig's date functions (date.go), as sprig writes them.
 	"date":       func(fmt string, date any) string { return dateInZone(fmt, date, "Local") },
 	"dateInZone": dateInZone,
+	"htmlDate":   func(date any) string { return dateInZone("2006-01-02", date, "Local") },
+	"htmlDateInZone": func(date any, zone string) string {
+		return dateInZone("2006-01-02", date, zone)
+	},
 	"toDate": func(fmt, str string) time.Time {
 		t, _ := time.ParseInLocation(fmt, str, time.Local)
 		return t

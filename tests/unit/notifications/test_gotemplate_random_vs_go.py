@@ -49,22 +49,43 @@ FUNCS1 = ["len", "not", "html", "js", "urlquery", "print", "println"]
 FUNCS2 = ["eq", "ne", "lt", "le", "gt", "ge", "and", "or", "index", "slice", "add", "print"]
 
 
+TIME_FIELDS = [
+    "(call .time.Parse .ts)", "(call .time.Parse .tsoff)", '(call .time.Parse "2024")',
+    "(call .time.Parse .ts).UTC", '(toDate "2006-01-02" "2024-02-29")', ".ts", ".epoch",
+]  # fmt: skip
+TIME_FUNCS1 = ["unixEpoch", "duration", "htmlDate", "len", "print"]
+TIME_FUNCS2 = ['date "Mon Jan _2 15:04:05.000 MST 2006"', "eq", "lt", 'dateInZone "3PM" 0']
+TIME_DATA = {
+    **D,
+    "ts": "2024-03-02T10:04:05Z",
+    "tsoff": "2023-11-05T01:30:00.5-07:00",
+    "epoch": 1700000000,
+}
+
+
 class Gen:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, time: bool = False) -> None:
         self.r = random.Random(seed)
         self.vars: list[str] = []
+        if time:
+            # not "$" or ".": the time variable's functions print as (random) addresses
+            self.fields = [f for f in FIELDS if f not in ("$", ".")] + TIME_FIELDS * 3
+            self.funcs1 = FUNCS1 + TIME_FUNCS1 * 2
+            self.funcs2 = FUNCS2 + TIME_FUNCS2 * 2
+        else:
+            self.fields, self.funcs1, self.funcs2 = FIELDS, FUNCS1, FUNCS2
 
     def operand(self, depth: int) -> str:
         r = self.r.random()
         if r < 0.45:
-            return self.r.choice(FIELDS)
+            return self.r.choice(self.fields)
         if r < 0.65:
             return self.r.choice(LITERALS)
         if r < 0.75 and self.vars:
             return self.r.choice(self.vars)
         if depth < 2:
             return "(" + self.command(depth + 1) + ")"
-        return self.r.choice(FIELDS)
+        return self.r.choice(self.fields)
 
     def command(self, depth: int) -> str:
         r = self.r.random()
@@ -75,8 +96,8 @@ class Gen:
             args = " ".join(self.operand(depth) for _ in range(self.r.randint(0, 3)))
             return f'printf "{verbs}" {args}'.rstrip()
         if r < 0.7:
-            return f"{self.r.choice(FUNCS1)} {self.operand(depth)}"
-        f = self.r.choice(FUNCS2)
+            return f"{self.r.choice(self.funcs1)} {self.operand(depth)}"
+        f = self.r.choice(self.funcs2)
         return f"{f} {self.operand(depth)} {self.operand(depth)}"
 
     def pipeline(self, depth: int) -> str:
@@ -146,3 +167,20 @@ def test_random_templates_same_as_go(go_render: GoRender) -> None:
     )
     outputs = sum("output" in r for r in go)
     assert outputs > 150  # the generator is not producing errors only
+
+
+def test_random_time_templates_same_as_go(go_render: GoRender) -> None:
+    gen = Gen(seed=7, time=True)
+    cases = [
+        {"name": "rnd", "template": gen.template(), "data": TIME_DATA, "argoTime": True}
+        for _ in range(300)
+    ]
+    go = go_render(cases)
+    mismatches = [
+        (c["template"], got, want)
+        for c, want in zip(cases, go, strict=True)
+        if (got := _ours(c)) != want
+    ]
+    assert not mismatches, "\n\n".join(
+        f"{t!r}\n  ours: {g}\n  go:   {w}" for t, g, w in mismatches[:8]
+    )
