@@ -39,8 +39,10 @@ from rollout_workers.notifications.gotemplate.functions import Func
 from rollout_workers.notifications.gotemplate.gotime import ARGO_TIME_VARS
 from rollout_workers.notifications.gotemplate.parser import parse_trees
 from rollout_workers.notifications.gotemplate.sprig import SPRIG
+from rollout_workers.notifications.gotemplate.sprig_more import MORE
 
-FUNCS: dict[str, Func] = {**SPRIG, **BUILTINS}
+# A FuncMap entry shadows a builtin of the same name (sprig's slice does).
+FUNCS: dict[str, Func] = {**BUILTINS, **SPRIG, **MORE}
 
 
 class Template:

@@ -608,6 +608,7 @@ SPRIG: dict[str, Func] = dict(
         _s("mod", _mod, "any", "any"),
         _s("add1", _add1, "any"),
         _s("max", _max, "any", "any", variadic=True),
+        _s("biggest", _max, "any", "any", variadic=True),
         _s("min", _min, "any", "any", variadic=True),
         _s("list", _list, "any", variadic=True),
         _s("dict", _dict, "any", variadic=True),

@@ -95,11 +95,73 @@ DOCUMENTED: list[tuple[str, str]] = [
     ('{{htmlDate 0}} {{dateInZone "2006-01-02 15:04" 86400 "UTC"}}', "1970-01-01 1970-01-02 00:00"),
     ('{{toDate "2006-01-02" "2017-12-31" | date "02/01/2006"}}', "31/12/2017"),
     ('{{toDate "2006-01-02" "2017-12-31" | unixEpoch}}', "1514678400"),
+    # lists.md
+    (
+        "{{$l := list 1 2 3 4 5}}{{append $l 6}} {{prepend $l 0}} "
+        "{{concat $l (list 6 7) (list 8)}}",
+        "[1 2 3 4 5 6] [0 1 2 3 4 5] [1 2 3 4 5 6 7 8]",
+    ),
+    (
+        "{{$l := list 1 2 3 4 5}}{{rest $l}} {{initial $l}} {{reverse $l}} {{has 4 $l}}",
+        "[2 3 4 5] [1 2 3 4] [5 4 3 2 1] true",
+    ),
+    ("{{uniq (list 1 1 1 2)}} {{without (list 1 2 3 4 5) 1 3 5}}", "[1 2] [2 4]"),
+    ('{{compact (list 1 "a" "foo" "")}} {{sortAlpha (list "b" "a" "C")}}', "[1 a foo] [C a b]"),
+    ("{{until 5}} {{untilStep 3 6 2}}", "[0 1 2 3 4] [3 5]"),
+    # dicts.md
+    (
+        '{{$d := dict "a" 1 "b" 2 "c" 3}}{{pick $d "a" "b"}} {{omit $d "a"}} {{unset $d "c"}}',
+        "map[a:1 b:2] map[b:2 c:3] map[a:1 b:2]",
+    ),
+    ('{{pluck "name1" (dict "name1" "v1") (dict "name1" "v2") (dict "x" 1)}}', "[v1 v2]"),
+    (
+        '{{dig "user" "role" "humanName" "guest" '
+        '(dict "user" (dict "role" (dict "humanName" "cool")))}}',
+        "cool",
+    ),
+    ('{{dig "user" "nope" "x" "guest" (dict "user" (dict))}}', "guest"),
+    # strings.md
+    ('{{substr 0 5 "hello world"}}', "hello"),
+    ('{{cat "hello" "beautiful" "world"}}', "hello beautiful world"),
+    ('{{nospace "hello w o r l d"}}', "helloworld"),
+    ('{{len .lst | plural "one anchovy" "many anchovies"}}', "many anchovies"),
+    ('{{regexFind "[a-zA-Z][1-9]" "abcd1234"}}', "d1"),
+    ('{{regexSplit "z+" "pizza" -1}}', "[pi a]"),
+    ('{{regexQuoteMeta "1.2.3"}}', "1\\.2\\.3"),
+    ('{{trimall "$" "$5.00"}}', "5.00"),
+    # crypto.md
+    ('{{sha1sum "Hello world!"}}', "d3486ae9136e7856bc42212385ea797094475802"),
+    (
+        '{{sha256sum "Hello world!"}}',
+        "c0535e4be2b79ffd93291305436bf889314e4a3faec05ecffcbb7df31ad9e51a",
+    ),
+    ('{{adler32sum "Hello world!"}}', "487130206"),
+    # math.md
+    (
+        "{{floor 123.9999}} {{ceil 123.001}} {{round 123.555555 3}} {{round 123.5555 3 0.4}}",
+        "123 124 123.556 123.556",
+    ),
+    ("{{biggest 1 2 3}}", "3"),
+    # reflection.md, flow_control.md, defaults.md
+    (
+        '{{kindOf "hello"}} {{kindIs "int64" .replicas}} {{typeOf .lst}} {{typeIs "float64" 1.5}}',
+        "string true []interface {} true",
+    ),
+    ('{{deepEqual (list 1 2) (list 1 2)}} {{all 1 "a"}} {{any 0 ""}}', "true true false"),
+    (
+        '{{fromJson "{\\"foo\\": 55}"}} {{toRawJson .obj}}',
+        'map[foo:55] {"a":"<x&y>","b":[1,2.5,null],"c":{}}',
+    ),
+    ('{{b32enc "hello"}} {{b32dec "NBSWY3DP"}}', "NBSWY3DP hello"),
     # encoding.md
     ('{{b64enc "hello"}} {{b64dec "aGVsbG8="}}', "aGVsbG8= hello"),
 ]
 
 FROM_SOURCE: list[tuple[str, str]] = [
+    ('{{rest (list)}} {{concat}} {{regexFindAll "x" "abc" -1}}', "[] [] []"),  # typed nil slices
+    ('{{fromJson "not json"}}', "<no value>"),  # the error is dropped: nil
+    ('{{(fromJson "{\\"n\\": 1}").n | printf "%T"}}', "float64"),  # json numbers are float64
+    ('{{regexFindAll "x*" "abxd" -1}} {{regexSplit "" "abc" -1}}', "[  x ] [a b c]"),
     ("{{duration 95}} {{duration .replicas}}", "0s 5s"),  # an int literal is not an int64
     ('{{toDate "2006-01-02" "bad"}}', "0001-01-01 00:00:00 +0000 UTC"),  # errors give zero time
     # cast.ToInt64: floats truncate, strings parse with base 0, junk is 0, "3.0" is 3
@@ -156,8 +218,8 @@ def test_sprig(text: str, want: str) -> None:
         ('{{env "HOME"}}', 'template: t:1: function "env" not defined'),
         ('{{expandenv "$HOME"}}', 'template: t:1: function "expandenv" not defined'),
         (
-            '{{sha256sum "x"}}',
-            'template: t:1: function "sha256sum" is a sprig function that rollout-workers '
+            '{{semver "1.2.3"}}',
+            'template: t:1: function "semver" is a sprig function that rollout-workers '
             "does not implement",
         ),
         ("{{upper 3}}", 'template: t:1:8: executing "t" at <3>: expected string; found 3'),
@@ -185,6 +247,17 @@ def test_sprig(text: str, want: str) -> None:
             'template: t:1:2: executing "t" at <regexReplaceAll "(" "x" "y">: '
             'error calling regexReplaceAll: regexp: Compile("("): '
             "error parsing regexp: missing ): (",  # RE2's wording of the detail
+        ),
+        (
+            '{{fail "Please accept the end user license agreement"}}',
+            'template: t:1:2: executing "t" at <fail "Please accept the end user license '
+            'agreement">: error calling fail: Please accept the end user license agreement',
+        ),
+        (
+            '{{first (list) | printf "%v"}} {{dig "a" "b" "d" (dict "a" "x")}}',
+            'template: t:1:33: executing "t" at <dig "a" "b" "d" (dict "a" "x")>: '
+            "error calling dig: interface conversion: interface {} is string, "
+            "not map[string]interface {}",
         ),
         (
             '{{set .n "a" 1}}',  # a nil interface{} is not a map[string]interface{}
