@@ -80,8 +80,14 @@ class Template:
             )
         try:
             state.walk(data, root, False)
+        except TemplateError:
+            raise
         except RecursionError:
             raise TemplateError(f"template: {self.name}: nesting too deep") from None
+        except Exception as e:  # data that is not JSON-shaped, or a bug: never crash the caller
+            raise TemplateError(
+                f"template: {self.name}: internal error: {type(e).__name__}: {e}"
+            ) from e
         return "".join(state.out)
 
 

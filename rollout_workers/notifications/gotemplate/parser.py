@@ -184,6 +184,33 @@ def _parse_go_int(text: str) -> int:
     return sign * v
 
 
+def _underscore_ok(s: str) -> bool:
+    """strconv's underscoreOK: underscores only between digits (or after a base prefix)."""
+    saw = "^"
+    i = 0
+    if s[:1] in ("-", "+"):
+        s = s[1:]
+    is_hex = False
+    if len(s) >= 2 and s[0] == "0" and s[1].lower() in "box":
+        i = 2
+        saw = "0"
+        is_hex = s[1].lower() == "x"
+    while i < len(s):
+        c = s[i]
+        if c.isdigit() or (is_hex and c.lower() in "abcdef"):
+            saw = "0"
+        elif c == "_":
+            if saw != "0":
+                return False
+            saw = "_"
+        elif saw == "_":
+            return False
+        else:
+            saw = "!"
+        i += 1
+    return saw != "_"
+
+
 class Parser:
     def __init__(self, name: str, text: str, funcs: Container[str]) -> None:
         self.name = name
@@ -575,16 +602,27 @@ class Parser:
         text = token.val
         node = n.NumberNode(token.pos, text)
         if token.typ == T.CHAR_CONSTANT:
+            # strconv.UnquoteChar of the first (possibly escaped) character, then "'" must follow
+            body = text[1:]
+            size = 1
+            if body.startswith("\\"):
+                size = {"x": 4, "u": 6, "U": 10}.get(body[1:2], 4 if body[1:2] in "01234567" else 2)
             try:
-                r = go_unquote(text)
+                r = go_unquote("'" + body[:size] + "'") if body[:1] != "'" else ""
             except ValueError:
+                r = ""
+            if len(r) != 1:
                 self.errorf("invalid syntax")
+            if body[size:] != "'":
+                self.errorf(f"malformed character constant: {text}")
             node.is_int = node.is_float = True
             node.int_val = ord(r)
             node.float_val = float(ord(r))
             return node
         if token.typ == T.COMPLEX or text.endswith("i"):
             self.errorf(f"complex numbers are not supported: {text}")
+        if "_" in text and not _underscore_ok(text):
+            self.errorf(f"illegal number syntax: {go_quote(text)}")
         try:
             iv = _parse_go_int(text)
             if -(2**63) <= iv < 2**63:

@@ -75,3 +75,8 @@ def test_the_engine_touches_no_environment_file_or_process() -> None:
     )
     for path in root.glob("*.py"):
         assert not forbidden.search(path.read_text()), path.name
+
+
+def test_data_that_is_not_json_shaped_is_an_error_not_a_crash() -> None:
+    with pytest.raises(TemplateError, match="internal error"):
+        parse("{{.}}").render({"m": {1: "a", "b": 2}})

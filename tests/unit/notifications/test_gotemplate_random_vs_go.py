@@ -184,3 +184,33 @@ def test_random_time_templates_same_as_go(go_render: GoRender) -> None:
     assert not mismatches, "\n\n".join(
         f"{t!r}\n  ours: {g}\n  go:   {w}" for t, g, w in mismatches[:8]
     )
+
+
+SOUP = [
+    "{{", "}}", "{{-", "-}}", " ", "\n", ".", ".s", ".map", "$", "$x", ":=", "=", "|", "(", ")",
+    '"', "`", "'", "a", "1", "-", "if", "else", "end", "range", "with", "define", "template",
+    "block", "break", "continue", "nil", "true", "/*", "*/", ",", "printf", "len", "index", "é",
+    "\t", "#", "\\", "0x", "e5", "_",
+]  # fmt: skip
+
+
+def test_token_soup_same_as_go(go_render: GoRender) -> None:
+    """Random sequences of template tokens: mostly lexer and parser errors, worded as Go's."""
+    r = random.Random(5)
+    cases = [
+        {
+            "name": "s",
+            "template": "".join(r.choice(SOUP) for _ in range(r.randint(1, 14))),
+            "data": D,
+        }
+        for _ in range(1500)
+    ]
+    go = go_render(cases)
+    mismatches = [
+        (c["template"], got, want)
+        for c, want in zip(cases, go, strict=True)
+        if (got := _ours(c)) != want
+    ]
+    assert not mismatches, "\n\n".join(
+        f"{t!r}\n  ours: {g}\n  go:   {w}" for t, g, w in mismatches[:8]
+    )
