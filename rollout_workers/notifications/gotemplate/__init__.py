@@ -37,9 +37,9 @@ the environment or files.
 Public API::
 
     tmpl = parse(text, name="message")     # TemplateError with Go's parse error text
-    tmpl.render({"rollout": {...}, "time": ARGO_TIME_VARS})  # or Go's "executing" error
+    tmpl.render({"rollout": {...}, "time": argo_time_vars()})  # or Go's "executing" error
 
-``ARGO_TIME_VARS`` is Argo Rollouts' ``time`` variable (``call .time.Parse "<RFC 3339>"``,
+``argo_time_vars()`` is Argo Rollouts' ``time`` variable (``call .time.Parse "<RFC 3339>"``,
 ``call .time.Now``); time.Time values support Format and the common methods.
 """
 
@@ -53,7 +53,7 @@ from rollout_workers.notifications.gotemplate.builtins import BUILTINS
 from rollout_workers.notifications.gotemplate.errors import TemplateError
 from rollout_workers.notifications.gotemplate.executor import Limits, State
 from rollout_workers.notifications.gotemplate.functions import Func
-from rollout_workers.notifications.gotemplate.gotime import ARGO_TIME_VARS
+from rollout_workers.notifications.gotemplate.gotime import argo_time_vars
 from rollout_workers.notifications.gotemplate.parser import parse_trees
 from rollout_workers.notifications.gotemplate.sprig import SPRIG
 from rollout_workers.notifications.gotemplate.sprig_more import MORE
@@ -106,4 +106,4 @@ def parse(text: str, name: str = "template") -> Template:
     return Template(name, text, trees)
 
 
-__all__ = ["ARGO_TIME_VARS", "Limits", "Template", "TemplateError", "parse"]
+__all__ = ["Limits", "Template", "TemplateError", "argo_time_vars", "parse"]

@@ -725,11 +725,14 @@ def argo_time_now() -> GoTime:
     return GoTime.now()
 
 
-# Argo Rollouts passes these as the ``time`` template variable (``call .time.Parse "..."``).
-ARGO_TIME_VARS: dict[str, Any] = {
-    "Parse": Func(argo_time_parse, ("string",), go_type="func(string) time.Time"),
-    "Now": Func(argo_time_now, (), go_type="func() time.Time"),
-}
+def argo_time_vars() -> dict[str, Any]:
+    """Argo Rollouts' ``time`` template variable (``call .time.Parse "..."``), a fresh map per
+    render (sprig's ``set`` could otherwise change it for every later notification)."""
+    return {
+        "Parse": Func(argo_time_parse, ("string",), go_type="func(string) time.Time"),
+        "Now": Func(argo_time_now, (), go_type="func() time.Time"),
+    }
+
 
 SPRIG_DATE: dict[str, Func] = {
     "date": Func(lambda fmt, d: date_in_zone(fmt, d, "Local"), ("string", "any")),

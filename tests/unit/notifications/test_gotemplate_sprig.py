@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.notifications.gotemplate import ARGO_TIME_VARS, TemplateError, parse
+from rollout_workers.notifications.gotemplate import TemplateError, argo_time_vars, parse
 
 DATA: dict[str, Any] = {
     "Bar": "",
@@ -193,7 +193,7 @@ def test_now_and_ago_are_current() -> None:
 
 
 def test_argo_time_variable() -> None:
-    data = {"time": ARGO_TIME_VARS, "ts": "2024-03-02T10:04:05Z"}
+    data = {"time": argo_time_vars(), "ts": "2024-03-02T10:04:05Z"}
     text = '{{(call .time.Parse .ts).Format "Jan 2 15:04"}} {{(call .time.Now).Year}}'
     assert parse(text).render(data) == f"Mar 2 10:04 {time.gmtime().tm_year}"
 

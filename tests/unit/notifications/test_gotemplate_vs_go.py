@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rollout_workers.notifications.gotemplate import TemplateError, parse
-from rollout_workers.notifications.gotemplate.gotime import ARGO_TIME_VARS
+from rollout_workers.notifications.gotemplate import TemplateError, argo_time_vars, parse
 from tests.unit.notifications.conftest import GoRender
 
 TESTDATA = Path(__file__).parent / "testdata"
@@ -419,7 +418,7 @@ def _case(c: tuple[Any, ...]) -> dict[str, Any]:
 def _ours(case: dict[str, Any]) -> dict[str, str]:
     data = copy.deepcopy(case["data"])
     if case.get("argoTime"):
-        data["time"] = ARGO_TIME_VARS
+        data["time"] = argo_time_vars()
     try:
         tmpl = parse(case["template"], name=case["name"])
         return {"output": tmpl.render(data)}
