@@ -21,7 +21,8 @@ methods), ``sprig``/``sprig_more`` (sprig), ``values`` (how Go values are held).
 
 Data is the JSON-decoded object, as Kubernetes' unstructured decoding gives it to Go: integers
 are int64 (Python ``int``), other numbers float64, objects map[string]interface{}, arrays
-[]interface{}. Go's own text/template semantics are complete (actions, pipelines, variables,
+[]interface{} (an integer beyond int64, which Go would decode as float64, should be passed as a
+float). Go's own text/template semantics are complete (actions, pipelines, variables,
 if/else if/with/else with/range with break/continue/else and over maps, ints; define, template,
 block; comments and trimming; all builtins; missing keys print ``<no value>``). Not supported:
 complex-number literals, method calls other than time.Time's and Duration's, sprig functions
