@@ -1,1 +1,7 @@
-"""Argo Rollouts notifications (issue #19). See :mod:`.gotemplate` for the template engine."""
+"""Argo Rollouts notifications (issue #19).
+
+Modules: :mod:`.gotemplate` (the template engine), :mod:`.config` (the ConfigMap and Secret),
+:mod:`.subscriptions` (who is subscribed to a trigger for an object), :mod:`.triggers` (event
+reason to trigger name; conditions, evaluated through an injected expression evaluator),
+:mod:`.selectors` (string label selectors). All pure: no I/O, not yet wired into the controller.
+"""
