@@ -66,9 +66,11 @@ def sync_revision(ctx: RolloutContext) -> None:
     live_affinity = (((new.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
         "affinity"
     )
-    affinity_stale = antiaffinity.needs_update(
+    anti_affinity = antiaffinity.anti_affinity_of(ctx.obj)
+    # Hashing the template is only needed when there is a term to keep current.
+    affinity_stale = anti_affinity is not None and antiaffinity.needs_update(
         live_affinity,
-        antiaffinity.anti_affinity_of(ctx.obj),
+        anti_affinity,
         stable_hash=ctx.status.stable_rs,
         current_hash=current_pod_hash(ctx),
     )

@@ -406,21 +406,7 @@ class Lexer:
         return self.input.startswith(RIGHT, self.pos)
 
     def lex_char(self) -> object:
-        while True:
-            r = self.next()
-            if r == "\\":
-                r2 = self.next()
-                if r2 not in ("", "\n"):
-                    continue
-                self.errorf("unterminated character constant")
-                return None
-            if r in ("", "\n"):
-                self.errorf("unterminated character constant")
-                return None
-            if r == "'":
-                break
-        self.emit(T.CHAR_CONSTANT)
-        return None
+        return self._lex_escaped("'", "unterminated character constant", T.CHAR_CONSTANT)
 
     def lex_number(self) -> object:
         if not self.scan_number():
@@ -462,20 +448,23 @@ class Lexer:
         return True
 
     def lex_quote(self) -> object:
+        return self._lex_escaped('"', "unterminated quoted string", T.STRING)
+
+    def _lex_escaped(self, end: str, unterminated: str, token: T) -> object:
+        """A quoted literal with backslash escapes, up to `end` on the same line."""
         while True:
             r = self.next()
             if r == "\\":
-                r2 = self.next()
-                if r2 not in ("", "\n"):
+                if self.next() not in ("", "\n"):
                     continue
-                self.errorf("unterminated quoted string")
+                self.errorf(unterminated)
                 return None
             if r in ("", "\n"):
-                self.errorf("unterminated quoted string")
+                self.errorf(unterminated)
                 return None
-            if r == '"':
+            if r == end:
                 break
-        self.emit(T.STRING)
+        self.emit(token)
         return None
 
     def lex_raw_quote(self) -> object:
