@@ -295,11 +295,12 @@ def analysis_range_query_and_authentication(w: World) -> None:
         name = "authed"
         steps = [{"setWeight": 50}, {"analysis": {"templates": [{"templateName": "authed"}]}}]
         w.apply(e2e.canary(name, 2, steps))
-        w.wait(name, lambda o: e2e.phase(o) == "Healthy", "first deploy")
+        first = w.wait(name, lambda o: e2e.phase(o) == "Healthy", "first deploy")
         w.cli("set", "image", name, "app=demo:2")
+        promoted = e2e.promoted_past(e2e.status(first)["stableRS"])
         done = w.wait(
             name,
-            lambda o: e2e.promoted(o) and e2e.status(o).get("currentStepIndex") == 2,
+            lambda o: promoted(o) and e2e.status(o).get("currentStepIndex") == 2,
             "promoted after the authenticated analysis",
         )
         (run,) = [x for x in e2e.runs_of(w, "Step") if x["metadata"]["name"].startswith(name)]
@@ -322,11 +323,12 @@ def dry_run_of_every_metric(w: World) -> None:
                          "args": [{"name": "value", "value": "0.5"}],
                          "dryRun": [{"metricName": ".*"}]}}  # fmt: skip
     w.apply(e2e.canary(name, 2, [{"setWeight": 50}, step]))
-    w.wait(name, lambda o: e2e.phase(o) == "Healthy", "first deploy")
+    first = w.wait(name, lambda o: e2e.phase(o) == "Healthy", "first deploy")
     w.cli("set", "image", name, "app=demo:2")
+    promoted = e2e.promoted_past(e2e.status(first)["stableRS"])
     w.wait(
         name,
-        lambda o: e2e.promoted(o) and e2e.status(o).get("currentStepIndex") == 2,
+        lambda o: promoted(o) and e2e.status(o).get("currentStepIndex") == 2,
         "promoted despite the failing dry-run metric",
     )
     (run,) = [x for x in e2e.runs_of(w, "Step") if x["metadata"]["name"].startswith(name)]

@@ -109,11 +109,8 @@ def secret_argument_then_promote(w: e2e.World) -> None:
     w.apply(body)
     first = w.wait("sec", lambda o: e2e.phase(o) == "Healthy", "first deploy")
     w.cli("set", "image", "sec", "app=demo:2")
-    # The status still shows the first revision promoted until a worker has seen the new image.
     w.wait(
-        "sec",
-        lambda o: e2e.promoted(o) and e2e.status(o)["stableRS"] != e2e.status(first)["stableRS"],
-        "promoted after the analysis step",
+        "sec", e2e.promoted_past(e2e.status(first)["stableRS"]), "promoted after the analysis step"
     )
     (run,) = [x for x in e2e.runs_of(w, "Step") if x["metadata"]["name"].startswith("sec-")]
     assert run["status"]["phase"] == "Successful"
@@ -155,7 +152,7 @@ def history_is_pruned(w: e2e.World) -> None:
     for image in ("demo:2", "demo:3"):
         before = e2e.status(w.rollout("gc")).get("stableRS")
         w.cli("set", "image", "gc", f"app={image}")
-        w.wait("gc", lambda o, b=before: e2e.promoted(o) and e2e.status(o)["stableRS"] != b, image)
+        w.wait("gc", e2e.promoted_past(before), image)
     current = e2e.status(w.rollout("gc"))["currentPodHash"]
 
     def pruned() -> bool:

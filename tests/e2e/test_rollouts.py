@@ -171,6 +171,12 @@ def promoted(o: Obj) -> bool:
     return phase(o) == "Healthy" and status(o).get("stableRS") == status(o).get("currentPodHash")
 
 
+def promoted_past(stable: str) -> Callable[[Obj], bool]:
+    """Promoted to a revision other than `stable`: right after an update the status still shows
+    the previous revision promoted until a worker has seen the change."""
+    return lambda o: promoted(o) and status(o).get("stableRS") != stable
+
+
 def selector(w: World, service: str) -> str:
     svc = w.kube.get(r.SERVICES, w.namespace, service)
     return str(svc["spec"]["selector"].get(r.POD_TEMPLATE_HASH_LABEL, ""))
@@ -391,7 +397,7 @@ def analysis_4_pre_and_post_then_fast_rollback(w: World) -> None:
         "pp", lambda o: phase(o) == "Healthy" and selector(w, "pp-active") != "", "first deploy"
     )["status"]["stableRS"]
     w.cli("set", "image", "pp", "app=demo:2")
-    w.wait("pp", lambda o: promoted(o) and status(o)["stableRS"] != old, "promoted")
+    w.wait("pp", promoted_past(old), "promoted")
     runs = w.list(r.ANALYSISRUNS)
     assert sorted(x["metadata"]["labels"]["rollout-type"] for x in runs) == [
         "PostPromotion",
@@ -434,7 +440,7 @@ def analysis_5_experiment_step(w: World) -> None:
     w.apply(canary("exp", 2, [{"setWeight": 50}, step]))
     stable = w.wait("exp", lambda o: phase(o) == "Healthy", "first deploy")["status"]["stableRS"]
     w.cli("set", "image", "exp", "app=demo:2")
-    done = w.wait("exp", lambda o: promoted(o) and status(o)["stableRS"] != stable, "promoted")
+    done = w.wait("exp", promoted_past(stable), "promoted")
     name = f"exp-{status(done)['currentPodHash']}-2-1"
     experiment = w.kube.get(r.EXPERIMENTS, w.namespace, name)
     assert status(experiment)["phase"] == "Successful", status(experiment)

@@ -12,7 +12,7 @@ from typing import Any
 from rollout_workers.devcluster.server import DevClusterThread
 from rollout_workers.kube import resources as r
 from tests.e2e.conftest import start_system
-from tests.e2e.test_rollouts import World, phase, promoted, run_all, status
+from tests.e2e.test_rollouts import World, phase, promoted, promoted_past, run_all, status
 from tests.support.procs import Processes
 
 Obj = dict[str, Any]
@@ -78,8 +78,7 @@ def healthy_then_deployment_update(w: World) -> None:
     assert paused["metadata"]["annotations"]["rollout.argoproj.io/revision"] == "2"
     assert status(paused)["workloadObservedGeneration"] == "2"
     w.cli("promote", "web")
-    w.wait("web", lambda o: promoted(o) and o["status"]["stableRS"] != first["status"]["stableRS"],
-           "promoted to revision 2", TIMEOUT)  # fmt: skip
+    w.wait("web", promoted_past(first["status"]["stableRS"]), "promoted to revision 2", TIMEOUT)
     assert deployed(w, "web")["spec"]["replicas"] == 2  # never: the Deployment is left alone
 
 
