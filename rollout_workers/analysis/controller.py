@@ -18,7 +18,6 @@ from typing import Any
 import pydantic
 
 from rollout_workers.analysis import run as ar
-from rollout_workers.analysis.expr_time import TimeError, parse_duration_string, quote
 from rollout_workers.analysis.providers.base import Provider, SecretReader
 from rollout_workers.api.analysis import (
     AnalysisPhase,
@@ -31,6 +30,7 @@ from rollout_workers.api.analysis import (
 )
 from rollout_workers.cache import Lister
 from rollout_workers.cache.written import WrittenVersions
+from rollout_workers.expr.expr_time import TimeError, parse_duration_string, quote
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client

@@ -15,8 +15,6 @@ import json
 import re
 from dataclasses import dataclass
 
-from rollout_workers.analysis.expr_regex import RegexError, compile_regex
-from rollout_workers.analysis.expr_values import DEFAULT_LIMITS
 from rollout_workers.api.analysis import (
     AnalysisPhase,
     AnalysisRun,
@@ -26,6 +24,8 @@ from rollout_workers.api.analysis import (
     MetricResult,
     RunSummary,
 )
+from rollout_workers.expr.expr_regex import RegexError, compile_regex
+from rollout_workers.expr.expr_values import DEFAULT_LIMITS
 from rollout_workers.timefmt import duration_seconds, format_time, parse_time
 
 DEFAULT_MEASUREMENT_HISTORY_LIMIT = 10

@@ -15,7 +15,7 @@ conversion) makes the measurement an Error with the evaluator's message. Both co
 evaluated before deciding, so an error in either is reported even when the other one decides.
 
 The evaluator is a parameter so that this module can be tested without the real one; the real
-one (`rollout_workers.analysis.expr.evaluate_condition`, a sandboxed evaluator: never `eval`) is
+one (`rollout_workers.expr.expr.evaluate_condition`, a sandboxed evaluator: never `eval`) is
 imported when first needed.
 """
 
@@ -39,7 +39,7 @@ class Verdict:
 
 def default_evaluator() -> Evaluator:
     # Lazy: the evaluator module is optional until a condition has to be judged.
-    from rollout_workers.analysis.expr import (  # type: ignore[import-not-found, unused-ignore]
+    from rollout_workers.expr.expr import (  # type: ignore[import-not-found, unused-ignore]
         evaluate_condition,
     )
 

@@ -39,8 +39,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from rollout_workers.analysis.expr import ExpressionError, evaluate_time
-from rollout_workers.analysis.expr_time import TimeError, parse_duration_string
 from rollout_workers.analysis.providers.auth import (
     AuthError,
     basic_credentials,
@@ -66,6 +64,8 @@ from rollout_workers.api.analysis import (
     PrometheusMetric,
     PrometheusRangeQueryArgs,
 )
+from rollout_workers.expr.expr import ExpressionError, evaluate_time
+from rollout_workers.expr.expr_time import TimeError, parse_duration_string
 
 PROVIDER_TYPE = "Prometheus"
 RESOLVED_QUERY_KEY = "ResolvedPrometheusQuery"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollout_workers.analysis.expr import (
+from rollout_workers.expr.expr import (
     ExpressionError,
     Limits,
     Value,

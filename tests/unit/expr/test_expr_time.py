@@ -7,9 +7,9 @@ import datetime as dt
 
 import pytest
 
-from rollout_workers.analysis.expr import ExpressionError, evaluate_condition, evaluate_time
-from rollout_workers.analysis.expr_time import TimeError, parse_duration
-from rollout_workers.analysis.expr_values import GoDuration
+from rollout_workers.expr.expr import ExpressionError, evaluate_condition, evaluate_time
+from rollout_workers.expr.expr_time import TimeError, parse_duration
+from rollout_workers.expr.expr_values import GoDuration
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 

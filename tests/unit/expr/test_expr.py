@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from rollout_workers.analysis.expr import (
+from rollout_workers.expr.expr import (
     DEFAULT_LIMITS,
     ExpressionError,
     Limits,

@@ -32,7 +32,7 @@ import re
 import zoneinfo
 from typing import TYPE_CHECKING, Final
 
-from rollout_workers.analysis.expr_values import (
+from rollout_workers.expr.expr_values import (
     INT64_MAX,
     INT64_MIN,
     GoDuration,
@@ -43,7 +43,7 @@ from rollout_workers.analysis.expr_values import (
 )
 
 if TYPE_CHECKING:
-    from rollout_workers.analysis.expr import _Call, _Evaluator
+    from rollout_workers.expr.expr import _Call, _Evaluator
 
 __all__ = ["TIME_FUNCTIONS", "arithmetic", "compare", "go_time", "parse_duration"]
 

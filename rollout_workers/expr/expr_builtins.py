@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, TypeAlias
 
-from rollout_workers.analysis.expr_time import TIME_FUNCTIONS
-from rollout_workers.analysis.expr_values import (
+from rollout_workers.expr.expr_time import TIME_FUNCTIONS
+from rollout_workers.expr.expr_values import (
     INT64_MAX,
     INT64_MIN,
     Value,
@@ -29,7 +29,7 @@ from rollout_workers.analysis.expr_values import (
 )
 
 if TYPE_CHECKING:
-    from rollout_workers.analysis.expr import _Call, _Evaluator
+    from rollout_workers.expr.expr import _Call, _Evaluator
 
 __all__ = ["FUNCTIONS", "sum_numbers"]
 

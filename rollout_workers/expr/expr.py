@@ -55,12 +55,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, NoReturn
 
-from rollout_workers.analysis.expr_builtins import FUNCTIONS, sum_numbers
-from rollout_workers.analysis.expr_regex import RegexError, RegexProgram, compile_regex
-from rollout_workers.analysis.expr_time import arithmetic as time_arithmetic
-from rollout_workers.analysis.expr_time import compare as time_compare
-from rollout_workers.analysis.expr_time import go_time
-from rollout_workers.analysis.expr_values import (
+from rollout_workers.expr.expr_builtins import FUNCTIONS, sum_numbers
+from rollout_workers.expr.expr_regex import RegexError, RegexProgram, compile_regex
+from rollout_workers.expr.expr_time import arithmetic as time_arithmetic
+from rollout_workers.expr.expr_time import compare as time_compare
+from rollout_workers.expr.expr_time import go_time
+from rollout_workers.expr.expr_values import (
     DEFAULT_LIMITS,
     INT64_MAX,
     ExpressionError,
