@@ -1,0 +1,106 @@
+"""Senders: one module per service type, as notifications-engine's ``pkg/services/*.go``.
+
+A sender makes one attempt to deliver a rendered :class:`~..render.Notification` to one
+recipient of one configured service. It never sleeps and never retries: the delivery handler
+(``notifications/delivery.py``) owns retries and their waits (Redis timers, not sleeps in a
+worker), and asks :func:`retry_policy` how many attempts a service allows.
+
+A failure is a :class:`SendError`. ``final`` says whether another attempt could help: a 4xx
+answer (but 429) or a configuration error is final; a connection error, a timeout, a 429 or a
+5xx is not. A 429's ``Retry-After`` is carried in ``retry_after``.
+
+Every sender has the same signature (:data:`Sender`): the service's options as the ConfigMap
+gives them (Secret references already replaced), the notification, the recipient (what
+follows ``<service>:`` in a subscription), and :class:`SendContext` (HTTP session and timeout).
+:data:`SENDERS` maps a service type to its sender; :func:`send` dispatches, and a type with no
+sender is a final error naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from rollout_workers.notifications.config import Service
+from rollout_workers.notifications.render import Notification
+
+
+class SendError(Exception):
+    """A send that failed; ``final``: retrying cannot help. ``status`` is the HTTP status when
+    there was an answer."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        final: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.final = final
+        self.status = status
+        self.retry_after = retry_after
+
+
+@dataclass
+class SendContext:
+    """What a sender may use: an HTTP session (pooled connections) and the timeout of one
+    request, in seconds."""
+
+    session: requests.Session = field(default_factory=requests.Session)
+    timeout: float = 10.0
+
+
+Sender = Callable[[Mapping[str, Any], Notification, str, SendContext], None]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How many attempts a send gets in all, and the waits between them (doubling from
+    ``wait_min``, at most ``wait_max``), in seconds."""
+
+    attempts: int = 3
+    wait_min: float = 1.0
+    wait_max: float = 5.0
+
+    def wait(self, attempt: int) -> float:
+        """The wait after failed attempt number ``attempt`` (1-based)."""
+        return float(min(self.wait_max, self.wait_min * 2 ** max(0, attempt - 1)))
+
+
+def _registry() -> dict[str, Sender]:
+    # Imported here so that each sender module can import this package's names.
+    from rollout_workers.notifications.services import registry
+
+    return registry.SENDERS
+
+
+def send(service: Service, notification: Notification, recipient: str, ctx: SendContext) -> None:
+    """One attempt to deliver ``notification`` to ``recipient`` through ``service``."""
+    sender = _registry().get(service.type)
+    if sender is None:
+        raise SendError(
+            f"notification service type {service.type!r} (service {service.name!r}) is not "
+            "supported",
+            final=True,
+        )
+    sender(service.options, notification, recipient, ctx)
+
+
+def supported_types() -> frozenset[str]:
+    return frozenset(_registry())
+
+
+def retry_policy(service: Service) -> RetryPolicy:
+    """The webhook service's ``retryMax`` (retries after the first attempt, default 3),
+    ``retryWaitMin`` and ``retryWaitMax`` (Go durations, default 1s and 5s), as the engine's
+    go-retryablehttp client reads them; every other service gets the default policy."""
+    if service.type != "webhook":
+        return RetryPolicy()
+    from rollout_workers.notifications.services.webhook import webhook_retry_policy
+
+    return webhook_retry_policy(service.options)
