@@ -8,6 +8,7 @@ process's entry point (the CLI) and passed down explicitly; nothing below reads 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -20,7 +21,11 @@ KINDS: dict[str, str] = {
     "rollouts": "rollouts",
     "analysisruns": "analysis",
     "experiments": "analysis",
+    "notifications": "notifications",
 }
+
+#: The kinds whose keys name an object (`namespace/name`); a notifications key names a send.
+OBJECT_KINDS: frozenset[str] = frozenset({"rollouts", "analysisruns", "experiments"})
 
 #: The controllers a watcher can serve, and the task kind each one queues.
 CONTROLLERS: dict[str, str] = {
@@ -61,6 +66,9 @@ class QueueSettings(BaseModel):
     rollouts: str = Field(default="rollouts", description="Celery queue of rollout reconciles.")
     analysis: str = Field(
         default="analysis", description="Celery queue of analysis run and experiment reconciles."
+    )
+    notifications: str = Field(
+        default="notifications", description="Celery queue of notification sends."
     )
     system: str = Field(default="system", description="Celery queue of timer and resync tasks.")
     lease_ttl: float = Field(
@@ -120,7 +128,8 @@ class QueueSettings(BaseModel):
 
     def for_kind(self, kind: str) -> str:
         """The Celery queue that serves a task kind."""
-        return self.analysis if KINDS[kind] == "analysis" else self.rollouts
+        queue: str = getattr(self, KINDS[kind])
+        return queue
 
 
 class ReconcileSettings(BaseModel):
@@ -129,6 +138,7 @@ class ReconcileSettings(BaseModel):
             "rollouts": "rollout_workers.rollout.controller:make_handler",
             "analysisruns": "rollout_workers.analysis.controller:make_handler",
             "experiments": "rollout_workers.experiment.controller:make_handler",
+            "notifications": "rollout_workers.notifications.delivery:make_handler",
         },
         description="Handler factory per task kind, as 'module:function'.",
     )
@@ -160,7 +170,7 @@ class WorkerSettings(BaseModel):
         "hands their keys back and exits; keep it below terminationGracePeriodSeconds.",
     )
     queues: Names = Field(
-        default_factory=lambda: ["rollouts", "analysis", "system"],
+        default_factory=lambda: ["rollouts", "analysis", "notifications", "system"],
         description="Queues a worker consumes.",
     )
 
@@ -288,6 +298,33 @@ class PluginSettings(BaseModel):
     )
 
 
+def _pod_namespace() -> str:
+    # Argo's defaults.Namespace(): the pod's namespace from the downward API, else its default.
+    return os.environ.get("POD_NAMESPACE") or "argo-rollouts"
+
+
+class NotificationSettings(BaseModel):
+    namespace: str = Field(
+        default_factory=_pod_namespace,
+        description="Namespace of argo-rollouts-notification-configmap and -secret; default "
+        "$POD_NAMESPACE, else argo-rollouts (Argo's).",
+    )
+    self_service: bool = Field(
+        default=False,
+        description="Also read the two in each rollout's own namespace (Argo's "
+        "--self-service-notification-enabled).",
+    )
+    timeout: float = Field(
+        default=10.0, gt=0, description="Seconds one request to a notification service may take."
+    )
+    remember: float = Field(
+        default=86400.0,
+        gt=0,
+        description="Seconds a queued notification is remembered, so the same event recorded "
+        "again (a retried reconcile) is not sent twice.",
+    )
+
+
 class LogSettings(BaseModel):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Log level of every process."
@@ -334,6 +371,9 @@ class Settings(BaseSettings):
     )
     plugins: PluginSettings = Field(
         default_factory=PluginSettings, description="Plugins (step plugins)."
+    )
+    notifications: NotificationSettings = Field(
+        default_factory=NotificationSettings, description="Notifications."
     )
     log: LogSettings = Field(default_factory=LogSettings, description="Logging.")
 

@@ -10,6 +10,11 @@ _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, 
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 
 
+def utcnow() -> dt.datetime:
+    """The wall clock, in UTC: the default clock of the controllers."""
+    return dt.datetime.now(dt.UTC)
+
+
 def parse_time(value: str) -> dt.datetime:
     return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
 

@@ -35,12 +35,13 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound, Unavailable
-from rollout_workers.kube.events import event_body
 from rollout_workers.kube.patch import merge_patch, prune_empty
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
+from rollout_workers.notifications.outbox import Outbox, make_outbox
+from rollout_workers.notifications.recorder import EventRecorder
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
-from rollout_workers.timefmt import format_time, parse_time
+from rollout_workers.timefmt import format_time, parse_time, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +51,6 @@ Clock = Callable[[], dt.datetime]
 
 #: Builds the provider a metric names; raises (any exception) with a message when it cannot.
 ProviderFactory = Callable[[Metric], Provider]
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 class AnalysisRunController:
@@ -66,9 +63,11 @@ class AnalysisRunController:
         providers: ProviderFactory,
         secrets: SecretReader,
         clock: Clock = utcnow,
+        outbox: Outbox | None = None,
     ) -> None:
         self.runs, self.written, self.writer = runs, written, writer
         self.providers, self.secrets, self.clock = providers, secrets, clock
+        self.events = EventRecorder(writer, r.ANALYSISRUNS, outbox=outbox)
 
     def sync(self, request: SyncRequest) -> Result:
         obj = self.runs.get(request.key)
@@ -138,13 +137,7 @@ class AnalysisRunController:
         self.writer.patch(r.ANALYSISRUNS, meta["namespace"], meta["name"], body, status=True)
 
     def _event(self, obj: Obj, reason: str, message: str, warning: bool, now: dt.datetime) -> None:
-        body = event_body(
-            obj, reason=reason, message=message, warning=warning, now=format_time(now)
-        )
-        try:
-            self.writer.create(r.EVENTS, obj["metadata"]["namespace"], body)
-        except Exception as err:  # informational only
-            log.warning("could not record event %s: %s", reason, err)
+        self.events.record(obj, reason=reason, message=message, warning=warning, now=now)
 
 
 class Outcome:
@@ -491,5 +484,6 @@ def make_handler(runtime: Runtime) -> Handler:
         writer=writer,
         providers=lambda metric: provider_for(metric, deps),
         secrets=KubeSecretReader(kube),
+        outbox=make_outbox(runtime),
     )
     return when_cache_synced(runtime, controller.sync)

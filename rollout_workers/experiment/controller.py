@@ -29,22 +29,19 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, Unavailable
-from rollout_workers.kube.events import event_body
 from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
+from rollout_workers.notifications.outbox import Outbox, make_outbox
+from rollout_workers.notifications.recorder import EventRecorder
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
-from rollout_workers.timefmt import format_time
+from rollout_workers.timefmt import format_time, utcnow
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 Clock = Callable[[], dt.datetime]
 STALE_REQUEUE = 0.5
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 class ExperimentController:
@@ -60,7 +57,9 @@ class ExperimentController:
         written: WrittenVersions,
         writer: Writer,
         clock: Clock = utcnow,
+        outbox: Outbox | None = None,
     ) -> None:
+        self.events = EventRecorder(writer, r.EXPERIMENTS, outbox=outbox)
         self.experiments, self.replicasets, self.services = experiments, replicasets, services
         self.analysis_runs = analysis_runs
         self.templates, self.cluster_templates = templates, cluster_templates
@@ -174,17 +173,7 @@ class ExperimentController:
         self.writer.patch(r.EXPERIMENTS, meta["namespace"], meta["name"], body, status=True)
 
     def _event(self, obj: Obj, reason: str, message: str, warning: bool, now: dt.datetime) -> None:
-        body = event_body(
-            {"apiVersion": "argoproj.io/v1alpha1", "kind": "Experiment", **obj},
-            reason=reason,
-            message=message,
-            warning=warning,
-            now=format_time(now),
-        )
-        try:
-            self.writer.create(r.EVENTS, obj["metadata"]["namespace"], body)
-        except Exception as err:  # an event is informational only
-            log.warning("could not record event %s: %s", reason, err)
+        self.events.record(obj, reason=reason, message=message, warning=warning, now=now)
 
 
 def _without_none(value: Any) -> Any:
@@ -215,5 +204,6 @@ def make_handler(runtime: Runtime) -> Handler:
         cluster_templates=lister(r.CLUSTERANALYSISTEMPLATES),
         written=written,
         writer=KubeWriter(kube, on_written=written.record),
+        outbox=make_outbox(runtime),
     )
     return when_cache_synced(runtime, controller.sync)

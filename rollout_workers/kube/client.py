@@ -112,13 +112,19 @@ class Kube:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
     ) -> Obj:
         return self.json(
             "GET",
             resource.path(namespace),
-            query={"labelSelector": label_selector, "limit": limit, "continue": continue_token},
+            query={
+                "labelSelector": label_selector,
+                "fieldSelector": field_selector,
+                "limit": limit,
+                "continue": continue_token,
+            },
         )
 
     def list_pages(
@@ -127,6 +133,7 @@ class Kube:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
     ) -> Iterator[Obj]:
         """The pages of a paginated LIST, one at a time (each page's metadata carries the
         list's resourceVersion), so a caller can hold one page instead of the whole list."""
@@ -136,6 +143,7 @@ class Kube:
                 resource,
                 namespace=namespace,
                 label_selector=label_selector,
+                field_selector=field_selector,
                 limit=self.settings.page_size,
                 continue_token=token,
             )
@@ -166,6 +174,7 @@ class Kube:
         resource_version: str,
         namespace: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         timeout_seconds: int = 300,
         on_open: Callable[[], None] | None = None,
         on_response: Callable[[urllib3.HTTPResponse], None] | None = None,
@@ -181,6 +190,7 @@ class Kube:
                 "resourceVersion": resource_version,
                 "allowWatchBookmarks": "true",
                 "labelSelector": label_selector,
+                "fieldSelector": field_selector,
                 "timeoutSeconds": timeout_seconds,
             },
             # Connect timeout, then a read timeout past the server's own end of the stream.

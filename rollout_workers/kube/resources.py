@@ -96,6 +96,8 @@ ROUTER_OBJECTS: dict[str, tuple[Resource, ...]] = {
     )
 }
 PODS = Resource("pods", "", "v1", "Pod")
+CONFIGMAPS = Resource("configmaps", "", "v1", "ConfigMap")
+SECRETS = Resource("secrets", "", "v1", "Secret")
 DEPLOYMENTS = Resource("deployments", "apps", "v1", "Deployment")
 PODTEMPLATES = Resource("podtemplates", "", "v1", "PodTemplate")
 #: ReplicaSets without the pod-template-hash label (a `workloadRef` may name one): the

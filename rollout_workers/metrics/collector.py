@@ -35,13 +35,18 @@ from rollout_workers.metrics.store import (
     WORKQUEUE_BUCKETS,
     Keys,
 )
-from rollout_workers.settings import KINDS, QueueSettings
+from rollout_workers.settings import KINDS, OBJECT_KINDS, QueueSettings
 from rollout_workers.workqueue import WorkQueue
 
 Obj = dict[str, Any]
 
 #: Argo's queue names (the `name` label of client-go's workqueue metrics).
-QUEUE_NAMES = {"rollouts": "Rollouts", "analysisruns": "AnalysisRuns", "experiments": "Experiments"}
+QUEUE_NAMES = {
+    "rollouts": "Rollouts",
+    "analysisruns": "AnalysisRuns",
+    "experiments": "Experiments",
+    "notifications": "Notifications",
+}
 #: The metric-name prefix of each kind's reconcile histogram and error counter.
 RECONCILE_NAMES = {
     "rollouts": "rollout",
@@ -204,8 +209,9 @@ def read_snapshot(client: redis.Redis, *, prefix: str) -> Snapshot:
     pipe = client.pipeline(transaction=False)
     pipe.time()
     for kind in kinds:
-        pipe.hvals(listers[kind].keys.objects)
-        pipe.hgetall(keys.reconcile(kind))
+        if kind in listers:
+            pipe.hvals(listers[kind].keys.objects)
+            pipe.hgetall(keys.reconcile(kind))
         pipe.hgetall(keys.workqueue(kind))
         pipe.zcard(queues[kind].k_queued)
         pipe.hvals(queues[kind].k_started)
@@ -225,8 +231,9 @@ def read_snapshot(client: redis.Redis, *, prefix: str) -> Snapshot:
         kinds=kinds,
     )
     for kind in kinds:
-        snap.objects[kind] = [json.loads(raw) for raw in next(replies)]
-        snap.reconcile[kind] = _ints(next(replies))
+        if kind in listers:
+            snap.objects[kind] = [json.loads(raw) for raw in next(replies)]
+            snap.reconcile[kind] = _ints(next(replies))
         snap.workqueue[kind] = _ints(next(replies))
         snap.depth[kind] = int(next(replies))
         snap.started[kind] = [int(v) for v in next(replies)]
@@ -294,6 +301,8 @@ def render_families(snap: Snapshot) -> Iterator[Metric]:
     yield from _analysis_families(snap.objects.get("analysisruns", []))
     yield from _experiment_families(snap.objects.get("experiments", []))
     for kind in snap.kinds:
+        if kind not in OBJECT_KINDS:
+            continue
         present = {f"{ns}/{name}" for ns, name in map(_key, snap.objects.get(kind, []))}
         yield from _reconcile_families(kind, snap.reconcile.get(kind, {}), present)
     yield from _request_families(snap)
@@ -495,6 +504,8 @@ def prune(client: redis.Redis, snap: Snapshot, *, prefix: str) -> int:
     pipe = client.pipeline(transaction=False)
     deleted = 0
     for kind in snap.kinds:
+        if kind not in OBJECT_KINDS:
+            continue
         present = {f"{ns}/{name}" for ns, name in map(_key, snap.objects.get(kind, []))}
         stale = [f for f in snap.reconcile.get(kind, {}) if f.rpartition(SEP)[0] not in present]
         if stale:

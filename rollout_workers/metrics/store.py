@@ -10,6 +10,8 @@ Hashes (prefix `rw`):
   rw:metrics:<kind>:workqueue   `adds`, `retries`, `queue|b<i>`, `queue|sum`, `work|b<i>`, ...
   rw:metrics:k8s_requests       `kind|namespace|name|verb|status_code`
   rw:metrics:events             `namespace|name|type|reason`
+  rw:metrics:notifications      `ok|namespace|name|type|reason`, `err|...`,
+                                `send|ns/name|b<i>`, `send|ns/name|sum`
 
 A process does not write a counter per API request: `PendingCounts` buffers them in memory,
 and they travel with a write the process makes anyway (a worker's `done`, the watcher's
@@ -27,6 +29,8 @@ from dataclasses import dataclass
 
 import redis
 
+from rollout_workers.settings import OBJECT_KINDS
+
 #: Argo's reconcile histograms (rollout_reconcile, analysis_run_reconcile, experiment_reconcile).
 RECONCILE_BUCKETS: tuple[float, ...] = (0.01, 0.15, 0.25, 0.5, 1.0)
 
@@ -40,6 +44,9 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
         start *= factor
     return tuple(out)
 
+
+#: Argo's notification_send histogram.
+NOTIFICATION_BUCKETS: tuple[float, ...] = (0.01, 0.15, 0.25, 0.5, 1.0)
 
 #: client-go's workqueue histograms: ExponentialBuckets(10e-9, 10, 10).
 WORKQUEUE_BUCKETS: tuple[float, ...] = exponential_buckets(10e-9, 10, 10)
@@ -76,6 +83,10 @@ class Keys:
     def events(self) -> str:
         return f"{self.prefix}:metrics:events"
 
+    @property
+    def notifications(self) -> str:
+        return f"{self.prefix}:metrics:notifications"
+
 
 @dataclass(frozen=True)
 class Increment:
@@ -99,9 +110,10 @@ def reconcile_increments(
 ) -> list[Increment]:
     """`<kind>_reconcile{namespace,name}` and `_reconcile_error`, and client-go's work
     duration for the queue of `kind`. A reconcile that found its object gone is work done,
-    but, as in Argo, no observation of the object."""
+    but, as in Argo, no observation of the object. A kind whose keys are not objects has no
+    per-object series."""
     out = observe(keys.workqueue(kind), "work", WORKQUEUE_BUCKETS, seconds)
-    if not gone:
+    if not gone and kind in OBJECT_KINDS:
         out += observe(keys.reconcile(kind), key, RECONCILE_BUCKETS, seconds)
         if error:
             out.append(Increment(keys.reconcile(kind), f"{key}{SEP}err", 1))
@@ -160,6 +172,17 @@ class PendingCounts:
 
     def event(self, *, namespace: str, name: str, type: str, reason: str) -> None:
         self._add(self.keys.events, SEP.join((namespace, name, type, reason)))
+
+    def notification(self, *, namespace: str, name: str, type: str, reason: str, ok: bool) -> None:
+        """`notification_send_success` or `notification_send_error`, as Argo labels them."""
+        outcome = "ok" if ok else "err"
+        self._add(self.keys.notifications, SEP.join((outcome, namespace, name, type, reason)))
+
+    def notification_duration(self, *, namespace: str, name: str, seconds: float) -> None:
+        """One `notification_send` observation (the sends of one event's job)."""
+        series = f"send{SEP}{namespace}/{name}"
+        for inc in observe(self.keys.notifications, series, NOTIFICATION_BUCKETS, seconds):
+            self._add(inc.key, inc.field, inc.amount)
 
     def _add(self, key: str, field: str, amount: int = 1) -> None:
         with self._lock:

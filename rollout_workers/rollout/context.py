@@ -17,8 +17,8 @@ from typing import Any
 from rollout_workers.analysis.templates import TemplateLookup
 from rollout_workers.api.rollout import CanaryStatus, CanaryStep, Rollout, RolloutStatus
 from rollout_workers.kube import resources as r
-from rollout_workers.kube.events import event_body
 from rollout_workers.kube.writer import Writer
+from rollout_workers.notifications.recorder import EventRecorder
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.pause import PauseContext
 from rollout_workers.rollout.phase import replicas_or_default
@@ -101,6 +101,7 @@ class RolloutContext:
     # was settled (see replaced_rollout); None after any other write, or none.
     settled_version: str | None = None
     unsettled: bool = False  # some write to the rollout needs the reconcile its event brings
+    recorder: EventRecorder | None = None  # events and their notifications; None: events only
 
     @classmethod
     def build(
@@ -220,18 +221,11 @@ class RolloutContext:
         self.new_status.canary.current_experiment = name
 
     def event(self, reason: str, message: str, *, warning: bool = False) -> None:
+        """Record an event about the rollout as it was read (its notifications render it so,
+        as Argo's do: before this reconcile's status patch)."""
         self.events.append(Event(reason, message, warning))
-        body = event_body(
-            {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", **self.obj},
-            reason=reason,
-            message=message,
-            warning=warning,
-            now=self.now_text(),
-        )
-        try:
-            self.writer.create(r.EVENTS, self.namespace, body)
-        except Exception as err:  # an event is informational: never fail a reconcile on it
-            log.warning("could not record event %s for %s: %s", reason, self.key, err)
+        recorder = self.recorder or EventRecorder(self.writer, r.ROLLOUTS)
+        recorder.record(self.obj, reason=reason, message=message, warning=warning, now=self.now)
 
     # -- keeping the context's copies current after writes --------------------------------
 

@@ -37,6 +37,8 @@ from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound, Unavailable
 from rollout_workers.kube.routerobjects import ApiRouterObjects
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
+from rollout_workers.notifications.outbox import Outbox, make_outbox
+from rollout_workers.notifications.recorder import EventRecorder
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.rollout import (
@@ -63,7 +65,7 @@ from rollout_workers.rollout.trafficrouting import TrafficRoutingError, unsuppor
 from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
 from rollout_workers.rollout.trafficrouting.refs import router_refs
 from rollout_workers.settings import PluginSettings
-from rollout_workers.timefmt import format_time
+from rollout_workers.timefmt import format_time, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +81,6 @@ WORKLOAD_LIST_REQUEUE = 1.0
 
 #: Whether the watcher has listed a type into the cache (on-demand workload reflectors).
 Listed = Callable[[r.Resource], bool]
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 class RolloutController:
@@ -104,9 +102,11 @@ class RolloutController:
         listed: Listed = lambda resource: True,
         clock: Clock = utcnow,
         step_plugins: StepPluginRegistry | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
         self.workloads, self.listed = dict(workloads or {}), listed
         self.step_plugins = step_plugins or StepPluginRegistry()
+        self.recorder = EventRecorder(writer, r.ROLLOUTS, outbox=outbox)
         self.analysis_runs, self.experiments = analysis_runs, experiments
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
         self.ingresses, self.router_objects = ingresses, router_objects
@@ -194,6 +194,7 @@ class RolloutController:
             workload_ref=resolved,
         )
         ctx.step_plugins = StepPluginState(registry=self.step_plugins)
+        ctx.recorder = self.recorder
         try:
             reconcile(ctx, error, resolve_error=resolve_error)
         except Conflict as err:
@@ -471,6 +472,7 @@ def make_handler(runtime: Runtime) -> Handler:
         written=written,
         writer=KubeWriter(kube, on_written=written.record),
         step_plugins=step_plugin_registry(settings.plugins),
+        outbox=make_outbox(runtime),
     )
     return when_cache_synced(runtime, controller.sync)
 

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable
 
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import KubeError
-from rollout_workers.settings import CONTROLLERS
+from rollout_workers.notifications.source import CONFIGMAP_NAME, SECRET_NAME
+from rollout_workers.settings import CONTROLLERS, Settings
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,18 @@ def watched(controllers: Iterable[str], *, namespace: str) -> list[r.Resource]:
     needed = set().union(*(NEEDS[c] for c in controllers))
     return [
         res for res in r.WATCHED.values() if res in needed and (res.namespaced or not namespace)
+    ]
+
+
+def notification_watches(settings: Settings) -> list[tuple[r.Resource, str | None, str]]:
+    """The notifications ConfigMap and Secret, by name (type, namespace, field selector): in
+    the controller's namespace, or in every namespace served with self-service notifications
+    (Argo's --self-service-notification-enabled)."""
+    config = settings.notifications
+    namespace = (settings.kube.namespace or None) if config.self_service else config.namespace
+    return [
+        (r.CONFIGMAPS, namespace, f"metadata.name={CONFIGMAP_NAME}"),
+        (r.SECRETS, namespace, f"metadata.name={SECRET_NAME}"),
     ]
 
 

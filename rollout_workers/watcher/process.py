@@ -30,7 +30,12 @@ from rollout_workers.pool.app import create_app
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
-from rollout_workers.watcher.controllers import queued_kinds, served_version, watched
+from rollout_workers.watcher.controllers import (
+    notification_watches,
+    queued_kinds,
+    served_version,
+    watched,
+)
 from rollout_workers.watcher.events import ADD_BATCH, EventQueuer, valid_keys
 from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
@@ -63,6 +68,12 @@ class Watcher:
             self._reflector(served_version(res, kube.discovery.serves))
             for res in watched(settings.watcher.controllers, namespace=settings.kube.namespace)
         ]
+        # Not part of the cache epoch: reconciles do not read them, and an install that
+        # grants no access to them must still run (notifications are then off).
+        self.notification_reflectors = [
+            self._reflector(res, namespace=ns, field_selector=fields)
+            for res, ns, fields in notification_watches(settings)
+        ]
         self.kinds = queued_kinds(settings.watcher.controllers)
         self.queuer = EventQueuer(
             client,
@@ -84,9 +95,11 @@ class Watcher:
                 served=ApiRouterObjects(kube).served,
             )
 
-    def _reflector(self, res: Resource) -> Reflector:
+    def _reflector(
+        self, res: Resource, *, namespace: str | None = None, field_selector: str | None = None
+    ) -> Reflector:
         settings = self.settings
-        namespace = settings.kube.namespace or None
+        namespace = namespace or settings.kube.namespace or None
         return Reflector(
             kube=self._kube,
             writer=CacheWriter(self.runtime.redis, prefix=settings.redis.key_prefix, resource=res),
@@ -96,6 +109,7 @@ class Watcher:
             on_event=self.on_event,
             label_selector=watch_selector(res, settings.kube.instance_id),
             namespace=namespace if res.namespaced else None,
+            field_selector=field_selector,
             stop=self.stop,
             backoff_max=settings.watcher.backoff_max,
         )
@@ -131,7 +145,7 @@ class Watcher:
         return counts
 
     def start(self) -> None:
-        for reflector in self.reflectors:
+        for reflector in [*self.reflectors, *self.notification_reflectors]:
             thread = threading.Thread(
                 target=reflector.run, name=f"reflector {reflector.resource.plural}", daemon=True
             )
@@ -155,8 +169,14 @@ class Watcher:
                 *(on_demand.running() if on_demand is not None else []),
             ],
             requeue=self.requeue_all,
-            on_recovered=on_demand.mark_listed if on_demand is not None else lambda: None,
+            on_recovered=self._recovered,
         )
+
+    def _recovered(self) -> None:
+        if self.on_demand is not None:
+            self.on_demand.mark_listed()
+        for reflector in self.notification_reflectors:  # relisted, but not waited for
+            reflector.request_relist()
 
     def synced(self) -> bool:
         return all(ref.stats.synced.is_set() for ref in self.reflectors)
@@ -166,6 +186,7 @@ class Watcher:
         key = f"{self.settings.redis.key_prefix}:watcher:stats"
         pipe = self.runtime.redis.pipeline(transaction=False)
         extra = list(self.on_demand.reflectors.values()) if self.on_demand else []
+        extra += self.notification_reflectors
         for ref in [*self.reflectors, *extra]:
             for name, value in ref.stats.counters().items():
                 pipe.hset(key, f"{ref.resource.cache_name}.{name}", value)

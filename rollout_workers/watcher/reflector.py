@@ -90,6 +90,7 @@ class Reflector:
         label_selector: str | None,
         namespace: str | None,
         stop: threading.Event,
+        field_selector: str | None = None,
         backoff_max: float = 30.0,
         rng: random.Random | None = None,
     ) -> None:
@@ -99,6 +100,7 @@ class Reflector:
         self._on_changes = on_changes
         self._on_event = on_event
         self._selector, self._namespace = label_selector, namespace
+        self._fields = field_selector
         self._stop = stop
         self._backoff_max = backoff_max
         self._rng = rng or random.Random()
@@ -178,7 +180,10 @@ class Reflector:
         replacement = self._writer.replacement()
         rv, listed, changed = "", 0, 0
         for page in self._kube.list_pages(
-            self.resource, namespace=self._namespace, label_selector=self._selector
+            self.resource,
+            namespace=self._namespace,
+            label_selector=self._selector,
+            field_selector=self._fields,
         ):
             items = page.get("items") or []
             rv = str((page.get("metadata") or {}).get("resourceVersion", ""))
@@ -215,6 +220,7 @@ class Reflector:
             resource_version=rv,
             namespace=self._namespace,
             label_selector=self._selector,
+            field_selector=self._fields,
             timeout_seconds=timeout,
             on_open=self.stats.succeeded,
             on_response=self._opened,

@@ -56,6 +56,7 @@ def test_queue_for_each_kind() -> None:
         "rollouts": "rollouts",
         "analysisruns": "analysis",
         "experiments": "analysis",
+        "notifications": "notifications",
     }
 
 

@@ -37,8 +37,6 @@ Obj = dict[str, Any]
 #: Returns the current time, timezone-aware (UTC).
 Clock = Callable[[], dt.datetime]
 
-SECRETS = r.Resource("secrets", "", "v1", "Secret")
-
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
@@ -99,7 +97,7 @@ class KubeSecretReader:
         self.kube = kube
 
     def read(self, namespace: str, name: str, key: str) -> str:
-        secret = self.kube.get(SECRETS, namespace, name)
+        secret = self.kube.get(r.SECRETS, namespace, name)
         data: dict[str, str] = secret.get("data") or {}
         if key not in data:
             # Argo's wording (analysis controller, resolveArgs).

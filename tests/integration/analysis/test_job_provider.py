@@ -17,7 +17,8 @@ from rollout_workers.analysis.providers import (
     SecretError,
     provider_for,
 )
-from rollout_workers.analysis.providers.base import SECRETS, Provider
+from rollout_workers.analysis.providers.base import Provider
+from rollout_workers.kube.resources import SECRETS
 from rollout_workers.analysis.providers.job import JOB_NAME_KEY, KubeJobReader
 from rollout_workers.api.analysis import AnalysisPhase as P
 from rollout_workers.api.analysis import AnalysisRun, Measurement, Metric

@@ -1,0 +1,61 @@
+"""Recording an event: the core/v1 Event, then the notifications it triggers.
+
+Argo Rollouts' ``EventRecorderAdapter`` (utils/record/record.go) does both for every event its
+controllers record, rollouts, analysis runs and experiments alike: the Event first, then
+``sendNotifications``. Here the second is queuing a job in the outbox (outbox.py), so a
+reconcile never waits on a notification service.
+
+An Event that cannot be written is logged and the reconcile goes on (events are
+informational). A notification job that cannot be queued because Redis failed raises: the
+reconcile fails and is retried, and records the event again, with the same job key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+import redis
+
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.events import event_body
+from rollout_workers.kube.writer import Writer
+from rollout_workers.notifications.outbox import Outbox
+from rollout_workers.timefmt import format_time
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class EventRecorder:
+    """Records events about objects of one type (its ``apiVersion``/``kind`` are added to the
+    objects read from the cache, which carry neither)."""
+
+    def __init__(
+        self, writer: Writer, resource: r.Resource, *, outbox: Outbox | None = None
+    ) -> None:
+        self.writer, self.outbox = writer, outbox
+        self._type = {"apiVersion": resource.api_version, "kind": resource.kind}
+
+    def record(
+        self, obj: Obj, *, reason: str, message: str, warning: bool, now: dt.datetime
+    ) -> None:
+        full = {**obj, **self._type}
+        body = event_body(
+            full, reason=reason, message=message, warning=warning, now=format_time(now)
+        )
+        namespace = str((obj.get("metadata") or {}).get("namespace", ""))
+        try:
+            self.writer.create(r.EVENTS, namespace, body)
+        except Exception as err:  # an event is informational: never fail a reconcile on it
+            log.warning("could not record event %s for %s: %s", reason, namespace, err)
+        if self.outbox is None:
+            return
+        try:
+            self.outbox.event(full, reason=reason, message=message, warning=warning)
+        except redis.RedisError:
+            raise
+        except Exception:  # a bad config or object: logged, never a failed reconcile
+            log.exception("notifications of event %s could not be queued", reason)
