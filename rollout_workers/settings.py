@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, BeforeValidator, Field, SecretStr, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: The task kinds and the Celery queue each one is served from.
@@ -298,16 +298,11 @@ class PluginSettings(BaseModel):
     )
 
 
-def _pod_namespace() -> str:
-    # Argo's defaults.Namespace(): the pod's namespace from the downward API, else its default.
-    return os.environ.get("POD_NAMESPACE") or "argo-rollouts"
-
-
 class NotificationSettings(BaseModel):
     namespace: str = Field(
-        default_factory=_pod_namespace,
+        default="",
         description="Namespace of argo-rollouts-notification-configmap and -secret; default "
-        "$POD_NAMESPACE, else argo-rollouts (Argo's).",
+        "$POD_NAMESPACE (Argo's), else the one namespace served, else argo-rollouts.",
     )
     self_service: bool = Field(
         default=False,
@@ -376,6 +371,16 @@ class Settings(BaseSettings):
         default_factory=NotificationSettings, description="Notifications."
     )
     log: LogSettings = Field(default_factory=LogSettings, description="Logging.")
+
+    @model_validator(mode="after")
+    def _notifications_namespace(self) -> Settings:
+        # Argo's defaults.Namespace(): the pod's namespace from the downward API, else its own
+        # default; a namespaced install keeps to its namespace.
+        if not self.notifications.namespace:
+            self.notifications.namespace = (
+                os.environ.get("POD_NAMESPACE") or self.kube.namespace or "argo-rollouts"
+            )
+        return self
 
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain data, with secrets masked."""

@@ -30,6 +30,7 @@ from rollout_workers.cache import Lister
 from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
 from rollout_workers.metrics.store import (
+    NOTIFICATION_BUCKETS,
     RECONCILE_BUCKETS,
     SEP,
     WORKQUEUE_BUCKETS,
@@ -190,6 +191,7 @@ class Snapshot:
     started: dict[str, list[int]]
     k8s_requests: dict[str, int]
     events: dict[str, int]
+    notifications: dict[str, int] = field(default_factory=dict)
     kinds: Sequence[str] = field(default_factory=lambda: list(KINDS))
 
 
@@ -217,6 +219,7 @@ def read_snapshot(client: redis.Redis, *, prefix: str) -> Snapshot:
         pipe.hvals(queues[kind].k_started)
     pipe.hgetall(keys.k8s_requests)
     pipe.hgetall(keys.events)
+    pipe.hgetall(keys.notifications)
     replies = iter(pipe.execute())
     now_s, now_us = next(replies)
     snap = Snapshot(
@@ -239,6 +242,7 @@ def read_snapshot(client: redis.Redis, *, prefix: str) -> Snapshot:
         snap.started[kind] = [int(v) for v in next(replies)]
     snap.k8s_requests = _ints(next(replies))
     snap.events = _ints(next(replies))
+    snap.notifications = _ints(next(replies))
     return snap
 
 
@@ -306,6 +310,7 @@ def render_families(snap: Snapshot) -> Iterator[Metric]:
         present = {f"{ns}/{name}" for ns, name in map(_key, snap.objects.get(kind, []))}
         yield from _reconcile_families(kind, snap.reconcile.get(kind, {}), present)
     yield from _request_families(snap)
+    yield from _notification_families(snap.notifications)
     yield from _workqueue_families(snap)
 
 
@@ -426,6 +431,32 @@ def _reconcile_families(
         if "err" in parts:
             errors.add([ns, name], parts["err"])
     yield from (hist, errors)
+
+
+def _notification_families(fields: Mapping[str, int]) -> Iterator[Metric]:
+    """Argo's notification_send_success/_error{namespace,name,type,reason} and the
+    notification_send{namespace,name} histogram (metrics/store.py writes them)."""
+    labels = ("namespace", "name", "type", "reason")
+    success = ArgoCounter("notification_send_success", "Notification send success.", labels)
+    error = ArgoCounter("notification_send_error", "Error sending the notification", labels)
+    hist = HistogramMetricFamily(
+        "notification_send", "Notification send performance.", labels=["namespace", "name"]
+    )
+    sends: dict[str, dict[str, int]] = defaultdict(dict)
+    for name, value in sorted(fields.items()):
+        outcome, _, rest = name.partition(SEP)
+        parts = rest.split(SEP)
+        if outcome == "ok" and len(parts) == 4:
+            success.add(parts, value)
+        elif outcome == "err" and len(parts) == 4:
+            error.add(parts, value)
+        elif outcome == "send" and len(parts) == 2:
+            sends[parts[0]][parts[1]] = value
+    for series, parts in sorted(sends.items()):
+        ns, _, name = series.partition("/")
+        buckets, total = _buckets(NOTIFICATION_BUCKETS, parts)
+        hist.add_metric([ns, name], buckets, total)
+    yield from (success, error, hist)
 
 
 def _request_families(snap: Snapshot) -> Iterator[Metric]:

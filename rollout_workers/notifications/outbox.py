@@ -47,6 +47,14 @@ REVISION_ANNOTATION = "rollout.argoproj.io/revision"
 _NAME_ROOM = 253 - 17
 
 
+#: The job's hash with its payload and lifetime, unless it exists (Redis 6.2: no EXPIRE NX).
+_CREATE = """
+if redis.call('HSETNX', KEYS[1], 'payload', ARGV[1]) == 1 then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+end
+"""
+
+
 class Queue(Protocol):
     def add(self, keys: Sequence[str]) -> Any: ...
 
@@ -163,6 +171,7 @@ class Outbox:
         self._configs = configs
         self._queue = queue
         self._remember = max(1, round(remember))
+        self._create = client.register_script(_CREATE)
 
     def subscribed(self, obj: Mapping[str, Any], trigger: str) -> bool:
         """Whether any config that applies to `obj` has a destination for `trigger`."""
@@ -179,11 +188,7 @@ class Outbox:
             return None
         key = job_key(obj, reason, message)
         job = Job(obj, reason, "Warning" if warning else "Normal", message)
-        hash_key = job_hash_key(self._prefix, key)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.hsetnx(hash_key, "payload", job.dumps())
-        pipe.expire(hash_key, self._remember, nx=True)
-        pipe.execute()
+        self._create(keys=[job_hash_key(self._prefix, key)], args=[job.dumps(), self._remember])
         self._queue.add([key])
         log.debug("notification job %s queued for %s", key, reason)
         return key

@@ -148,7 +148,12 @@ def render(config: Config, template_names: Sequence[str], vars: Mapping[str, Any
     for name in template_names:
         tmpl = config.templates.get(name)
         if tmpl is None:
-            raise RenderError(name, "template", f"template {name!r} is not supported")
+            why = next((e.message for e in config.errors if e.key == f"template.{name}"), "")
+            raise RenderError(
+                name,
+                "template",
+                f"template {name!r} is not supported" + (f": {why}" if why else ""),
+            )
         _apply(tmpl, vars, out, unsupported)
     out.unsupported = tuple(dict.fromkeys(unsupported))
     return out

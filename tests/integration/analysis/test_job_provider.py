@@ -18,7 +18,6 @@ from rollout_workers.analysis.providers import (
     provider_for,
 )
 from rollout_workers.analysis.providers.base import Provider
-from rollout_workers.kube.resources import SECRETS
 from rollout_workers.analysis.providers.job import JOB_NAME_KEY, KubeJobReader
 from rollout_workers.api.analysis import AnalysisPhase as P
 from rollout_workers.api.analysis import AnalysisRun, Measurement, Metric
@@ -27,6 +26,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import NotFound
+from rollout_workers.kube.resources import SECRETS
 from rollout_workers.kube.writer import KubeWriter
 from rollout_workers.settings import Settings
 from tests.unit.analysis.providers.stubs import NOW

@@ -308,7 +308,10 @@ def test_service_accounts_and_rbac(overlay: str) -> None:
             assert sa not in bound
         else:
             assert spec.get("automountServiceAccountToken", True) is not False
-            assert len(bound.get(sa, [])) == 1, sa
+            # Its own role, and for the watcher the notifications ConfigMap and Secret.
+            extra = {("Role", "rollout-workers-notifications")} if sa == "watcher" else set()
+            assert len(bound.get(sa, [])) == 1 + len(extra), sa
+            assert extra <= set(bound.get(sa, [])), sa
     assert used == set(accounts)  # one per process kind, none spare
     if overlay == "namespaced":
         assert not by_kind(objs, "ClusterRole", "ClusterRoleBinding")

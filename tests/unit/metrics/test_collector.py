@@ -105,6 +105,13 @@ def snapshot() -> Snapshot:
         started={"rollouts": [7_000, 9_500], "analysisruns": [], "experiments": []},
         k8s_requests={"rollouts|ns|web|Patch|200": 4, "events|ns|N/A|Create|201": 2},
         events={"ns|web|Normal|RolloutPaused": 2},
+        notifications={
+            "ok|ns|web|Normal|RolloutPaused": 3,
+            "err|ns|web|Warning|RolloutAborted": 1,
+            "send|ns/web|b1": 2,
+            "send|ns/web|b5": 1,
+            "send|ns/web|sum": 1_600_000,
+        },
     )
 
 
@@ -147,6 +154,9 @@ def test_names_and_types_are_argos(text: str) -> None:
         "experiment_reconcile_error": "counter",
         "controller_clientset_k8s_request_total": "counter",
         "rollout_events_total": "counter",
+        "notification_send_success": "counter",
+        "notification_send_error": "counter",
+        "notification_send": "histogram",
         "workqueue_depth": "gauge",
         "workqueue_adds_total": "counter",
         "workqueue_queue_duration_seconds": "histogram",
@@ -195,6 +205,12 @@ def test_the_text_parses_as_prometheus_exposition(text: str) -> None:
         'controller_clientset_k8s_request_total{kind="rollouts",name="web",namespace="ns",status_code="200",verb="Patch"} 4',
         'controller_clientset_k8s_request_total{kind="events",name="N/A",namespace="ns",status_code="201",verb="Create"} 2',
         'rollout_events_total{name="web",namespace="ns",reason="RolloutPaused",type="Normal"} 2',
+        'notification_send_success{name="web",namespace="ns",reason="RolloutPaused",type="Normal"} 3',
+        'notification_send_error{name="web",namespace="ns",reason="RolloutAborted",type="Warning"} 1',
+        'notification_send_bucket{le="0.01",name="web",namespace="ns"} 0',
+        'notification_send_bucket{le="0.15",name="web",namespace="ns"} 2',
+        'notification_send_bucket{le="+Inf",name="web",namespace="ns"} 3',
+        'notification_send_sum{name="web",namespace="ns"} 1.6',
         'workqueue_depth{name="Rollouts"} 3',
         'workqueue_depth{name="AnalysisRuns"} 0',
         'workqueue_adds_total{name="Rollouts"} 12',
