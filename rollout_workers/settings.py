@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, BeforeValidator, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: The task kinds and the Celery queue each one is served from.
@@ -371,16 +379,25 @@ class Settings(BaseSettings):
         default_factory=NotificationSettings, description="Notifications."
     )
     log: LogSettings = Field(default_factory=LogSettings, description="Logging.")
+    _notifications_namespace: str = PrivateAttr(default="argo-rollouts")
 
     @model_validator(mode="after")
-    def _notifications_namespace(self) -> Settings:
+    def _resolve_notifications_namespace(self) -> Settings:
         # Argo's defaults.Namespace(): the pod's namespace from the downward API, else its own
-        # default; a namespaced install keeps to its namespace.
-        if not self.notifications.namespace:
-            self.notifications.namespace = (
-                os.environ.get("POD_NAMESPACE") or self.kube.namespace or "argo-rollouts"
-            )
+        # default; a namespaced install keeps to its namespace. Resolved on every validation
+        # (CLI options are applied by validating again), never stored in the field.
+        self._notifications_namespace = (
+            self.notifications.namespace
+            or os.environ.get("POD_NAMESPACE")
+            or self.kube.namespace
+            or "argo-rollouts"
+        )
         return self
+
+    @property
+    def notifications_namespace(self) -> str:
+        """Where argo-rollouts-notification-configmap and -secret are read."""
+        return self._notifications_namespace
 
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain data, with secrets masked."""

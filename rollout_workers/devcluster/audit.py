@@ -35,6 +35,9 @@ class Call:
     resource: str = ""
     subresource: str = ""
     namespaced: bool = False
+    #: The object's name: from the path, or a list's or watch's `metadata.name=` field
+    #: selector (as the API server's RequestInfo takes it, so `resourceNames` can allow it).
+    name: str = ""
     #: For requests that name no resource (discovery): the path.
     path: str = ""
 
@@ -79,6 +82,8 @@ def classify(method: str, path: str, query: dict[str, str], authorization: str |
     }.get(method, "")
     if method == "GET":
         verb = "watch" if watch else ("get" if name else "list")
+        if not name:
+            name = _selected_name(query.get("fieldSelector", ""))
     elif method == "DELETE":
         verb = "delete" if name else "deletecollection"
     return Call(
@@ -88,7 +93,17 @@ def classify(method: str, path: str, query: dict[str, str], authorization: str |
         resource=resource,
         subresource=subresource,
         namespaced=namespaced,
+        name=name,
     )
+
+
+def _selected_name(field_selector: str) -> str:
+    """The name a `metadata.name=<name>` (or `==`) field selector picks, else ""."""
+    for term in field_selector.split(","):
+        key, sep, value = term.replace("==", "=").partition("=")
+        if sep and key.strip() == "metadata.name" and not key.endswith("!"):
+            return value.strip()
+    return ""
 
 
 class AuditLog:

@@ -141,6 +141,6 @@ def config_cache(client: redis.Redis, settings: Settings) -> ConfigCache:
     return ConfigCache(
         configmaps=lambda ns, name: configmaps.get(f"{ns}/{name}"),
         secrets=lambda ns, name: secrets.get(f"{ns}/{name}"),
-        controller_namespace=settings.notifications.namespace,
+        controller_namespace=settings.notifications_namespace,
         self_service=settings.notifications.self_service,
     )

@@ -64,7 +64,11 @@ def notification_watches(settings: Settings) -> list[tuple[r.Resource, str | Non
     the controller's namespace, or in every namespace served with self-service notifications
     (Argo's --self-service-notification-enabled)."""
     config = settings.notifications
-    namespace = (settings.kube.namespace or None) if config.self_service else config.namespace
+    namespace = (
+        (settings.kube.namespace or None)
+        if config.self_service
+        else settings.notifications_namespace
+    )
     return [
         (r.CONFIGMAPS, namespace, f"metadata.name={CONFIGMAP_NAME}"),
         (r.SECRETS, namespace, f"metadata.name={SECRET_NAME}"),

@@ -27,6 +27,7 @@ from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
+from rollout_workers.notifications.source import CONFIGMAP_NAME, SECRET_NAME
 from rollout_workers.settings import Settings
 from tests.e2e import fields, routers
 from tests.e2e import test_rollouts as e2e
@@ -274,7 +275,8 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
     ]
     e2e.run_all(kube, kubeconfigs["user"], scenarios)
 
-    calls = resource_calls(cluster.audit())
+    audit = cluster.audit()
+    calls = resource_calls(audit)
     print(json.dumps({who: sorted(map(list, made)) for who, made in calls.items()}, indent=1))
     rules = granted("base")
     assert "beat" not in calls, calls.get("beat")
@@ -291,10 +293,18 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
         assert not unexplained, f"{who} is granted rules nothing used: {sorted(unexplained)}"
         stale = expected - unused
         assert not stale, f"listed as unused but used (remove from the table): {sorted(stale)}"
-    # The watcher only lists and watches, across all namespaces (the ClusterRole).
-    assert {(verb, namespaced) for *_, verb, namespaced in calls["watcher"]} == {
-        ("list", False), ("watch", False)
-    }  # fmt: skip
+    # The watcher only lists and watches: across all namespaces (the ClusterRole), and the
+    # notifications ConfigMap and Secret in the controller's namespace, by name (the Role's
+    # resourceNames).
+    named = {"configmaps": CONFIGMAP_NAME, "secrets": SECRET_NAME}
+    for call in audit:
+        if call["user"] != "watcher" or call["path"]:
+            continue
+        assert call["verb"] in ("list", "watch"), call
+        if call["resource"] in named:
+            assert call["namespaced"] and call["name"] == named[call["resource"]], call
+        else:
+            assert not call["namespaced"], call
 
 
 @pytest.mark.slow

@@ -674,8 +674,10 @@ def test_scenarios_survive_kill_9_of_workers(
 
     thread = threading.Thread(target=chaos, daemon=True)
     thread.start()
+    from tests.e2e import notifications  # it builds on this module
+
     try:
-        run_all(kube, kubeconfig, logs=tmp_path / "logs")
+        run_all(kube, kubeconfig, [*SCENARIOS, notifications.exactly_once], logs=tmp_path / "logs")
     finally:
         stop.set()
         thread.join(30)

@@ -28,14 +28,24 @@ CASES = {
         "GET", "/api/v1/watch/namespaces/a/services", {},
         Call("u", "watch", "", "services", "", True)),
     "get one": ("GET", "/api/v1/namespaces/a/secrets/s", {},
-        Call("u", "get", "", "secrets", "", True)),
+        Call("u", "get", "", "secrets", "", True, "s")),
+    "list by name": (
+        "GET", "/api/v1/namespaces/a/configmaps", {"fieldSelector": "metadata.name=cm"},
+        Call("u", "list", "", "configmaps", "", True, "cm")),
+    "watch by name": (
+        "GET", "/api/v1/configmaps",
+        {"watch": "true", "fieldSelector": "metadata.namespace=x,metadata.name==cm"},
+        Call("u", "watch", "", "configmaps", "", False, "cm")),
+    "list not by name": (
+        "GET", "/api/v1/configmaps", {"fieldSelector": "metadata.name!=cm"},
+        Call("u", "list", "", "configmaps", "", False)),
     "create": ("POST", NS + "/analysisruns", {},
         Call("u", "create", "argoproj.io", "analysisruns", "", True)),
     "status patch": (
         "PATCH", NS + "/rollouts/web/status", {},
-        Call("u", "patch", "argoproj.io", "rollouts", "status", True)),
+        Call("u", "patch", "argoproj.io", "rollouts", "status", True, "web")),
     "delete": ("DELETE", "/api/v1/namespaces/a/pods/p", {},
-        Call("u", "delete", "", "pods", "", True)),
+        Call("u", "delete", "", "pods", "", True, "p")),
     "delete collection": (
         "DELETE", "/api/v1/namespaces/a/pods", {},
         Call("u", "deletecollection", "", "pods", "", True)),
@@ -43,10 +53,10 @@ CASES = {
         "GET", "/apis/argoproj.io/v1alpha1/clusteranalysistemplates", {},
         Call("u", "list", "argoproj.io", "clusteranalysistemplates", "", False)),
     "a namespace itself": ("GET", "/api/v1/namespaces/a", {},
-        Call("u", "get", "", "namespaces", "", False)),
+        Call("u", "get", "", "namespaces", "", False, "a")),
     "eviction": (
         "POST", "/api/v1/namespaces/a/pods/p/eviction", {},
-        Call("u", "create", "", "pods", "eviction", True)),
+        Call("u", "create", "", "pods", "eviction", True, "p")),
     "discovery": ("GET", "/apis/argoproj.io/v1alpha1", {},
         Call("u", "get", path="/apis/argoproj.io/v1alpha1")),
     "version": ("GET", "/version", {}, Call("u", "get", path="/version")),
