@@ -504,6 +504,7 @@ def _attach_commands() -> None:
     from rollout_workers.cli import actions
     from rollout_workers.cli.lint import lint
     from rollout_workers.cli.metrics import metrics, metrics_server
+    from rollout_workers.cli.notifications import notifications
     from rollout_workers.cli.version import version
     from rollout_workers.devcluster.cli import devcluster
 
@@ -512,6 +513,7 @@ def _attach_commands() -> None:
     cli.add_command(metrics)
     cli.add_command(lint)
     cli.add_command(version)
+    cli.add_command(notifications)
     actions.register(cli)
 
 
