@@ -390,7 +390,7 @@ def sources(
         state_dir=state_dir,
         kubeconfig=kubeconfig,
         namespace=namespace,
-        config_namespace=config_namespace or settings.notifications.namespace,
+        config_namespace=config_namespace or settings.notifications_namespace,
         config_map=config_map,
         secret=secret,
     )
