@@ -145,11 +145,17 @@ def _headers(opts: Options) -> dict[str, str]:
         name, value = entry.get("name"), entry.get("value")
         if not isinstance(name, str) or not isinstance(value, str | type(None)):
             raise opts.invalid("headers", "a list of {name, value}")
-        # Go's Header.Set: names are case-insensitive, a later entry replaces an earlier one.
-        for existing in [k for k in headers if k.lower() == name.lower()]:
-            del headers[existing]
-        headers[name] = value or ""
+        # Go's Header.Set: the name canonicalized, a later entry replacing an earlier one.
+        headers[canonical_header(name)] = value or ""
     return headers
+
+
+def canonical_header(name: str) -> str:
+    """Go's ``CanonicalMIMEHeaderKey``: ``x-api-key`` -> ``X-Api-Key``; a name with characters
+    outside letters, digits and ``-`` is left as it is."""
+    if not name or not all(c.isascii() and (c.isalnum() or c == "-") for c in name):
+        return name
+    return "-".join(part[:1].upper() + part[1:].lower() for part in name.split("-"))
 
 
 def _basic_auth(opts: Options) -> tuple[str, str] | None:
