@@ -5,7 +5,8 @@ The token is checked as Slack checks it: ``Authorization: Bearer <token>`` or a 
 field; a wrong or missing one answers ``{"ok": false, "error": "invalid_auth"}`` (HTTP 200, as
 Slack does). A post answers ``{"ok": true, "channel": <id>, "ts": <new ts>, "message": {...}}``
 with the channel id from ``channel_ids`` (default: the channel as given); an update answers the
-same shape with the ts it was given, and wants the channel's id, not a name from ``channel_ids``. ``fail_next`` queues answers to give instead (a 429 with
+same shape with the ts it was given, and wants the channel's id, not a name from
+``channel_ids``. ``fail_next`` queues answers to give instead (a 429 with
 ``Retry-After``, a 500, an ``ok: false``). ``calls`` lists ``(method, form)`` in order.
 """
 

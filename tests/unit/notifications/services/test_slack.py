@@ -47,7 +47,7 @@ def slack_block(**fields: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("name", "options", "notification", "form"),
+    "case",
     [
         (
             "only message",
@@ -132,11 +132,9 @@ def slack_block(**fields: Any) -> dict[str, Any]:
 def test_post_message_form(
     api: SlackAPI,
     ctx: SendContext,
-    name: str,
-    options: dict[str, Any],
-    notification: Notification,
-    form: dict[str, str],
+    case: tuple[str, dict[str, Any], Notification, dict[str, str]],
 ) -> None:
+    name, options, notification, form = case
     send(service(api, **options), notification, "test-channel", ctx)
     ((method, sent),) = api.calls()
     assert method == "chat.postMessage", name
