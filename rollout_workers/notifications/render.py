@@ -9,8 +9,9 @@ templater renders ``message`` and then its service blocks, in the engine's fixed
 as that block's ``GetTemplater`` does (``pkg/services/*.go``). That is how several templates
 merge, and the engine is not uniform about it:
 
-- ``message``, ``email.*``, ``teams.*``, ``googlechat.*``: set only when the rendered text is not
-  empty, so a later template with an empty or absent field keeps an earlier one's value.
+- ``message``, ``email.*``, ``teams.*``, ``teams-workflows.*``, ``googlechat.*``: set only when
+  the rendered text is not empty, so a later template with an empty or absent field keeps an
+  earlier one's value.
 - ``slack.username/icon/attachments/blocks/groupingKey``, ``mattermost.attachments``,
   ``rocketchat.attachments``, ``opsgenie``'s strings: always set, so a later template that has
   the block but not the field clears it. ``slack.notifyBroadcast``/``deliveryPolicy`` are copied.
@@ -49,6 +50,7 @@ BLOCK_ORDER = (
     "opsgenie",
     "github",
     "teams",
+    "teams-workflows",  # after v0.5.0: the engine's later GetTemplater has it here
     "alertmanager",
     "googlechat",
     "pagerduty",
@@ -85,6 +87,20 @@ FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
             "facts",
             "sections",
             "potentialAction",
+        )
+    ),
+    "teams-workflows": tuple(
+        (f, NONEMPTY)
+        for f in (
+            "template",
+            "title",
+            "summary",
+            "text",
+            "themeColor",
+            "facts",
+            "sections",
+            "potentialAction",
+            "adaptiveCard",
         )
     ),
     "googlechat": (("cards", NONEMPTY), ("cardsV2", NONEMPTY), ("threadKey", NONEMPTY)),

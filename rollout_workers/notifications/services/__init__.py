@@ -19,7 +19,7 @@ sender is a final error naming it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import requests
@@ -48,11 +48,14 @@ class SendError(Exception):
 
 @dataclass
 class SendContext:
-    """What a sender may use: an HTTP session (pooled connections) and the timeout of one
-    request, in seconds."""
+    """What a sender may use: an HTTP session (pooled connections), the timeout of one
+    request, in seconds, and the name of the destination's service (``github`` for
+    ``service.webhook.github``; :func:`send` sets it). The webhook sender needs the name: the
+    engine picks the template's ``webhook.<name>`` block by it (``Destination.Service``)."""
 
     session: requests.Session = field(default_factory=requests.Session)
     timeout: float = 10.0
+    service: str = ""
 
 
 Sender = Callable[[Mapping[str, Any], Notification, str, SendContext], None]
@@ -88,7 +91,7 @@ def send(service: Service, notification: Notification, recipient: str, ctx: Send
             "supported",
             final=True,
         )
-    sender(service.options, notification, recipient, ctx)
+    sender(service.options, notification, recipient, replace(ctx, service=service.name))
 
 
 def supported_types() -> frozenset[str]:
