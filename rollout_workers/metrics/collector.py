@@ -452,9 +452,9 @@ def _notification_families(fields: Mapping[str, int]) -> Iterator[Metric]:
             error.add(parts, value)
         elif outcome == "send" and len(parts) == 2:
             sends[parts[0]][parts[1]] = value
-    for series, parts in sorted(sends.items()):
+    for series, observed in sorted(sends.items()):
         ns, _, name = series.partition("/")
-        buckets, total = _buckets(NOTIFICATION_BUCKETS, parts)
+        buckets, total = _buckets(NOTIFICATION_BUCKETS, observed)
         hist.add_metric([ns, name], buckets, total)
     yield from (success, error, hist)
 
