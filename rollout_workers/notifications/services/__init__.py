@@ -18,6 +18,7 @@ sender is a final error naming it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,11 +49,12 @@ class SendError(Exception):
 
 @dataclass
 class SendContext:
-    """What a sender may use: an HTTP session (pooled connections) and the timeout of one
-    request, in seconds."""
+    """What a sender may use: an HTTP session (pooled connections), the timeout of one
+    request, in seconds, and a clock (Unix seconds) for the services that send a time."""
 
     session: requests.Session = field(default_factory=requests.Session)
     timeout: float = 10.0
+    clock: Callable[[], float] = time.time
 
 
 Sender = Callable[[Mapping[str, Any], Notification, str, SendContext], None]
