@@ -1,0 +1,33 @@
+"""A recording receiver on loopback per test, and a send context aimed at it."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from rollout_workers.notifications.services import SendContext
+from tests.support.receiver import Receiver
+
+NOW = 1_700_000_000.75
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with Receiver() as r:
+        yield r
+
+
+@pytest.fixture
+def ctx() -> Iterator[SendContext]:
+    with requests.Session() as session:
+        yield SendContext(session=session, timeout=5.0, clock=lambda: NOW)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
