@@ -143,7 +143,9 @@ def api_base(server_url: str) -> str:
     scheme = "https" if parts.scheme == "https" else "http"
     port_text = str(port) if port is not None else ("443" if scheme == "https" else "80")
     host = parts.hostname or ""
-    return f"{scheme}://{host}:{port_text}{parts.path}/api/v1"
+    # Go keeps "scheme:rest" without a slash as an opaque URL: no host, no path.
+    path = parts.path if parts.path.startswith("/") else ""
+    return f"{scheme}://{host}:{port_text}{path}/api/v1"
 
 
 def valid_avatar_url(url: str) -> bool:

@@ -37,12 +37,11 @@ CHECKS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("token", "user", "message", "error"), [c[1:] for c in CHECKS], ids=[c[0] for c in CHECKS]
-)
+@pytest.mark.parametrize("case", [c[1:] for c in CHECKS], ids=[c[0] for c in CHECKS])
 def test_library_checks_are_final(
-    receiver: Receiver, ctx: SendContext, token: str, user: str, message: str, error: str
+    receiver: Receiver, ctx: SendContext, case: tuple[str, str, str, str]
 ) -> None:
+    token, user, message, error = case
     with pytest.raises(SendError) as e:
         send({"token": token, "apiURL": receiver.url()}, Notification(message), user, ctx)
     assert e.value.final is True
