@@ -24,6 +24,8 @@ KNOWN = {
         NAMESPACES,
         r.DEPLOYMENTS,
         r.PODTEMPLATES,
+        r.CONFIGMAPS,
+        r.SECRETS,
         *(res for versions in r.ROUTER_OBJECTS.values() for res in versions),
     )
 }

@@ -9,9 +9,10 @@ keeps the engine's key grammar and YAML shapes:
   them, keys included, has each ``$key`` (``[$][\\w-]+``, ASCII) replaced with that key of the
   Secret; a reference to a missing key stays as written, as the engine does.
 - ``template.<name>``: ``message`` plus per-service blocks (``email``, ``slack``, ``webhook``,
-  ``teams``...), kept as dicts. Every string in them is parsed here as a Go template (the engine
-  parses each service's templated fields when it builds its template service), so a bad
-  template is reported with its key rather than at send time.
+  ``teams``...), kept as dicts. The fields the engine templates (``fields.templated_fields``:
+  the same table the renderer uses) are parsed here as Go templates, as the engine parses them
+  when it builds its template service, so a bad template is reported with its key rather than
+  at send time; a field the engine copies as written (webhook ``method``) is not parsed.
 - ``trigger.<name>``: a YAML list of conditions (``when``, ``send``, ``oncePer``,
   ``description``).
 - ``subscriptions``: a YAML list of ``recipients`` (``service:recipient``), ``triggers`` and a
@@ -37,6 +38,7 @@ from typing import Any
 import yaml
 
 from rollout_workers.notifications import gotemplate
+from rollout_workers.notifications.fields import templated_fields
 from rollout_workers.notifications.selectors import Selector, SelectorError, parse_selector
 
 SECRET_REFERENCE = re.compile(r"[$][\w-]+", re.ASCII)
@@ -66,7 +68,7 @@ class Service:
 @dataclass(frozen=True)
 class Template:
     """A notification template: ``message`` and the per-service blocks as written, and the Go
-    template parsed from every string in them, keyed by its path (``("message",)``,
+    template parsed from each templated field, keyed by its path (``("message",)``,
     ``("slack", "attachments")``, ``("webhook", "github", "body")``)."""
 
     name: str
@@ -247,26 +249,21 @@ def _template(name: str, value: Any) -> Template:
         blocks[service] = _mapping(block, service)
     parsed: dict[tuple[str, ...], gotemplate.Template] = {}
     # The engine parses message even when it is empty.
-    _parse_strings(name, ("message",), message or "", parsed)
+    _parse(("message",), message or "", name, parsed)
     for service, block in blocks.items():
-        _parse_strings(name, (service,), block, parsed)
+        for path, text, go_name in templated_fields(name, service, block):
+            if text is None or isinstance(text, str):
+                _parse(path, text or "", go_name, parsed)
     return Template(name=name, message=message, blocks=blocks, parsed=parsed)
 
 
-def _parse_strings(
-    name: str, path: tuple[str, ...], value: Any, out: dict[tuple[str, ...], gotemplate.Template]
+def _parse(
+    path: tuple[str, ...], text: str, go_name: str, out: dict[tuple[str, ...], gotemplate.Template]
 ) -> None:
-    if isinstance(value, str):
-        try:
-            out[path] = gotemplate.parse(value, name=name)
-        except gotemplate.TemplateError as e:
-            raise _Invalid(f"{'.'.join(path)}: {e}") from None
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            _parse_strings(name, (*path, str(k)), v, out)
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _parse_strings(name, (*path, str(i)), v, out)
+    try:
+        out[path] = gotemplate.parse(text, name=go_name)
+    except gotemplate.TemplateError as e:
+        raise _Invalid(f"{'.'.join(path)}: {e}") from None
 
 
 def _conditions(value: Any) -> tuple[Condition, ...]:

@@ -18,10 +18,21 @@ merge, and the engine is not uniform about it:
 - ``webhook.<name>``: ``body`` and ``path`` rendered, ``method`` copied, the entry replaced.
 - ``opsgenie.details/actions/tags/visibleTo``: each entry rendered, replacing the whole value
   when the template has it.
+- ``pagerdutyv2.*`` (summary, severity, source, component, group, class, url): always set.
+- ``alertmanager``: parsed when rendered, not when the config loads. ``startsAt`` is the
+  render time; ``generatorURL`` (default ``{{.app.spec.source.repoURL}}``) is set when not
+  empty, then ``git@host:path`` becomes ``https://host/path`` and it must parse as a URL;
+  ``labels`` (at least one, else an error) replace the previous ones, each rendered value kept
+  only when not empty (else the text as written), plus ``alertname: <template name>`` when the
+  template has no such label; ``annotations`` likewise, replacing the previous ones only when
+  the template has some. (The engine writes the rendered values back into the template's own
+  maps, so a later send starts from an earlier send's values; this module does not.)
 
-A block the engine knows but this module does not render yet (``github``, ``alertmanager``,
-``awssqs``, ``pagerduty``, ``pagerdutyv2``, ``newrelic``) is named in
-``Notification.unsupported`` rather than rendered wrongly; a key the engine does not know is
+Which fields are templates is one table, ``fields``, shared with ``config``, which parses them.
+
+A block the engine knows but this module does not render yet (``github``, ``awssqs``,
+``pagerduty``, ``newrelic``) is named in ``Notification.unsupported`` rather than rendered
+wrongly; a key the engine does not know is
 ignored, as its YAML decoding ignores it. ``secrets`` is not passed: Go gives templates the
 Secret as ``map[string][]byte`` and the template engine has no byte slices yet.
 
@@ -31,12 +42,14 @@ execution error) is a :class:`RenderError` naming the template and the field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rollout_workers.notifications import gotemplate
 from rollout_workers.notifications.config import Config, Template
+from rollout_workers.notifications.fields import COPIED, FIELDS, OPSGENIE_RESPONDER_FIELDS, SET
 from rollout_workers.notifications.gotemplate import TemplateError, argo_time_vars
 
 # GetTemplater's source order (pkg/services/services.go); the first error wins.
@@ -57,62 +70,11 @@ BLOCK_ORDER = (
     "pagerdutyv2",
     "newrelic",
 )
-UNSUPPORTED = frozenset(
-    {"awssqs", "github", "alertmanager", "pagerduty", "pagerdutyv2", "newrelic"}
-)
-
-SET = "set"  # always assigned
-NONEMPTY = "nonempty"  # assigned when the rendered text is not empty
-
-# Templated string fields of the simple blocks, in the order the templater renders them.
-FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "slack": (
-        ("username", SET),
-        ("icon", SET),
-        ("attachments", SET),
-        ("blocks", SET),
-        ("groupingKey", SET),
-    ),
-    "mattermost": (("attachments", SET),),
-    "rocketchat": (("attachments", SET),),
-    "email": (("subject", NONEMPTY), ("body", NONEMPTY)),
-    "teams": tuple(
-        (f, NONEMPTY)
-        for f in (
-            "template",
-            "title",
-            "summary",
-            "text",
-            "themeColor",
-            "facts",
-            "sections",
-            "potentialAction",
-        )
-    ),
-    "teams-workflows": tuple(
-        (f, NONEMPTY)
-        for f in (
-            "template",
-            "title",
-            "summary",
-            "text",
-            "themeColor",
-            "facts",
-            "sections",
-            "potentialAction",
-            "adaptiveCard",
-        )
-    ),
-    "googlechat": (("cards", NONEMPTY), ("cardsV2", NONEMPTY), ("threadKey", NONEMPTY)),
-    "opsgenie": tuple(
-        (f, SET) for f in ("description", "alias", "note", "entity", "user", "priority")
-    ),
-}
-# Fields copied from the template as written (not templated); the engine always assigns them.
-COPIED: dict[str, dict[str, Any]] = {
-    "slack": {"notifyBroadcast": False, "deliveryPolicy": None},
-}
-OPSGENIE_RESPONDER_FIELDS = ("id", "type", "name", "username")
+UNSUPPORTED = frozenset({"awssqs", "github", "pagerduty", "newrelic"})
+# The alertmanager templater's generatorURL when the template gives none (Argo CD's field;
+# under Argo Rollouts it renders "<no value>").
+DEFAULT_GENERATOR_URL = "{{.app.spec.source.repoURL}}"
+ALERT_NAME_LABEL = "alertname"
 
 
 class RenderError(Exception):
@@ -156,11 +118,18 @@ def notification_vars(
     }
 
 
-def render(config: Config, template_names: Sequence[str], vars: Mapping[str, Any]) -> Notification:
+def render(
+    config: Config,
+    template_names: Sequence[str],
+    vars: Mapping[str, Any],
+    *,
+    clock: Callable[[], dt.datetime] | None = None,
+) -> Notification:
     """``FormatNotification(vars, template_names...)``: each template, in order, on one
-    notification."""
+    notification. ``clock`` gives the alertmanager block's ``startsAt`` (default: now, UTC)."""
     out = Notification()
     unsupported: list[str] = []
+    now = clock or _utc_now
     for name in template_names:
         tmpl = config.templates.get(name)
         if tmpl is None:
@@ -170,13 +139,21 @@ def render(config: Config, template_names: Sequence[str], vars: Mapping[str, Any
                 "template",
                 f"template {name!r} is not supported" + (f": {why}" if why else ""),
             )
-        _apply(tmpl, vars, out, unsupported)
+        _apply(tmpl, vars, out, unsupported, now)
     out.unsupported = tuple(dict.fromkeys(unsupported))
     return out
 
 
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
 def _apply(
-    tmpl: Template, vars: Mapping[str, Any], out: Notification, unsupported: list[str]
+    tmpl: Template,
+    vars: Mapping[str, Any],
+    out: Notification,
+    unsupported: list[str],
+    now: Callable[[], dt.datetime],
 ) -> None:
     message = _render(tmpl, ("message",), tmpl.message or "", vars)
     if message:
@@ -190,6 +167,9 @@ def _apply(
         source = tmpl.blocks[block]
         if block == "webhook":
             _webhook(tmpl, source, vars, out)
+            continue
+        if block == "alertmanager":
+            _alertmanager(tmpl, source, vars, out, now())
             continue
         target = out.blocks.setdefault(block, {})
         for name, mode in FIELDS[block]:
@@ -231,6 +211,143 @@ def _webhook(
             "body": body,
             "path": path,
         }
+
+
+def _alertmanager(
+    tmpl: Template,
+    source: Mapping[str, Any],
+    vars: Mapping[str, Any],
+    out: Notification,
+    now: dt.datetime,
+) -> None:
+    # The engine's templater parses these fields each time it renders (not when the config
+    # loads), and an empty rendering keeps what was there: the previous template's generatorURL,
+    # or a label's or annotation's text as written.
+    target = out.blocks.setdefault(
+        "alertmanager", {"labels": None, "annotations": None, "generatorURL": "", "startsAt": ""}
+    )
+    target["startsAt"] = go_rfc3339_nano(now)
+    generator = _string(tmpl, ("alertmanager", "generatorURL"), source.get("generatorURL"))
+    value = _render(
+        tmpl, ("alertmanager", "generatorURL"), generator or DEFAULT_GENERATOR_URL, vars
+    )
+    if value:
+        target["generatorURL"] = value
+    target["generatorURL"] = git_url_to_http(target["generatorURL"])
+    problem = go_url_parse_error(target["generatorURL"])
+    if problem:
+        raise RenderError(tmpl.name, "alertmanager.generatorURL", problem)
+    labels = _string_map(tmpl, ("alertmanager", "labels"), source.get("labels"))
+    if not labels:
+        raise RenderError(tmpl.name, "alertmanager.labels", "at least one label pair required")
+    rendered = _render_map(tmpl, ("alertmanager", "labels"), labels, vars)
+    if ALERT_NAME_LABEL not in labels:
+        rendered[ALERT_NAME_LABEL] = tmpl.name
+    target["labels"] = rendered
+    annotations = _string_map(tmpl, ("alertmanager", "annotations"), source.get("annotations"))
+    if annotations:
+        target["annotations"] = _render_map(
+            tmpl, ("alertmanager", "annotations"), annotations, vars
+        )
+
+
+def _string_map(tmpl: Template, path: tuple[str, ...], value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise RenderError(tmpl.name, ".".join(path), "expected a map of strings")
+    return {str(k): _string(tmpl, (*path, str(k)), v) for k, v in value.items()}
+
+
+def _render_map(
+    tmpl: Template, path: tuple[str, ...], values: Mapping[str, str], vars: Mapping[str, Any]
+) -> dict[str, str]:
+    # A Go map: the engine's order (and so which error comes first) is random; ours is sorted.
+    out = {}
+    for key in sorted(values):
+        text = values[key]
+        out[key] = _render(tmpl, (*path, key), text, vars) or text
+    return out
+
+
+def go_rfc3339_nano(moment: dt.datetime) -> str:
+    """Go's ``time.RFC3339Nano`` as ``encoding/json`` writes a ``time.Time`` (trailing zeros of
+    the fraction dropped)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if moment.microsecond:
+        text += "." + f"{moment.microsecond:06d}".rstrip("0")
+    offset = moment.utcoffset() or dt.timedelta()
+    if not offset:
+        return text + "Z"
+    minutes = int(offset.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    return f"{text}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def git_url_to_http(url: str) -> str:
+    """The engine's ``convertGitURLtoHTTP``: ``git@host:org/repo`` becomes
+    ``https://host/org/repo``; anything else is kept."""
+    if not url.startswith("git@"):
+        return url
+    return "https://" + url[len("git@") :].replace(":", "/", 1)
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def go_url_parse_error(url: str) -> str | None:
+    """Why Go's ``url.Parse`` rejects ``url``, or None: a control character, a missing scheme
+    before a leading colon, a colon in the first segment of a relative path, a bad ``%``
+    escape, or a port that is not a number. (Go is lenient; these are its rejections that a
+    rendered URL can hit.)"""
+
+    def failed(reason: str) -> str:
+        return f"parse {_go_quote(url)}: {reason}"
+
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        return failed("net/url: invalid control character in URL")
+    rest, _, fragment = url.partition("#")
+    if rest.startswith(":"):
+        return failed("missing protocol scheme")
+    scheme = ""
+    head, colon, tail = rest.partition(":")
+    if (
+        colon
+        and head
+        and head[0].isascii()
+        and head[0].isalpha()
+        and all(c.isascii() and (c.isalnum() or c in "+-.") for c in head)
+    ):
+        scheme, rest = head, tail
+    rest = rest.partition("?")[0]
+    if scheme and not rest.startswith("/"):
+        return _bad_escape(fragment, failed)  # opaque: not checked further
+    if not scheme and ":" in rest.partition("/")[0]:
+        return failed("first path segment in URL cannot contain colon")
+    if rest.startswith("//") and (scheme or not rest.startswith("///")):
+        authority, slash, path = rest[2:].partition("/")
+        host = authority.rpartition("@")[2]
+        port = host.rpartition("]")[2] if host.startswith("[") else host
+        if ":" in port and not port.rpartition(":")[2].isdigit() and port.rpartition(":")[2]:
+            return failed(f"invalid port {_go_quote(':' + port.rpartition(':')[2])} after host")
+        rest = slash + path
+    return _bad_escape(rest, failed) or _bad_escape(fragment, failed)
+
+
+def _bad_escape(text: str, failed: Callable[[str], str]) -> str | None:
+    i = text.find("%")
+    while i != -1:
+        escape = text[i : i + 3]
+        if len(escape) < 3 or escape[1] not in _HEX or escape[2] not in _HEX:
+            return failed(f"invalid URL escape {_go_quote(escape)}")
+        i = text.find("%", i + 3)
+    return None
+
+
+def _go_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _opsgenie_collections(
@@ -304,10 +421,11 @@ def _render(
     go_name: str | None = None,
 ) -> str:
     where = ".".join(path)
+    name = go_name or tmpl.name
     try:
-        parsed = tmpl.parsed.get(path) if go_name is None else None
-        if parsed is None or parsed.text != text:
-            parsed = gotemplate.parse(text, name=go_name or tmpl.name)
+        parsed = tmpl.parsed.get(path)
+        if parsed is None or parsed.text != text or parsed.name != name:
+            parsed = gotemplate.parse(text, name=name)
         return parsed.render(vars)
     except TemplateError as e:
         raise RenderError(tmpl.name, where, str(e)) from None

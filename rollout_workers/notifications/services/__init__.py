@@ -18,6 +18,7 @@ sender is a final error naming it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -49,12 +50,14 @@ class SendError(Exception):
 @dataclass
 class SendContext:
     """What a sender may use: an HTTP session (pooled connections), the timeout of one
-    request, in seconds, and the name of the destination's service (``github`` for
-    ``service.webhook.github``; :func:`send` sets it). The webhook sender needs the name: the
-    engine picks the template's ``webhook.<name>`` block by it (``Destination.Service``)."""
+    request, in seconds, a clock (Unix seconds) for the services that send a time, and the
+    name of the destination's service (``github`` for ``service.webhook.github``; :func:`send`
+    sets it). The webhook sender needs the name: the engine picks the template's
+    ``webhook.<name>`` block by it (``Destination.Service``)."""
 
     session: requests.Session = field(default_factory=requests.Session)
     timeout: float = 10.0
+    clock: Callable[[], float] = time.time
     service: str = ""
 
 

@@ -281,3 +281,48 @@ def test_argo_catalog_loads() -> None:
     assert completed.parsed[("email", "subject")].render({"rollout": rollout}) == (
         "Rollout guestbook has been completed."
     )
+
+
+# -- only the fields the engine templates are parsed -----------------------------------------
+
+COPIED_FIELD_CASES = [
+    ("webhook-method", "webhook:\n  gh:\n    method: '{{.a'\n    body: ok\n"),
+    ("slack-delivery-policy", "slack:\n  deliveryPolicy: '{{.a'\n  notifyBroadcast: true\n"),
+    ("unknown-slack-key", "slack:\n  nope: '{{.a'\n"),
+    ("alertmanager-parsed-when-rendered", "alertmanager:\n  labels:\n    a: '{{.a'\n"),
+    ("unsupported-block", "github:\n  status:\n    label: '{{.a'\n"),
+]
+
+
+@pytest.mark.parametrize(
+    "text", [c[1] for c in COPIED_FIELD_CASES], ids=[c[0] for c in COPIED_FIELD_CASES]
+)
+def test_a_field_the_engine_does_not_template_may_hold_braces(text: str) -> None:
+    cfg = parse_config({"template.t": "message: m\n" + text}, {})
+    assert cfg.errors == []
+    assert all(parsed.text != "{{.a" for parsed in cfg.templates["t"].parsed.values())
+
+
+def test_templated_fields_are_parsed_with_the_engines_names() -> None:
+    cfg = parse_config(
+        {
+            "template.t": (
+                "webhook:\n  gh:\n    path: p\n"
+                "opsgenie:\n  details:\n    k: v\n  tags: [x]\n  visibleTo: [{id: i}]\n"
+            )
+        },
+        {},
+    )
+    names = {path: parsed.name for path, parsed in cfg.templates["t"].parsed.items()}
+    assert names[("webhook", "gh", "path")] == "tgh"
+    assert names[("opsgenie", "details", "k")] == "t_detail_k"
+    assert names[("opsgenie", "tags", "0")] == "t_tag_0"
+    assert names[("opsgenie", "visibleTo", "0", "id")] == "t_responder_0_id"
+    assert names[("opsgenie", "description")] == "t"
+
+
+def test_a_templated_field_with_a_bad_template_still_fails_the_config() -> None:
+    cfg = parse_config({"template.t": "webhook:\n  gh:\n    method: GET\n    body: '{{.a'\n"}, {})
+    assert [str(e) for e in cfg.errors] == [
+        "template.t: webhook.gh.body: template: tgh:1: unclosed action"
+    ]

@@ -3,6 +3,7 @@ engine templater renders, copies and keeps when several templates merge."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from rollout_workers.notifications.config import Config, parse_config
 from rollout_workers.notifications.render import (
     Notification,
     RenderError,
+    go_rfc3339_nano,
     notification_vars,
     render,
 )
@@ -454,3 +456,208 @@ def test_errors(templates: dict[str, Any], names: list[str], field: str, fragmen
         render(_config(templates), names, _vars())
     assert e.value.field == field
     assert fragment in str(e.value)
+
+
+# -- pagerdutyv2 and alertmanager (engine: pagerdutyv2_test.go, alertmanager_test.go) -------
+
+PD_FIELDS = ("summary", "severity", "source", "component", "group", "class", "url")
+NOW = dt.datetime(2025, 3, 4, 5, 6, 7, 120000, tzinfo=dt.UTC)
+APP_VARS = {
+    "app": {
+        "metadata": {"name": "argocd-notifications"},
+        "spec": {
+            "source": {"repoURL": "https://github.com/argoproj-labs/argocd-notifications.git"}
+        },
+    }
+}
+
+
+def test_pagerdutyv2_all_parameters_specified() -> None:
+    cfg = _config({"t": {"pagerdutyv2": {f: "{{." + f + "}}" for f in PD_FIELDS}}})
+    values = {f: f"v-{f}" for f in PD_FIELDS}
+    n = render(cfg, ["t"], values)
+    assert n.blocks == {"pagerdutyv2": values}
+
+
+def test_pagerdutyv2_only_required_parameters_specified() -> None:
+    cfg = _config({"t": {"pagerdutyv2": {f: "{{." + f + "}}" for f in PD_FIELDS[:3]}}})
+    n = render(cfg, ["t"], {"summary": "hello", "severity": "critical", "source": "my-app"})
+    assert n.blocks["pagerdutyv2"] == {
+        "summary": "hello",
+        "severity": "critical",
+        "source": "my-app",
+        "component": "",
+        "group": "",
+        "class": "",
+        "url": "",
+    }
+
+
+@pytest.mark.parametrize("field", PD_FIELDS)
+def test_pagerdutyv2_parse_error_fails_the_config(field: str) -> None:
+    cfg = parse_config({"template.t": yaml.safe_dump({"pagerdutyv2": {field: "{{.x}"}})}, {})
+    assert [(e.key, e.message.split(":")[0]) for e in cfg.errors] == [
+        ("template.t", f"pagerdutyv2.{field}")
+    ]
+
+
+def test_pagerdutyv2_later_template_overwrites_with_empty() -> None:
+    cfg = _config({"a": {"pagerdutyv2": {"summary": "A", "url": "u"}}, "b": {"pagerdutyv2": {}}})
+    assert set(render(cfg, ["a", "b"], {}).blocks["pagerdutyv2"].values()) == {""}
+
+
+def _am(templates: dict[str, Any], names: list[str], vars: dict[str, Any]) -> dict[str, Any]:
+    return render(_config(templates), names, vars, clock=lambda: NOW).blocks["alertmanager"]
+
+
+# (id, alertmanager block, vars, expected block)
+AM_CASES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
+    (
+        "test_Labels_Annotations",
+        {
+            "labels": {"alertname": "App_Deployed"},
+            "annotations": {"appname": "{{.app.metadata.name}}"},
+        },
+        APP_VARS,
+        {
+            "labels": {"alertname": "App_Deployed"},
+            "annotations": {"appname": "argocd-notifications"},
+            "generatorURL": "https://github.com/argoproj-labs/argocd-notifications.git",
+            "startsAt": "2025-03-04T05:06:07.12Z",
+        },
+    ),
+    (
+        "test_custom_GeneratorURL",
+        {"labels": {"alertname": "x"}, "generatorURL": "{{.app.metadata.name}}"},
+        APP_VARS,
+        {
+            "labels": {"alertname": "x"},
+            "annotations": None,
+            "generatorURL": "argocd-notifications",
+            "startsAt": "2025-03-04T05:06:07.12Z",
+        },
+    ),
+    (
+        "test_git_format_GeneratorURL",
+        {"labels": {"alertname": "x"}, "generatorURL": "{{.url}}"},
+        {"url": "git@github.com:argoproj-labs/argocd-notifications.git"},
+        {
+            "labels": {"alertname": "x"},
+            "annotations": None,
+            "generatorURL": "https://github.com/argoproj-labs/argocd-notifications.git",
+            "startsAt": "2025-03-04T05:06:07.12Z",
+        },
+    ),
+    (
+        "alertname-defaults-to-template-name-and-empty-keeps-text",
+        {"labels": {"a": "{{.a}}", "b": '{{.missing | default ""}}'}, "annotations": {"c": ""}},
+        {"a": "A"},
+        {
+            "labels": {"a": "A", "b": '{{.missing | default ""}}', "alertname": "t"},
+            "annotations": {"c": ""},
+            "generatorURL": "<no value>",
+            "startsAt": "2025-03-04T05:06:07.12Z",
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("block", "vars", "expected"), [c[1:] for c in AM_CASES], ids=[c[0] for c in AM_CASES]
+)
+def test_alertmanager(block: dict[str, Any], vars: dict[str, Any], expected: Any) -> None:
+    assert _am({"t": {"alertmanager": block}}, ["t"], vars) == expected
+
+
+def test_alertmanager_default_generator_url_renders_as_go(go_render: GoRender) -> None:
+    # Under Argo Rollouts there is no .app: Go prints "<no value>", which parses as a URL.
+    data = {k: v for k, v in _vars().items() if k != "time"}
+    [go] = go_render([{"name": "t", "template": "{{.app.spec.source.repoURL}}", "data": data}])
+    block = _am({"t": {"alertmanager": {"labels": {"alertname": "x"}}}}, ["t"], _vars())
+    assert block["generatorURL"] == go["output"] == "<no value>"
+
+
+def test_alertmanager_merge_keeps_url_and_annotations_replaces_labels() -> None:
+    block = _am(
+        {
+            "a": {
+                "alertmanager": {
+                    "labels": {"x": "1"},
+                    "annotations": {"n": "A"},
+                    "generatorURL": "http://a",
+                }
+            },
+            "b": {"alertmanager": {"labels": {"y": "2"}, "generatorURL": "{{.none}}"}},
+        },
+        ["a", "b"],
+        {},
+    )
+    assert block["labels"] == {"y": "2", "alertname": "b"}
+    assert block["annotations"] == {"n": "A"}
+    assert block["generatorURL"] == "<no value>"
+
+
+def test_alertmanager_empty_generator_url_keeps_the_previous_one() -> None:
+    block = _am(
+        {
+            "a": {"alertmanager": {"labels": {"x": "1"}, "generatorURL": "http://a"}},
+            "b": {"alertmanager": {"labels": {"x": "1"}, "generatorURL": '{{""}}'}},
+        },
+        ["a", "b"],
+        {},
+    )
+    assert block["generatorURL"] == "http://a"
+
+
+AM_ERRORS: list[tuple[str, dict[str, Any], str, str]] = [
+    ("no-labels", {"annotations": {"a": "b"}}, "alertmanager.labels", "at least one label"),
+    (
+        "bad-url-escape",
+        {"labels": {"a": "b"}, "generatorURL": "http://x/%zz"},
+        "alertmanager.generatorURL",
+        'invalid URL escape "%zz"',
+    ),
+    (
+        "bad-url-colon",
+        {"labels": {"a": "b"}, "generatorURL": "1a:b/c"},
+        "alertmanager.generatorURL",
+        "first path segment in URL cannot contain colon",
+    ),
+    (
+        "bad-url-port",
+        {"labels": {"a": "b"}, "generatorURL": "http://h:x/"},
+        "alertmanager.generatorURL",
+        "invalid port",
+    ),
+    (
+        "bad-url-leading-colon",
+        {"labels": {"a": "b"}, "generatorURL": ":x"},
+        "alertmanager.generatorURL",
+        "missing protocol scheme",
+    ),
+    ("label-exec", {"labels": {"a": '{{fail "boom"}}'}}, "alertmanager.labels.a", "boom"),
+    ("label-parse", {"labels": {"a": "{{.a"}}, "alertmanager.labels.a", "unclosed action"),
+    ("label-not-string", {"labels": {"a": ["b"]}}, "alertmanager.labels.a", "expected a string"),
+]
+
+
+@pytest.mark.parametrize(
+    ("block", "field", "fragment"), [c[1:] for c in AM_ERRORS], ids=[c[0] for c in AM_ERRORS]
+)
+def test_alertmanager_errors(block: dict[str, Any], field: str, fragment: str) -> None:
+    # A bad alertmanager template does not fail the config: the engine parses it when it renders.
+    cfg = _config({"t": {"alertmanager": block}})
+    with pytest.raises(RenderError) as e:
+        render(cfg, ["t"], {}, clock=lambda: NOW)
+    assert e.value.field == field
+    assert fragment in str(e.value)
+
+
+def test_rfc3339_nano_as_go_writes_it() -> None:
+    assert go_rfc3339_nano(dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.UTC)) == (
+        "2025-01-02T03:04:05Z"
+    )
+    plus_two = dt.timezone(dt.timedelta(hours=2))
+    assert go_rfc3339_nano(dt.datetime(2025, 1, 2, 3, 4, 5, 500, tzinfo=plus_two)) == (
+        "2025-01-02T03:04:05.0005+02:00"
+    )
