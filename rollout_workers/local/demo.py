@@ -9,24 +9,29 @@ would type it, it changes every image (the second analysed canary gets a "flaky"
 the metrics server scores at a 60% success rate), aborts and retries the first canary at its
 pause, and promotes it, the blue-green and the routed canary, printing each rollout's state
 as it changes. Meanwhile the analysis lets one canary through and aborts
-the other. It ends when those outcomes are reached and the others are Healthy on the new
+the other. The first canary is subscribed to notifications (deploy/examples/notifications/: a
+webhook aimed at the metrics server's /hooks), and what arrived is printed: each step, the abort,
+the completion. It ends when those outcomes are reached and the others are Healthy on the new
 revision, with a summary of the reconciles: how many, how long (p50/p99), and how many per
 rollout update (a hot loop would show here).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 
 from rollout_workers.kube import manifests
 from rollout_workers.kube.client import Kube
@@ -40,6 +45,8 @@ from rollout_workers.workqueue import WorkQueue
 
 NAMESPACE = "rollouts-demo"
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
+NOTIFICATIONS = EXAMPLES / "notifications" / "argo-rollouts-notification-configmap.yaml"
+HOOK_SERVICE = "service.webhook.demo-hook"
 CANARY, BLUEGREEN = "canary-demo", "bluegreen-demo"
 PASSING, FAILING = "canary-pass", "canary-fail"  # the canaries with an analysis step
 ROUTED = "canary-nginx"  # the canary whose traffic moves by weight (nginx)
@@ -106,6 +113,7 @@ class Demo:
         leader_key = f"{s.redis.key_prefix}:watcher:leader"
         self.wait_until(lambda: redis.exists(leader_key), "a watcher leads")
 
+        self.apply_notifications(s.notifications_namespace)
         self.echo(f"== applying deploy/examples/ to namespace {NAMESPACE}")
         manifests.ensure_namespace(self.kube, NAMESPACE)
         files = sorted(EXAMPLES.glob("*.yaml"))
@@ -168,6 +176,7 @@ class Demo:
             f"{ROUTED} is Healthy on revision 2, all traffic back on the stable Service",
         )
         updates = self.reconciles() - before
+        hooks = self.notifications()
 
         durations = sorted(self.queue.durations())
         summary: dict[str, object] = {
@@ -179,6 +188,7 @@ class Demo:
                 for want in ("Successful", "Failed")
             ),
             "retried (write races)": self.queue.stats().counters.get("error", 0),
+            "notifications received": len(hooks),
             "p50_ms": round(1000 * statistics.median(durations), 1) if durations else None,
             "p99_ms": round(1000 * durations[int(0.99 * (len(durations) - 1))], 1)
             if durations
@@ -189,6 +199,37 @@ class Demo:
         return summary
 
     # -- steps ---------------------------------------------------------------------------------
+
+    def apply_notifications(self, namespace: str) -> None:
+        """deploy/examples/notifications/'s ConfigMap, its webhook aimed at the metrics
+        server's /hooks, in the namespace the controller reads it from."""
+        (doc,) = manifests.load([NOTIFICATIONS])
+        doc["metadata"]["namespace"] = namespace
+        doc["data"][HOOK_SERVICE] = yaml.safe_dump({"url": f"{self.stack.metrics_url}/hooks/demo"})
+        self.echo(f"== notifications: {doc['metadata']['name']} in namespace {namespace}, "
+                  f"webhook {self.stack.metrics_url}/hooks/demo")  # fmt: skip
+        manifests.ensure_namespace(self.kube, namespace)
+        manifests.apply(self.kube, doc, namespace)
+
+    def notifications(self) -> list[Obj]:
+        """What the local webhook received for the canary, once its completion has arrived."""
+
+        def received() -> list[Obj]:
+            with urllib.request.urlopen(f"{self.stack.metrics_url}/hooks", timeout=5) as answer:
+                hooks: list[Obj] = json.loads(answer.read())
+            return hooks
+
+        self.echo(
+            f"== notifications {CANARY} sent to the local webhook (service.webhook.demo-hook)"
+        )
+        self.wait_until(
+            lambda: any('"completed"' in h["body"] for h in received()),
+            f"the notification of {CANARY}'s completion",
+        )
+        hooks = received()
+        for hook in hooks:
+            self.echo(f"  {hook['method']} {hook['path']} {hook['body'].strip()}")
+        return hooks
 
     def at_indefinite_pause(self, obj: Obj) -> bool:
         status = obj.get("status") or {}

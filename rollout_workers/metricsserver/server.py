@@ -8,6 +8,9 @@
 - `PUT /metrics/<name>?<label>=<value>...` with `{"value": <number>}` sets a value by hand (it
   overrides the derived series whose labels include those); `DELETE` removes it again.
 - `GET /metrics`: every series in Prometheus' text exposition format. `GET /-/healthy`: 200.
+- `<any method> /hooks/<name>`: a webhook receiver for notifications (the local stack's
+  `service.webhook` target): it keeps the last 1,000 requests; `GET /hooks` lists them, oldest
+  first, as `[{"time", "method", "path", "body"}]`.
 
 The answers are computed by pure functions (`instant_query`, `web_get`, `web_put`) over the
 series of the moment; the handler only moves bytes. Series derived from the cluster are read
@@ -16,6 +19,7 @@ afresh on each request (a ReplicaSet list), so they follow the rollouts without 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as dt
 import json
@@ -277,6 +281,14 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(web_put(name, params, body, store=store))
             else:
                 self._json(web_delete(name, params, store=store))
+        elif path.startswith("/hooks/"):
+            self.server.hooks.append(
+                {"time": self.server.clock(), "method": method, "path": path,
+                 "body": body.decode(errors="replace")}
+            )  # fmt: skip
+            self._json((200, {}))
+        elif path == "/hooks" and method == "GET":
+            self._send(200, json.dumps(list(self.server.hooks)).encode(), "application/json")
         elif path == "/-/healthy" and method == "GET":
             self._send(200, b"Metrics server is Healthy.\n", "text/plain; charset=utf-8")
         else:
@@ -295,6 +307,10 @@ class Handler(BaseHTTPRequestHandler):
         self._route("DELETE")
 
 
+#: Webhook requests the server keeps (the newest).
+HOOKS_KEPT = 1000
+
+
 class MetricsServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -308,6 +324,7 @@ class MetricsServer(ThreadingHTTPServer):
     ) -> None:
         self.store = store
         self.clock = clock
+        self.hooks: collections.deque[dict[str, Any]] = collections.deque(maxlen=HOOKS_KEPT)
         super().__init__((host, port), Handler)
 
     @property

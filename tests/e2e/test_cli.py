@@ -185,6 +185,14 @@ def test_demo_runs_to_the_end(tmp_path: Path) -> None:
                      r" Status New: 'Failed'", out), out  # fmt: skip
     assert re.search(r"canary-fail +Degraded .*RolloutAborted: Rollout aborted update to revision "
                      r'2: Metric "success-rate" assessed Failed', out), out  # fmt: skip
+    # The canary's notifications reached the local webhook: each step of the update, the abort,
+    # each step again after the retry, and the completion (the first deploy completes too).
+    hooks = re.findall(r"POST /hooks/demo (\{.*\})", out)
+    events = [json.loads(h) for h in hooks]
+    assert [e["event"] for e in events if e["rollout"] == "canary-demo"].count("aborted") == 1
+    assert {"rollout": "canary-demo", "event": "completed",
+            "image": "argoproj/rollouts-demo:green"} in events, out  # fmt: skip
+    assert {"rollout": "canary-demo", "event": "step-completed", "step": 1} in events, out
     # Everything it started is gone again.
     for record in ("redis.json", "devcluster.json", "metrics-server.json"):
         assert not (tmp_path / "state" / "demo" / record).exists(), record

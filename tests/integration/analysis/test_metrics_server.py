@@ -27,6 +27,9 @@ from rollout_workers.kube.config import api_client
 from rollout_workers.kube.resources import REPLICASETS
 from rollout_workers.metricsserver.series import Rule
 from rollout_workers.metricsserver.server import MetricsServer, Store, cluster_source
+from rollout_workers.notifications.config import Service
+from rollout_workers.notifications.render import Notification
+from rollout_workers.notifications.services import SendContext, send
 from rollout_workers.settings import Settings
 from tests.unit.analysis.providers.stubs import NOW
 
@@ -155,3 +158,14 @@ def test_hand_set_series_over_http(server: MetricsServer) -> None:
     assert http("DELETE", where)[0] == 200
     assert prometheus(server, QUERY % "bad").phase == P.FAILED
     assert http("GET", f"{server.url}/nowhere")[0] == 404
+
+
+def test_webhook_notifications_are_kept_and_listed(server: MetricsServer) -> None:
+    """The local stack's webhook target: what the webhook sender sends is listed at /hooks."""
+    service = Service("demo", "webhook", {"url": f"{server.url}/hooks/demo"})
+    send(service, Notification(message="Rollout web has been completed."), "", SendContext())
+    with urllib.request.urlopen(f"{server.url}/hooks", timeout=5) as answer:
+        (hook,) = json.loads(answer.read())
+    assert (hook["method"], hook["path"], hook["body"]) == (
+        "GET", "/hooks/demo", "Rollout web has been completed."
+    )  # fmt: skip
