@@ -52,7 +52,7 @@ from rollout_workers.cli.view import align
 from rollout_workers.kube.errors import KubeError, NotFound
 from rollout_workers.kube.resources import ANALYSISRUNS, CONFIGMAPS, ROLLOUTS, SECRETS
 from rollout_workers.notifications.config import Condition, Config, Template
-from rollout_workers.notifications.delivery import ExprEvaluator, analysis_runs_of
+from rollout_workers.notifications.delivery import analysis_runs_of
 from rollout_workers.notifications.render import (
     Notification,
     RenderError,
@@ -66,7 +66,7 @@ from rollout_workers.notifications.source import (
     config_from_objects,
 )
 from rollout_workers.notifications.state import Destination
-from rollout_workers.notifications.triggers import run_conditions
+from rollout_workers.notifications.triggers import ExprEvaluator, run_conditions
 from rollout_workers.settings import Settings
 
 Obj = dict[str, Any]

@@ -34,7 +34,6 @@ from typing import Any
 import redis
 
 from rollout_workers.cache import Lister
-from rollout_workers.expr.expr import parse as parse_expression
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
@@ -48,7 +47,7 @@ from rollout_workers.notifications.services import SendContext, SendError, retry
 from rollout_workers.notifications.source import ConfigCache, config_cache
 from rollout_workers.notifications.state import Destination, should_send, state_item_key
 from rollout_workers.notifications.subscriptions import destinations
-from rollout_workers.notifications.triggers import run_conditions
+from rollout_workers.notifications.triggers import ExprEvaluator, run_conditions
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.timefmt import format_time, utcnow
@@ -59,14 +58,6 @@ Obj = dict[str, Any]
 
 FAILED_REASON = "NotificationFailed"
 SENT, FAILED, ATTEMPT = "sent", "failed", "attempt:"
-
-
-class ExprEvaluator:
-    """Trigger conditions on the sandboxed expr-lang evaluator analysis uses. The ``time``
-    variable holds Go functions for templates; expr has no method calls, so it is left out."""
-
-    def evaluate(self, expression: str, env: Mapping[str, Any]) -> object:
-        return parse_expression(expression).evaluate({k: v for k, v in env.items() if k != "time"})
 
 
 def analysis_runs_of(rollout: Mapping[str, Any], runs: list[Obj]) -> list[Obj] | None:

@@ -14,10 +14,9 @@ Two rules meet here:
   fires again on the next transition); with ``oncePer`` it is never forgotten. At most 100 keys
   are kept, oldest first out. :class:`NotificationsState` ports it, with the clock injected.
 
-A reconcile on a Celery worker can run twice (a retry, a redelivery), so sends are deduplicated
-by :func:`delivery_key`, ready for a Redis ``SET NX``: the object's UID plus the engine's key,
-where what identifies the transition is the condition's ``oncePer`` value when it has one (sent
-once per value, as the engine does), else the recorded event (Argo sends once per event).
+A reconcile on a Celery worker can run twice (a retry, a redelivery); sends are made once per
+recorded event by the outbox's job keys (outbox.py), and within a job :func:`state_item_key`
+names each destination's condition (delivery.py).
 """
 
 from __future__ import annotations
@@ -60,17 +59,6 @@ def state_item_key(
     if result.once_per:
         key = f"{result.once_per}:{key}"
     return key
-
-
-def delivery_key(
-    uid: str, trigger: str, result: ConditionResult, dest: Destination, event: str
-) -> str:
-    """The send-once key of one notification: ``<uid>:<transition>:<engine key>``. The transition
-    is empty when the condition has a ``oncePer`` value (it is in the engine key: once per value
-    for the object's life), else ``event``, the recorded event's identity (its name, or the
-    reconcile's event sequence), so each event notifies once however often it is retried."""
-    transition = "" if result.once_per else event
-    return f"{uid}:{transition}:{state_item_key(trigger, result, dest)}"
 
 
 class NotificationsState(dict[str, int]):

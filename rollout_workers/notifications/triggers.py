@@ -7,9 +7,9 @@ into ``on-rollout-step-completed``. notifications-engine's ``triggers.Service.Ru
 empty one is ``false``) and, when it holds, ``oncePer``, printed with Go's ``%v``; the condition's
 key, ``[<index>].<base64url(sha1(when))>``, is what the notified-state remembers.
 
-Conditions are expr-lang expressions. Their evaluator belongs to :mod:`rollout_workers.analysis`,
-a sibling layer this package must not import, so ``run_trigger`` takes an
-:class:`ExpressionEvaluator`; the controller wiring (a later slice) passes analysis's.
+Conditions are expr-lang expressions, evaluated by the sandboxed evaluator analysis uses
+(:mod:`rollout_workers.expr`): :class:`ExprEvaluator`. ``run_conditions`` takes any
+:class:`ExpressionEvaluator`, so tests can count calls.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from rollout_workers.expr.expr import parse as parse_expression
 from rollout_workers.notifications.config import Condition
 from rollout_workers.notifications.gotemplate.gofmt import sprint_value
 
@@ -41,6 +42,14 @@ class ExpressionEvaluator(Protocol):
     ``time``...); raises on a compile or run error."""
 
     def evaluate(self, expression: str, env: Mapping[str, Any]) -> Any: ...
+
+
+class ExprEvaluator:
+    """Trigger conditions on the sandboxed expr-lang evaluator analysis uses. The ``time``
+    variable holds Go functions for templates; expr has no method calls, so it is left out."""
+
+    def evaluate(self, expression: str, env: Mapping[str, Any]) -> object:
+        return parse_expression(expression).evaluate({k: v for k, v in env.items() if k != "time"})
 
 
 @dataclass(frozen=True)

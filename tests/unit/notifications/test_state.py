@@ -11,7 +11,6 @@ from rollout_workers.notifications.state import (
     NOTIFIED_ANNOTATION,
     Destination,
     NotificationsState,
-    delivery_key,
     should_send,
     state_item_key,
 )
@@ -111,22 +110,3 @@ SEND: list[tuple[str, str, bool, bool]] = [
 def test_should_send(when: str, triggered: bool, send: bool) -> None:
     result = ConditionResult(key=condition_key(0, when), triggered=triggered, templates=())
     assert should_send(result) is send
-
-
-def test_delivery_key() -> None:
-    plain = ConditionResult(key="[0].h", triggered=True, templates=())
-    once = ConditionResult(key="[0].h", triggered=True, templates=(), once_per="rev-7")
-    uid = "6c1d2a34-1111-4a4a-9c9c-0123456789ab"
-    assert delivery_key(uid, "on-rollout-paused", plain, DEST, "ev-1") == (
-        f"{uid}:ev-1:on-rollout-paused:[0].h:slack:my-channel"
-    )
-    # Each event is its own transition; with oncePer, only the value counts.
-    assert delivery_key(uid, "t", plain, DEST, "ev-1") != delivery_key(
-        uid, "t", plain, DEST, "ev-2"
-    )
-    assert delivery_key(uid, "t", once, DEST, "ev-1") == delivery_key(uid, "t", once, DEST, "ev-2")
-    assert delivery_key(uid, "t", once, DEST, "ev-1") == f"{uid}::rev-7:t:[0].h:slack:my-channel"
-    assert delivery_key("other", "t", once, DEST, "e") != delivery_key(uid, "t", once, DEST, "e")
-    assert delivery_key(uid, "t", once, Destination("slack", "b"), "e") != delivery_key(
-        uid, "t", once, DEST, "e"
-    )

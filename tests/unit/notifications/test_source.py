@@ -1,0 +1,92 @@
+"""source: which configs apply to an object's events, the Secret decoded, and parsing once per
+ConfigMap and Secret version."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from rollout_workers.notifications import source
+from rollout_workers.notifications.source import (
+    CONFIGMAP_NAME,
+    SECRET_NAME,
+    ConfigCache,
+    secret_values,
+)
+from rollout_workers.settings import Settings
+
+Obj = dict[str, Any]
+
+
+def obj(version: str, **fields: Any) -> Obj:
+    return {"metadata": {"uid": "u", "resourceVersion": version}, **fields}
+
+
+def test_secret_values_are_decoded_and_bad_ones_skipped() -> None:
+    secret = {
+        "data": {"token": base64.b64encode(b"s3cret").decode(), "bad": "%%%"},
+        "stringData": {"plain": "x"},
+    }
+    assert secret_values(secret) == {"token": "s3cret", "plain": "x"}
+    assert secret_values(None) == {}
+
+
+def test_configs_parse_once_per_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    objects: dict[tuple[str, str], Obj] = {
+        ("ctl", CONFIGMAP_NAME): obj("1", data={"trigger.a": "- send: [x]"}),
+        ("team", CONFIGMAP_NAME): obj("1", data={"trigger.b": "- send: [x]"}),
+        ("ctl", SECRET_NAME): obj("1", data={}),
+    }
+    parsed: list[dict[str, str]] = []
+    real = source.parse_config
+
+    def counting(data: dict[str, str], secret: dict[str, str]) -> Any:
+        parsed.append(data)
+        return real(data, secret)
+
+    monkeypatch.setattr(source, "parse_config", counting)
+
+    def cache(self_service: bool) -> ConfigCache:
+        return ConfigCache(
+            configmaps=lambda ns, name: objects.get((ns, name)),
+            secrets=lambda ns, name: objects.get((ns, name)),
+            controller_namespace="ctl",
+            self_service=self_service,
+        )
+
+    plain, own = cache(False), cache(True)
+    assert [c.namespace for c in plain.for_object("team")] == ["ctl"]
+    assert [c.namespace for c in own.for_object("team")] == ["ctl", "team"]
+    assert [c.namespace for c in own.for_object("ctl")] == ["ctl"]
+    assert [c.namespace for c in own.for_object("nobody")] == ["ctl"]  # no ConfigMap there
+    before = len(parsed)
+    plain.for_object("team")
+    assert len(parsed) == before  # unchanged: not parsed again
+    objects[("ctl", SECRET_NAME)] = obj("2", data={})
+    (config,) = plain.for_object("team")
+    assert len(parsed) == before + 1 and "a" in config.config.triggers
+
+
+@pytest.mark.parametrize(
+    ("env", "namespace", "expected"),
+    [
+        ({}, "", "argo-rollouts"),
+        ({}, "team", "team"),
+        ({"POD_NAMESPACE": "pod"}, "team", "pod"),
+        ({"POD_NAMESPACE": "pod", "ROLLOUTS_NOTIFICATIONS_NAMESPACE": "mine"}, "team", "mine"),
+    ],
+)
+def test_the_notifications_namespace(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], namespace: str, expected: str
+) -> None:
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    monkeypatch.delenv("ROLLOUTS_NOTIFICATIONS_NAMESPACE", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    settings = Settings()
+    # CLI options are applied by validating again (cli/common.py): resolved then too.
+    data = settings.model_dump()
+    data["kube"]["namespace"] = namespace
+    assert Settings.model_validate(data).notifications_namespace == expected
