@@ -7,7 +7,9 @@ worker), and asks :func:`retry_policy` how many attempts a service allows.
 
 A failure is a :class:`SendError`. ``final`` says whether another attempt could help: a 4xx
 answer (but 429) or a configuration error is final; a connection error, a timeout, a 429 or a
-5xx is not. A 429's ``Retry-After`` is carried in ``retry_after``.
+5xx is not. A 429's ``Retry-After`` is carried in ``retry_after``. Senders share one module
+for HTTP calls and this mapping (:mod:`.transport`) and one for reading their options
+(:mod:`.options`); :mod:`.gojson` writes bodies as Go does.
 
 Every sender has the same signature (:data:`Sender`): the service's options as the ConfigMap
 gives them (Secret references already replaced), the notification, the recipient (what

@@ -20,12 +20,8 @@ from typing import Any
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext, SendError
-from rollout_workers.notifications.services.calls import (
-    check,
-    config_error,
-    request,
-    string_option,
-)
+from rollout_workers.notifications.services.options import Options, config_error
+from rollout_workers.notifications.services.transport import check_status, request
 
 SERVICE = "alertmanager"
 DEFAULT_TARGET = "127.0.0.1:9093"
@@ -34,22 +30,18 @@ DEFAULT_TIMEOUT = 3.0
 
 
 def target_urls(options: Mapping[str, Any]) -> list[str]:
-    targets = options.get("targets") or [DEFAULT_TARGET]
-    if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
-        raise config_error(SERVICE, "option 'targets' must be a list of host:port strings")
-    scheme = string_option(options, "scheme", SERVICE) or "http"
-    api_path = string_option(options, "apiPath", SERVICE) or DEFAULT_API_PATH
+    opts = Options(SERVICE, options)
+    targets = opts.text_list("targets") or [DEFAULT_TARGET]
+    scheme = opts.text("scheme") or "http"
+    api_path = opts.text("apiPath") or DEFAULT_API_PATH
     return [f"{scheme}://{target}{api_path}" for target in targets]
 
 
-def _credentials(options: Mapping[str, Any]) -> tuple[tuple[str, str] | None, dict[str, str]]:
-    basic = options.get("basicAuth")
+def _credentials(opts: Options) -> tuple[tuple[str, str] | None, dict[str, str]]:
+    basic = opts.basic_auth()
     if basic is not None:
-        if not isinstance(basic, Mapping):
-            raise config_error(SERVICE, "option 'basicAuth' must be a map")
-        user = string_option(basic, "username", SERVICE)
-        return (user, string_option(basic, "password", SERVICE)), {}
-    token = string_option(options, "bearerToken", SERVICE)
+        return basic, {}
+    token = opts.text("bearerToken")
     return None, ({"Authorization": f"Bearer {token}"} if token else {})
 
 
@@ -68,25 +60,27 @@ def send(
         raise config_error(SERVICE, "notification alertmanager no config")
     if not alert.get("labels"):
         raise config_error(SERVICE, "alertmanager at least one label pair required")
+    opts = Options(SERVICE, options)
     urls = target_urls(options)
-    auth, headers = _credentials(options)
+    auth, headers = _credentials(opts)
     timeout = _timeout(options, ctx)
-    verify = not options.get("insecureSkipVerify", False)
+    verify = not opts.flag("insecureSkipVerify")
 
     def post(url: str) -> SendError | None:
         try:
             response = request(
                 ctx,
-                SERVICE,
-                "POST",
-                url,
+                service=SERVICE,
+                method="POST",
+                url=url,
                 headers={"Content-Type": "application/json", **headers},
                 json_body=[alert],
                 auth=auth,
                 timeout=timeout,
                 verify=verify,
+                follow_redirects=False,
             )
-            check(SERVICE, response)
+            check_status(response, service=SERVICE, ok=(200,))
         except SendError as e:
             return e
         return None

@@ -30,7 +30,7 @@ from typing import Any
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext, SendError
-from rollout_workers.notifications.services.options import Options, label
+from rollout_workers.notifications.services.options import Options, config_error, label
 
 IMPLICIT_TLS_PORT = 465
 LOCALHOST = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -44,12 +44,12 @@ def send(
     host, port, sender = opts.text("host"), opts.integer("port"), opts.text("from")
     username, password = opts.text("username"), opts.text("password")
     if not host:
-        raise SendError(f"{where}: option 'host' is not set", final=True)
+        raise config_error(where, "option 'host' is not set")
     if not sender:
-        raise SendError(f"{where}: option 'from' is not set", final=True)
+        raise config_error(where, "option 'from' is not set")
     to = parse_to(recipient)
     if not to:
-        raise SendError(f"{where}: no recipient address", final=True)
+        raise config_error(where, "no recipient address")
     message = calculate_message(
         sender=sender, to=to, notification=notification, html=opts.flag("html")
     )

@@ -1,16 +1,20 @@
-"""JSON bodies written as Go's ``encoding/json`` writes them.
+"""JSON as Go's ``encoding/json`` reads template fields and writes bodies.
 
 The engine builds several bodies from a Go struct (fields in declaration order) holding Go maps
 (keys sorted) decoded from the user's JSON. :func:`marshal` writes the same bytes for the
 common cases: a :class:`Struct` keeps its key order, any other dict is sorted; output is compact
 UTF-8 with ``<``, ``>``, ``&``, U+2028 and U+2029 escaped as Go escapes them; a float with an
 integral value below 1e21 is written without a fraction, as Go's float64 is.
+:func:`decode_list` reads a template field holding a JSON list, as ``json.Unmarshal`` into a
+Go slice does.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from rollout_workers.notifications.services import SendError
 
 _GO_ESCAPES = {
     "<": "\\u003c",
@@ -31,6 +35,18 @@ def marshal(value: Any) -> bytes:
         # These characters can only occur inside JSON strings, so replacing them is safe.
         text = text.replace(char, escaped)
     return text.encode()
+
+
+def decode_list(text: Any, *, name: str, where: str) -> list[Any] | None:
+    """The JSON list in template field ``name``; None for ``null`` (Go's nil slice). Not JSON,
+    or not a list: a final SendError naming the service (``where``) and the field."""
+    try:
+        value = json.loads(str(text))
+    except ValueError as e:
+        raise SendError(f"{where}: {name} is not valid JSON: {e}", final=True) from None
+    if value is not None and not isinstance(value, list):
+        raise SendError(f"{where}: {name} must be a JSON list", final=True)
+    return value
 
 
 def _go(value: Any) -> Any:

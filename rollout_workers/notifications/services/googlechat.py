@@ -21,7 +21,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import yaml
 
@@ -47,15 +47,12 @@ def send(
     options: Mapping[str, Any], notification: Notification, recipient: str, ctx: SendContext
 ) -> None:
     where = label("googlechat", ctx.service)
-    urls = Options(where, options).text_map("webhooks")
-    url = urls.get(recipient)
-    if url is None:
-        raise SendError(f"{where}: no webhook URL for recipient {recipient!r}", final=True)
+    url = Options(where, options).for_recipient("webhooks", recipient, what="webhook URL")
     block = notification.blocks.get("googlechat") or {}
     body = calculate_body(notification, where)
     response = transport.request(
         ctx,
-        label=where,
+        service=where,
         method="POST",
         url=calculate_url(url, str(block.get("threadKey") or "")),
         data=body,
@@ -65,9 +62,7 @@ def send(
     if error is not None:
         code = error.get("code")
         status = response.status_code
-        retry = (
-            status == 429 or status >= 500 or code == 429 or (isinstance(code, int) and code >= 500)
-        )
+        retry = transport.retryable(status) or (isinstance(code, int) and transport.retryable(code))
         raise SendError(
             f"{where}: error with message: code={code} status={error.get('status')} "
             f"message={transport.excerpt(str(error.get('message') or ''))}",
@@ -77,7 +72,7 @@ def send(
             if status == 429
             else None,
         )
-    transport.check_status(response, label=where)
+    transport.check_status(response, service=where)
 
 
 def calculate_url(url: str, thread_key: str) -> str:
@@ -86,8 +81,7 @@ def calculate_url(url: str, thread_key: str) -> str:
     parts = urlsplit(url)
     query = [*parse_qsl(parts.query, keep_blank_values=True)]
     query += [("threadKey", thread_key), ("messageReplyOption", REPLY_OPTION)]
-    query.sort(key=lambda kv: kv[0])  # stable: values of one key keep their order
-    return urlunsplit(parts._replace(query=urlencode(query)))
+    return urlunsplit(parts._replace(query=transport.encode_form(query)))
 
 
 def calculate_body(

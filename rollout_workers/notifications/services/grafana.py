@@ -16,12 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext
-from rollout_workers.notifications.services.calls import (
-    check,
-    config_error,
-    request,
-    string_option,
-)
+from rollout_workers.notifications.services.options import Options, config_error
+from rollout_workers.notifications.services.transport import check_status, request
 
 SERVICE = "grafana"
 
@@ -54,15 +50,19 @@ def go_path_clean(path: str) -> str:
 def send(
     options: Mapping[str, Any], notification: Notification, recipient: str, ctx: SendContext
 ) -> None:
-    url = annotations_url(string_option(options, "apiUrl", SERVICE))
-    api_key = string_option(options, "apiKey", SERVICE)
+    opts = Options(SERVICE, options)
+    url = annotations_url(opts.text("apiUrl"))
     response = request(
         ctx,
-        SERVICE,
-        "POST",
-        url,
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"},
+        service=SERVICE,
+        method="POST",
+        url=url,
+        headers={
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {opts.text('apiKey')}",
+        },
         json_body=calculate_annotation(notification.message, recipient, ctx.clock()),
-        verify=not options.get("insecureSkipVerify", False),
+        verify=not opts.flag("insecureSkipVerify"),
+        follow_redirects=False,
     )
-    check(SERVICE, response)
+    check_status(response, service=SERVICE, ok=(200,))

@@ -11,14 +11,13 @@ attachments being the template's ``mattermost.attachments`` JSON list (``[]`` wi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from rollout_workers.notifications.render import Notification
-from rollout_workers.notifications.services import SendContext, SendError, transport
-from rollout_workers.notifications.services.gojson import marshal
-from rollout_workers.notifications.services.options import Options, label
+from rollout_workers.notifications.services import SendContext, transport
+from rollout_workers.notifications.services.gojson import decode_list, marshal
+from rollout_workers.notifications.services.options import Options, config_error, label
 
 POSTS_PATH = "/api/v4/posts"
 
@@ -30,10 +29,10 @@ def send(
     opts = Options(where, options)
     api_url = opts.text("apiURL")
     if not api_url:
-        raise SendError(f"{where}: option 'apiURL' is not set", final=True)
+        raise config_error(where, "option 'apiURL' is not set")
     response = transport.request(
         ctx,
-        label=where,
+        service=where,
         method="POST",
         url=api_url + POSTS_PATH,
         data=calculate_body(notification, recipient, where),
@@ -43,21 +42,14 @@ def send(
         },
         verify=not opts.flag("insecureSkipVerify"),
     )
-    transport.check_status(response, label=where)
+    transport.check_status(response, service=where)
 
 
 def calculate_body(notification: Notification, recipient: str, where: str = "mattermost") -> bytes:
-    attachments: Any = []
+    attachments: list[Any] | None = []
     text = (notification.blocks.get("mattermost") or {}).get("attachments") or ""
-    if text:
-        try:
-            attachments = json.loads(str(text))
-        except ValueError as e:
-            raise SendError(
-                f"{where}: mattermost.attachments is not valid JSON: {e}", final=True
-            ) from None
-        if attachments is not None and not isinstance(attachments, list):
-            raise SendError(f"{where}: mattermost.attachments must be a JSON list", final=True)
+    if text:  # "null" stays null, as Go's json.Unmarshal leaves a nil slice
+        attachments = decode_list(text, name="mattermost.attachments", where=where)
     # A Go map: keys sorted.
     return marshal(
         {

@@ -24,13 +24,8 @@ from typing import Any
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext
-from rollout_workers.notifications.services.calls import (
-    config_error,
-    request,
-    status_error,
-    string_map_option,
-    string_option,
-)
+from rollout_workers.notifications.services.options import Options, config_error
+from rollout_workers.notifications.services.transport import request, status_error
 
 SERVICE = "opsgenie"
 DEFAULT_API_URL = "api.opsgenie.com"
@@ -84,21 +79,21 @@ def calculate_alert(
 def send(
     options: Mapping[str, Any], notification: Notification, recipient: str, ctx: SendContext
 ) -> None:
-    keys = string_map_option(options, "apiKeys", SERVICE)
-    if recipient not in keys:
-        raise config_error(SERVICE, f"no API key configured for recipient {recipient}")
+    opts = Options(SERVICE, options)
+    key = opts.for_recipient("apiKeys", recipient, what="API key")
     alert = calculate_alert(notification.message, notification.blocks.get("opsgenie"), recipient)
     response = request(
         ctx,
-        SERVICE,
-        "POST",
-        alerts_url(string_option(options, "apiUrl", SERVICE)),
+        service=SERVICE,
+        method="POST",
+        url=alerts_url(opts.text("apiUrl")),
         headers={
             "Content-Type": "application/json; charset=utf-8",
             "Accept": "application/json",
-            "Authorization": f"GenieKey {keys[recipient]}",
+            "Authorization": f"GenieKey {key}",
         },
         json_body=alert,
+        follow_redirects=False,
     )
     if response.status_code >= 400:
-        raise status_error(SERVICE, response)
+        raise status_error(response, service=SERVICE)

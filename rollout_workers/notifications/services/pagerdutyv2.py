@@ -20,13 +20,8 @@ from typing import Any
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext
-from rollout_workers.notifications.services.calls import (
-    check,
-    config_error,
-    request,
-    string_map_option,
-    string_option,
-)
+from rollout_workers.notifications.services.options import Options, config_error
+from rollout_workers.notifications.services.transport import check_status, request
 
 SERVICE = "pagerdutyv2"
 DEFAULT_API_URL = "https://events.pagerduty.com"
@@ -56,19 +51,18 @@ def calculate_event(routing_key: str, block: Mapping[str, Any]) -> dict[str, Any
 def send(
     options: Mapping[str, Any], notification: Notification, recipient: str, ctx: SendContext
 ) -> None:
-    keys = string_map_option(options, "serviceKeys", SERVICE)
-    if recipient not in keys:
-        raise config_error(SERVICE, f"no API key configured for recipient {recipient}")
+    opts = Options(SERVICE, options)
+    key = opts.for_recipient("serviceKeys", recipient, what="API key")
     block = notification.blocks.get("pagerdutyv2")
     if block is None:
         raise config_error(SERVICE, "no config found for pagerdutyv2")
-    api_url = string_option(options, "apiURL", SERVICE).removesuffix("/") or DEFAULT_API_URL
     response = request(
         ctx,
-        SERVICE,
-        "POST",
-        f"{api_url}/v2/enqueue",
+        service=SERVICE,
+        method="POST",
+        url=f"{opts.base_url('apiURL', DEFAULT_API_URL)}/v2/enqueue",
         headers={"Content-Type": "application/json"},
-        json_body=calculate_event(keys[recipient], block),
+        json_body=calculate_event(key, block),
+        follow_redirects=False,
     )
-    check(SERVICE, response, ok=(202,))
+    check_status(response, service=SERVICE, ok=(202,))

@@ -21,14 +21,13 @@ from typing import Any
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext
-from rollout_workers.notifications.services.calls import (
-    config_error,
+from rollout_workers.notifications.services.options import Options, config_error
+from rollout_workers.notifications.services.transport import (
+    encode_form,
+    excerpt,
     request,
     retryable,
-    snippet,
     status_error,
-    string_option,
-    urlencode_sorted,
 )
 
 SERVICE = "pushover"
@@ -57,23 +56,24 @@ def calculate_form(token: str, user: str, message: str) -> dict[str, str]:
 def send(
     options: Mapping[str, Any], notification: Notification, recipient: str, ctx: SendContext
 ) -> None:
-    api_url = string_option(options, "apiURL", SERVICE).removesuffix("/") or DEFAULT_API_URL
-    form = calculate_form(string_option(options, "token", SERVICE), recipient, notification.message)
+    opts = Options(SERVICE, options)
+    form = calculate_form(opts.text("token"), recipient, notification.message)
     response = request(
         ctx,
-        SERVICE,
-        "POST",
-        f"{api_url}/messages.json",
+        service=SERVICE,
+        method="POST",
+        url=f"{opts.base_url('apiURL', DEFAULT_API_URL)}/messages.json",
         headers={"Content-Type": "application/x-www-form-urlencoded"},
-        data=urlencode_sorted(form),
+        data=encode_form(form),
+        follow_redirects=False,
     )
     if retryable(response.status_code):
-        raise status_error(SERVICE, response)
+        raise status_error(response, service=SERVICE)
     try:
         answer = response.json()
     except ValueError:
-        raise status_error(SERVICE, response, "the answer is not JSON") from None
+        raise status_error(response, service=SERVICE, detail="the answer is not JSON") from None
     if not isinstance(answer, dict) or answer.get("status") != 1:
         errors = answer.get("errors") if isinstance(answer, dict) else None
         detail = "; ".join(map(str, errors)) if isinstance(errors, list) else ""
-        raise status_error(SERVICE, response, snippet(detail) or "status is not 1")
+        raise status_error(response, service=SERVICE, detail=excerpt(detail) or "status is not 1")

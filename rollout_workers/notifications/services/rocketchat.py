@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,17 +31,16 @@ import requests
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext
-from rollout_workers.notifications.services.calls import (
-    config_error,
+from rollout_workers.notifications.services.options import Options, config_error, is_emoji
+from rollout_workers.notifications.services.transport import (
+    encode_form,
+    excerpt,
+    is_http_url,
     request,
-    snippet,
     status_error,
-    string_option,
-    urlencode_sorted,
 )
 
 SERVICE = "rocketchat"
-EMOJI = re.compile(r"^:.+:$", re.DOTALL)
 log = logging.getLogger(__name__)
 
 # The SDK's models.Attachment (and its nested types), in field order: JSON name -> kind.
@@ -101,7 +99,7 @@ def decode_attachments(text: str) -> list[dict[str, Any]]:
         return [_decode({} if item is None else item, ATTACHMENT) for item in value]
     except (ValueError, _Shape) as e:
         raise config_error(
-            SERVICE, f"failed to unmarshal attachments {snippet(text)!r}: {e}"
+            SERVICE, f"failed to unmarshal attachments {excerpt(text)!r}: {e}"
         ) from None
 
 
@@ -148,36 +146,29 @@ def api_base(server_url: str) -> str:
     return f"{scheme}://{host}:{port_text}{path}/api/v1"
 
 
-def valid_avatar_url(url: str) -> bool:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.netloc)
-
-
 def calculate_message(
     options: Mapping[str, Any], notification: Notification, recipient: str
 ) -> dict[str, Any]:
+    opts = Options(SERVICE, options)
     target = "channel" if recipient.startswith(("#", "@")) else "roomId"
     message: dict[str, Any] = {
         "roomId": "",
         "channel": "",
         "text": notification.message,
-        "alias": string_option(options, "alias", SERVICE),
+        "alias": opts.text("alias"),
         "emoji": "",
         "avatar": "",
     }
     message[target] = recipient
-    icon = string_option(options, "icon", SERVICE)
+    icon = opts.text("icon")
     if icon:
-        if EMOJI.match(icon):
+        if is_emoji(icon):
             message["emoji"] = icon
         else:
             log.warning("rocketchat: icon %r is not a valid emoji", icon)
-    avatar = string_option(options, "avatar", SERVICE)
+    avatar = opts.text("avatar")
     if avatar:
-        if valid_avatar_url(avatar):
+        if is_http_url(avatar):
             message["avatar"] = avatar
         else:
             log.warning("rocketchat: avatar %r is not a valid URL", avatar)
@@ -190,20 +181,19 @@ def calculate_message(
 def send(
     options: Mapping[str, Any], notification: Notification, recipient: str, ctx: SendContext
 ) -> None:
-    base = api_base(string_option(options, "serverUrl", SERVICE))
+    opts = Options(SERVICE, options)
+    base = api_base(opts.text("serverUrl"))
     message = calculate_message(options, notification, recipient)
-    form = {
-        "user": string_option(options, "email", SERVICE),
-        "password": string_option(options, "password", SERVICE),
-    }
+    form = {"user": opts.text("email"), "password": opts.text("password")}
     login = _answer(
         request(
             ctx,
-            SERVICE,
-            "POST",
-            f"{base}/login",
+            service=SERVICE,
+            method="POST",
+            url=f"{base}/login",
             headers={"Content-Type": "application/x-www-form-urlencoded"},
-            data=urlencode_sorted(form),
+            data=encode_form(form),
+            follow_redirects=False,
         ),
         "login",
     )
@@ -217,11 +207,12 @@ def send(
     posted = _answer(
         request(
             ctx,
-            SERVICE,
-            "POST",
-            f"{base}/chat.postMessage",
+            service=SERVICE,
+            method="POST",
+            url=f"{base}/chat.postMessage",
             headers={"Content-Type": "application/json", **auth},
             json_body=message,
+            follow_redirects=False,
         ),
         "chat.postMessage",
     )
@@ -245,11 +236,11 @@ def _answer(response: requests.Response, call: str) -> dict[str, Any]:
         answer = None
     if not isinstance(answer, dict):
         what = "request error" if response.status_code != 200 else "the answer is not JSON"
-        raise status_error(SERVICE, response, f"{call}: {what}")
+        raise status_error(response, service=SERVICE, call=call, detail=what)
     problem = _status_problem(answer)
     if problem is None:
         return answer
-    raise status_error(SERVICE, response, f"{call}: {snippet(problem)}")
+    raise status_error(response, service=SERVICE, call=call, detail=excerpt(problem))
 
 
 def _status_problem(answer: Mapping[str, Any]) -> str | None:

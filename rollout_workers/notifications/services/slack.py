@@ -39,14 +39,15 @@ import urllib.error
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web import WebClient
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext, SendError, transport
-from rollout_workers.notifications.services.options import Options, label
+from rollout_workers.notifications.services.gojson import decode_list
+from rollout_workers.notifications.services.options import Options, config_error, is_emoji, label
+from rollout_workers.notifications.services.transport import is_http_url
 
 DEFAULT_API_URL = "https://slack.com/api/"
 POST, UPDATE, POST_AND_UPDATE = "Post", "Update", "PostAndUpdate"
@@ -135,9 +136,9 @@ def calculate_message(*, options: Options, notification: Notification) -> dict[s
         fields["username"] = username
     icon = (block or {}).get("icon") or options.text("icon")
     if icon:
-        if is_icon_emoji(icon):
+        if is_emoji(icon):
             fields["icon_emoji"] = icon
-        elif is_icon_url(icon):
+        elif is_http_url(icon):
             fields["icon_url"] = icon
         # else: the engine logs a warning and sends no icon.
     if block is not None:
@@ -156,29 +157,12 @@ def delivery_policy(value: Any) -> str:
     return value if value in (POST, UPDATE, POST_AND_UPDATE) else POST
 
 
-def is_icon_emoji(icon: str) -> bool:
-    """``^:.+:$``, as the engine checks an emoji."""
-    return len(icon) >= 3 and icon.startswith(":") and icon.endswith(":") and "\n" not in icon
-
-
-def is_icon_url(icon: str) -> bool:
-    """An absolute http(s) URL with a host."""
-    try:
-        parts = urlsplit(icon)
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.netloc)
-
-
 def _json_list(text: Any, name: str, where: str) -> str:
     if not text:
         return "[]"
-    try:
-        value = json.loads(str(text))
-    except ValueError as e:
-        raise SendError(f"{where}: slack.{name} is not valid JSON: {e}", final=True) from None
-    if not isinstance(value, list):
-        raise SendError(f"{where}: slack.{name} must be a JSON list", final=True)
+    value = decode_list(text, name=f"slack.{name}", where=where)
+    if value is None:
+        raise config_error(where, f"slack.{name} must be a JSON list")
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -17,13 +17,12 @@ the engine.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext, SendError, transport
-from rollout_workers.notifications.services.gojson import Struct, marshal
+from rollout_workers.notifications.services.gojson import Struct, decode_list, marshal
 from rollout_workers.notifications.services.options import Options, label
 
 CONTENT_TYPE = "application/json"
@@ -33,20 +32,17 @@ def send(
     options: Mapping[str, Any], notification: Notification, recipient: str, ctx: SendContext
 ) -> None:
     where = label("teams", ctx.service)
-    urls = Options(where, options).text_map("recipientUrls")
-    url = urls.get(recipient)
-    if url is None:
-        raise SendError(f"{where}: no webhook URL for recipient {recipient!r}", final=True)
+    url = Options(where, options).for_recipient("recipientUrls", recipient, what="webhook URL")
     body = calculate_body(notification, where)
     response = transport.request(
         ctx,
-        label=where,
+        service=where,
         method="POST",
         url=url,
         data=body,
         headers={"Content-Type": CONTENT_TYPE},
     )
-    transport.check_status(response, label=where)
+    transport.check_status(response, service=where)
     if response.text != "1":
         raise SendError(
             f"{where}: the webhook did not accept the card: {transport.excerpt(response.text)}",
@@ -73,11 +69,11 @@ def calculate_body(notification: Notification, where: str = "teams") -> bytes:
         card["themeColor"] = block["themeColor"]
     sections: list[Any] = []
     if block.get("sections"):
-        sections = _json_list(block["sections"], "teams.sections", where)
+        sections = _list(block["sections"], "teams.sections", where)
     if block.get("facts"):
-        sections.append({"facts": _json_list(block["facts"], "teams.facts", where)})
+        sections.append({"facts": _list(block["facts"], "teams.facts", where)})
     if block.get("potentialAction"):
-        actions = _json_list(block["potentialAction"], "teams.potentialAction", where)
+        actions = _list(block["potentialAction"], "teams.potentialAction", where)
         if actions:
             card["potentialAction"] = actions
     if sections:
@@ -85,13 +81,5 @@ def calculate_body(notification: Notification, where: str = "teams") -> bytes:
     return marshal(card)
 
 
-def _json_list(text: Any, name: str, where: str) -> list[Any]:
-    try:
-        value = json.loads(str(text))
-    except ValueError as e:
-        raise SendError(f"{where}: {name} is not valid JSON: {e}", final=True) from None
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise SendError(f"{where}: {name} must be a JSON list", final=True)
-    return value
+def _list(text: Any, name: str, where: str) -> list[Any]:
+    return decode_list(text, name=name, where=where) or []

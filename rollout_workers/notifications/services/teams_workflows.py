@@ -31,9 +31,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rollout_workers.notifications.render import Notification
-from rollout_workers.notifications.services import SendContext, SendError, transport
-from rollout_workers.notifications.services.gojson import Struct, marshal
-from rollout_workers.notifications.services.options import Options, label
+from rollout_workers.notifications.services import SendContext, transport
+from rollout_workers.notifications.services.gojson import Struct, decode_list, marshal
+from rollout_workers.notifications.services.options import Options, config_error, label
 
 BLOCK = "teams-workflows"
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
@@ -49,22 +49,20 @@ def send(
 ) -> None:
     where = label(BLOCK, ctx.service)
     opts = Options(where, options)
-    url = opts.text_map("recipientUrls").get(recipient)
-    if url is None:
-        raise SendError(f"{where}: no webhook URL for recipient {recipient!r}", final=True)
+    url = opts.for_recipient("recipientUrls", recipient, what="webhook URL")
     problem = url_problem(url)
     if problem:
-        raise SendError(f"{where}: recipient {recipient!r}: {problem}", final=True)
+        raise config_error(where, f"recipient {recipient!r}: {problem}")
     response = transport.request(
         ctx,
-        label=where,
+        service=where,
         method="POST",
         url=url,
         data=calculate_body(notification, where),
         headers={"Content-Type": "application/json"},
         verify=not opts.flag("insecureSkipVerify"),
     )
-    transport.check_status(response, label=where)
+    transport.check_status(response, service=where)
 
 
 def url_problem(url: str) -> str:
@@ -95,7 +93,7 @@ def calculate_body(notification: Notification, where: str = BLOCK) -> bytes:
         try:
             card: Any = json.loads(custom)
         except ValueError as e:
-            raise SendError(f"{where}: adaptiveCard is not valid JSON: {e}", final=True) from None
+            raise config_error(where, f"adaptiveCard is not valid JSON: {e}") from None
         # The engine keeps the card's bytes (json.RawMessage); re-encoding keeps its order.
         content = json.dumps(card, ensure_ascii=False, separators=(",", ":"))
     else:
@@ -204,14 +202,4 @@ def _go_float(value: float) -> str:
 
 
 def _json_list(text: Any, name: str, where: str) -> list[Any]:
-    if not text:
-        return []
-    try:
-        value = json.loads(str(text))
-    except ValueError as e:
-        raise SendError(f"{where}: {name} is not valid JSON: {e}", final=True) from None
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise SendError(f"{where}: {name} must be a JSON list", final=True)
-    return value
+    return (decode_list(text, name=name, where=where) if text else None) or []

@@ -27,14 +27,14 @@ import requests
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext, SendError
-from rollout_workers.notifications.services.calls import (
-    config_error,
+from rollout_workers.notifications.services.options import Options, config_error
+from rollout_workers.notifications.services.transport import (
+    encode_form,
+    excerpt,
     host_of,
     request,
+    retry_after,
     retryable,
-    snippet,
-    string_option,
-    urlencode_sorted,
 )
 
 SERVICE = "telegram"
@@ -76,8 +76,9 @@ def _go_int(text: str, bound: int, what: str) -> int:
 def send(
     options: Mapping[str, Any], notification: Notification, recipient: str, ctx: SendContext
 ) -> None:
-    api_url = string_option(options, "apiURL", SERVICE).removesuffix("/") or DEFAULT_API_URL
-    token = string_option(options, "token", SERVICE)
+    opts = Options(SERVICE, options)
+    api_url = opts.base_url("apiURL", DEFAULT_API_URL)
+    token = opts.text("token")
     form = calculate_message_form(notification.message, recipient)
     _call(ctx, f"{api_url}/bot{token}/getMe", {}, "getMe")
     _call(ctx, f"{api_url}/bot{token}/sendMessage", form, "sendMessage")
@@ -86,11 +87,12 @@ def send(
 def _call(ctx: SendContext, url: str, form: Mapping[str, str], method: str) -> None:
     response = request(
         ctx,
-        SERVICE,
-        "POST",
-        url,
+        service=SERVICE,
+        method="POST",
+        url=url,
         headers={"Content-Type": "application/x-www-form-urlencoded"},
-        data=urlencode_sorted(form),
+        data=encode_form(form),
+        follow_redirects=False,
     )
     try:
         answer = response.json()
@@ -116,10 +118,9 @@ def _answer_error(response: requests.Response, answer: Any, method: str) -> Send
     else:
         description = "the answer is not JSON"
     if wait is None and code == 429:
-        header = response.headers.get("Retry-After", "")
-        wait = float(header) if header.isdigit() else None
+        wait = retry_after(response.headers.get("Retry-After"))
     message = f"{SERVICE}: {method} to {host_of(response.url)} failed with {code}"
     if description:
-        message += f": {snippet(description)}"
+        message += f": {excerpt(description)}"
     final = not (retryable(status) or retryable(code))
     return SendError(message, final=final, status=status, retry_after=wait if code == 429 else None)

@@ -15,7 +15,8 @@ from typing import Any
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext
-from rollout_workers.notifications.services.calls import check, request, string_option
+from rollout_workers.notifications.services.options import Options
+from rollout_workers.notifications.services.transport import check_status, request
 
 SERVICE = "webex"
 DEFAULT_API_URL = "https://webexapis.com"
@@ -32,14 +33,17 @@ def calculate_body(message: str, recipient: str) -> dict[str, str]:
 def send(
     options: Mapping[str, Any], notification: Notification, recipient: str, ctx: SendContext
 ) -> None:
-    api_url = string_option(options, "apiURL", SERVICE).removesuffix("/") or DEFAULT_API_URL
-    token = string_option(options, "token", SERVICE)
+    opts = Options(SERVICE, options)
     response = request(
         ctx,
-        SERVICE,
-        "POST",
-        f"{api_url}/v1/messages",
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        service=SERVICE,
+        method="POST",
+        url=f"{opts.base_url('apiURL', DEFAULT_API_URL)}/v1/messages",
+        headers={
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {opts.text('token')}",
+        },
         json_body=calculate_body(notification.message, recipient),
+        follow_redirects=False,
     )
-    check(SERVICE, response)
+    check_status(response, service=SERVICE, ok=(200,))

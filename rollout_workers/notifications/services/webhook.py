@@ -24,13 +24,11 @@ from typing import Any
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import RetryPolicy, SendContext, SendError, transport
-from rollout_workers.notifications.services.options import Options, label
+from rollout_workers.notifications.services.options import Options, config_error, label
 
 DEFAULT_RETRY_MAX = 3
 DEFAULT_WAIT_MIN = 1.0
 DEFAULT_WAIT_MAX = 5.0
-# go-retryablehttp's DefaultRetryPolicy: 5xx except 501 Not Implemented (429 handled apart).
-RETRY_STATUSES = frozenset(range(500, 600)) - {501}
 
 _DURATION = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
 _UNIT_SECONDS = {
@@ -52,24 +50,30 @@ def send(
     opts = Options(where, options)
     url = opts.text("url")
     if not url:
-        raise SendError(f"{where}: option 'url' is not set", final=True)
+        raise config_error(where, "option 'url' is not set")
     method, url, body = calculate_request(
         url=url, message=notification.message, block=_block(notification, ctx.service, where)
     )
     transport.check_status(
         transport.request(
             ctx,
-            label=where,
+            service=where,
             method=method,
             url=url,
             data=body.encode(),
             headers=_headers(opts),
-            auth=_basic_auth(opts),
+            auth=opts.basic_auth(),
             verify=not opts.flag("insecureSkipVerify"),
         ),
-        label=f"{where}: {method}",
-        retry_statuses=RETRY_STATUSES,
+        service=where,
+        call=method,
+        retry=go_retryable,
     )
+
+
+def go_retryable(status: int) -> bool:
+    """go-retryablehttp's ``DefaultRetryPolicy``: 429, and 5xx except 501 Not Implemented."""
+    return status == 429 or (status >= 500 and status != 501)
 
 
 def calculate_request(
@@ -130,7 +134,7 @@ def _block(notification: Notification, service: str, where: str) -> Mapping[str,
     if block is None:
         return None
     if not isinstance(block, Mapping):
-        raise SendError(f"{where}: template block webhook.{service} is not a map", final=True)
+        raise config_error(where, f"template block webhook.{service} is not a map")
     return block
 
 
@@ -156,13 +160,3 @@ def canonical_header(name: str) -> str:
     if not name or not all(c.isascii() and (c.isalnum() or c == "-") for c in name):
         return name
     return "-".join(part[:1].upper() + part[1:].lower() for part in name.split("-"))
-
-
-def _basic_auth(opts: Options) -> tuple[str, str] | None:
-    auth = opts.raw("basicAuth")
-    if auth is None:
-        return None
-    if not isinstance(auth, Mapping):
-        raise opts.invalid("basicAuth", "a map with username and password")
-    inner = Options(opts.label, auth)
-    return (inner.text("username"), inner.text("password"))

@@ -71,9 +71,9 @@ def test_teams_message_fields(receiver: Receiver, ctx: SendContext) -> None:
     ("answer", "final", "text"),
     [
         (Answer(200, b"Webhook message delivery failed"), True, "did not accept"),
-        (Answer(400, b"bad card"), True, "answered 400"),
-        (Answer(503, b"busy"), False, "answered 503"),
-        (Answer(429, b"", (("Retry-After", "3"),)), False, "answered 429"),
+        (Answer(400, b"bad card"), True, "answered HTTP 400"),
+        (Answer(503, b"busy"), False, "answered HTTP 503"),
+        (Answer(429, b"", (("Retry-After", "3"),)), False, "answered HTTP 429"),
     ],
 )
 def test_teams_failures(
@@ -87,7 +87,7 @@ def test_teams_failures(
 
 
 def test_teams_unknown_recipient_and_bad_json_are_final(ctx: SendContext) -> None:
-    with pytest.raises(SendError, match="no webhook URL for recipient 'other'") as caught:
+    with pytest.raises(SendError, match="webhook URL configured for recipient 'other'") as caught:
         send(teams("http://127.0.0.1:9/"), Notification(message="m"), "other", ctx)
     assert caught.value.final
     bad = Notification(blocks={"teams": {"sections": "[{"}})
@@ -292,7 +292,7 @@ def test_googlechat_failures(
 
 def test_googlechat_unknown_recipient_and_bad_yaml_are_final(ctx: SendContext) -> None:
     # TestCreateClient_Error
-    with pytest.raises(SendError, match="no webhook URL for recipient 'another'"):
+    with pytest.raises(SendError, match="no webhook URL configured for recipient 'another'"):
         send(chat("http://127.0.0.1:9/"), Notification(message="m"), "another", ctx)
     bad = Notification(blocks={"googlechat": {"cards": "- a: [b"}})
     with pytest.raises(SendError, match=r"googlechat\.cards is not valid YAML") as caught:

@@ -28,7 +28,7 @@ def test_missing_api_key(receiver: Receiver, ctx: SendContext) -> None:
     n = Notification("Test message", {"opsgenie": _block(description="d")})
     with pytest.raises(SendError) as e:
         send({"apiUrl": "x", "apiKeys": {}}, n, "testRecipient", ctx)
-    assert str(e.value) == "opsgenie: no API key configured for recipient testRecipient"
+    assert str(e.value) == "opsgenie: no API key configured for recipient 'testRecipient'"
     assert e.value.final is True
 
 

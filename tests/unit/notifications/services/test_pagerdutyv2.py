@@ -68,7 +68,7 @@ def test_posts_to_enqueue(receiver: Receiver, ctx: SendContext) -> None:
         (
             Notification("message", {"pagerdutyv2": FULL}),
             "other",
-            "pagerdutyv2: no API key configured for recipient other",
+            "pagerdutyv2: no API key configured for recipient 'other'",
         ),
     ],
     ids=["missing config", "missing apiKey"],

@@ -8,13 +8,9 @@ import pytest
 
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext, SendError
-from rollout_workers.notifications.services.rocketchat import (
-    EMOJI,
-    api_base,
-    decode_attachments,
-    send,
-    valid_avatar_url,
-)
+from rollout_workers.notifications.services.options import is_emoji
+from rollout_workers.notifications.services.rocketchat import api_base, decode_attachments, send
+from rollout_workers.notifications.services.transport import is_http_url
 from tests.support.receiver import Answer, Receiver, Request
 
 LOGIN = {"status": "success", "data": {"authToken": "tok", "userId": "uid"}}
@@ -26,10 +22,14 @@ LOGIN = {"status": "success", "data": {"authToken": "tok", "userId": "uid"}}
         (":slack:", True),
         (":chart_with_upwards_trend:", True),
         ("http://lorempixel.com/48/48", False),
+        # Go's regexp: "." does not match a newline and "$" is the end of the text.
+        (":a\nb:", False),
+        (":slack:\n", False),
+        ("::", False),
     ],
 )
 def test_valid_emoji(icon: str, valid: bool) -> None:
-    assert bool(EMOJI.match(icon)) is valid
+    assert is_emoji(icon) is valid
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_valid_emoji(icon: str, valid: bool) -> None:
     ],
 )
 def test_valid_avatar_url(url: str, valid: bool) -> None:
-    assert valid_avatar_url(url) is valid
+    assert is_http_url(url) is valid
 
 
 @pytest.mark.parametrize(

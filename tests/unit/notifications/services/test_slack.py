@@ -12,13 +12,9 @@ from rollout_workers.notifications.config import Service
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext, SendError, send
 from rollout_workers.notifications.services import slack as slack_sender
-from rollout_workers.notifications.services.slack import (
-    Threads,
-    delivery_policy,
-    is_icon_emoji,
-    is_icon_url,
-    send_with,
-)
+from rollout_workers.notifications.services.options import is_emoji
+from rollout_workers.notifications.services.slack import Threads, delivery_policy, send_with
+from rollout_workers.notifications.services.transport import is_http_url
 from tests.support.receiver import Answer
 from tests.support.slackapi import SlackAPI
 
@@ -147,11 +143,11 @@ def test_post_message_form(
 
 def test_valid_icon_emoji_and_url() -> None:
     # TestValidIconEmoji, TestValidIconURL
-    assert is_icon_emoji(":slack:") and is_icon_emoji(":chart_with_upwards_trend:")
-    assert not is_icon_emoji("http://lorempixel.com/48/48")
-    assert is_icon_url("http://lorempixel.com/48/48") and is_icon_url("https://lorempixel.com/48")
+    assert is_emoji(":slack:") and is_emoji(":chart_with_upwards_trend:")
+    assert not is_emoji("http://lorempixel.com/48/48")
+    assert is_http_url("http://lorempixel.com/48/48") and is_http_url("https://lorempixel.com/48")
     for bad in ("favicon.ico", "ftp://favicon.ico", "ftp://lorempixel.com/favicon.ico"):
-        assert not is_icon_url(bad)
+        assert not is_http_url(bad)
 
 
 @pytest.mark.parametrize(

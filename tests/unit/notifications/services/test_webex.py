@@ -68,4 +68,4 @@ def test_no_answer_is_retryable(ctx: SendContext) -> None:
     with pytest.raises(SendError) as e:
         send({"token": TOKEN, "apiURL": url}, Notification("m"), "room", ctx)
     assert e.value.final is False
-    assert "cannot connect" in str(e.value)
+    assert "could not connect" in str(e.value)
