@@ -129,6 +129,7 @@ def register_tasks(app: Celery, state: ProcessState) -> None:
     def resync_all(kind: str | None = None, namespace: str | None = None) -> dict[str, int]:
         """Add every known key of a kind (all kinds when None)."""
         kinds = [kind] if kind else list(KINDS)
+        log.info("resync.all kind=%s namespace=%s: start", kind or "*", namespace or "*")
         report: dict[str, int] = {}
         for name in kinds:
             if name not in KINDS:
@@ -136,6 +137,9 @@ def register_tasks(app: Celery, state: ProcessState) -> None:
                 continue
             result = state.runtime.queue(name).resync(namespace)
             report[name] = len(result.queued)
+        log.info(
+            "resync.all kind=%s namespace=%s: queued %s", kind or "*", namespace or "*", report
+        )
         return report
 
     app.task(name="timers.tick", ignore_result=True)(tick)
@@ -152,6 +156,9 @@ def _register_sync(app: Celery, state: ProcessState, kind: str) -> None:
         except Exception:
             log.exception("cannot build the %s handler", kind)
             return "no handler"
+        # The trace of every key: its start and its outcome, whatever the kind, so the logs
+        # say which key a worker held when it stopped (and a failed e2e scenario prints them).
+        log.info("%s.sync %s: start", kind, key)
         report: SyncReport = run_sync(
             queue=state.runtime.queue(kind),
             handler=handler,
@@ -160,7 +167,9 @@ def _register_sync(app: Celery, state: ProcessState, kind: str) -> None:
             counts=state.runtime.counts,
         )
         # The key is the task's argument and this phrase its result: both are what Flower shows.
-        return report.describe(sent_for=key)
+        outcome = report.describe(sent_for=key)
+        log.info("%s.sync %s: %s in %.3fs", kind, key, outcome, report.duration)
+        return outcome
 
     sync.__doc__ = f"Reconcile one {kind} key under the workqueue's lease."
     app.task(name=sync_task_name(kind), ignore_result=True)(sync)

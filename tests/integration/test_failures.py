@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import signal
 import socket
 import time
@@ -165,6 +166,9 @@ def test_garbage_messages_and_bad_keys_are_logged_and_skipped(
     assert "invalid key 'Not A Key'" in log
     assert "invalid key 12345" in log
     assert worker.popen.poll() is None
+    # Every sync task traces its key, at its start and with its outcome.
+    assert "rollouts.sync default/after-garbage: start" in log
+    assert re.search(r"rollouts\.sync default/after-garbage: done in \d+\.\d{3}s", log), log
 
 
 def test_a_malformed_key_never_reaches_a_worker(runtime: Runtime, rdb: redis.Redis) -> None:
