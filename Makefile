@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test e2e lint fmt demo bench crds clean
+.PHONY: install test e2e lint fmt demo bench bench-notifications crds clean
 
 install: $(STAMP)
 
@@ -41,6 +41,12 @@ crds: install
 
 bench: install
 	$(BIN)/python bench/queue_overhead.py
+
+# Notifications at scale (bench/notifications.py; 1,000 rollouts by default, sizes by
+# NOTIFICATIONS_ARGS, e.g. --rollouts 50 for a smoke run). Not part of `make test`.
+NOTIFICATIONS_ARGS ?=
+bench-notifications: install
+	$(BIN)/python bench/notifications.py $(NOTIFICATIONS_ARGS)
 
 clean:
 	rm -rf $(VENV) .rollouts .pytest_cache .mypy_cache .ruff_cache

@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: polling, percentiles, CPU readings, child processes.
+"""What the benchmark scripts share: polling, percentiles, CPU readings, child processes, a
+webhook receiver.
 
 Imported as `harness` by the scripts in this directory (run as `python bench/<name>.py`, so
 this directory is on sys.path).
@@ -15,9 +16,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +199,82 @@ class Http:
     def resource_version(self) -> int:
         meta = self.call("GET", "/api/v1/namespaces?limit=1")["metadata"]
         return int(meta["resourceVersion"])
+
+
+# -- a webhook endpoint ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One request the receiver got: its wall-clock arrival (time.time()), method, path, body."""
+
+    at: float
+    method: str
+    path: str
+    body: bytes
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 (HTTP/1.1, keep-alive) that answers 200 to every request and
+    records each with its arrival time, taken before the body is read."""
+
+    def __init__(self) -> None:
+        self._arrivals: list[Arrival] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                at = time.time()
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                with receiver._lock:
+                    receiver._arrivals.append(Arrival(at, self.command, self.path, body))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_GET = do_POST = do_PUT = do_PATCH = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="receiver",
+            daemon=True,
+        )
+
+    def start(self, stack: contextlib.ExitStack | None = None) -> Receiver:
+        """Serve from a thread; stopped by `stack` if given."""
+        self._thread.start()
+        if stack is not None:
+            stack.callback(self.stop)
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def url(self, path: str = "") -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}{path}"
+
+    def arrivals(self) -> list[Arrival]:
+        with self._lock:
+            return list(self._arrivals)
+
+    def clear(self) -> list[Arrival]:
+        """Forget what arrived so far; returns it."""
+        with self._lock:
+            arrived, self._arrivals = self._arrivals, []
+        return arrived
 
 
 # -- main ------------------------------------------------------------------------------------
