@@ -1,19 +1,23 @@
 -- apply(op, key, json, rv, sets, type_rv): write or delete one cached object with its indexes.
 -- KEYS: objects(hash key->json), versions(hash key->resourceVersion),
 --       memberships(hash key->JSON list of index sets), type_rv(string),
---       own(string: the resourceVersion the object's own controller last wrote)
+--       own(string: the resourceVersion the object's own controller last wrote),
+--       fence(string: the current leader's fencing token, see cache/fence.py)
 -- ARGV: op 'put'|'del', key, json, rv, JSON list of index set names, the type's new rv ('' keeps),
---       '1' to refuse a change older than the cached object ('' for a relist, which is the truth)
+--       '1' to refuse a change older than the cached object ('' for a relist, which is the truth),
+--       the writer's fencing token ('' writes unfenced)
 -- Returns {previous resourceVersion of the object or '', 1 if this put is exactly the object's
--- own controller's last write else 0, 1 if the change was older than the cache and refused}.
+-- own controller's last write else 0, 1 if the change was older than the cache and refused,
+-- 1 if the writer's token is not the current leader's and nothing was written}.
 local op, k = ARGV[1], ARGV[2]
+if ARGV[8] ~= '' and redis.call('GET', KEYS[6]) ~= ARGV[8] then return {'', 0, 0, 1} end
 local previous = redis.call('HGET', KEYS[2], k)
 -- A watch event older than what the cache holds (a deposed leader's reflector writing what it
 -- read before its lease was taken over) must not put an object back in time. resourceVersions
 -- of one object only grow; a relist after an etcd restore, which may lower them, passes ''.
 if ARGV[7] == '1' and previous then
   local was, now = tonumber(previous), tonumber(ARGV[4])
-  if was and now and now < was then return {previous, 0, 1} end
+  if was and now and now < was then return {previous, 0, 1, 0} end
 end
 local old = redis.call('HGET', KEYS[3], k)
 local oldsets = {}
@@ -38,4 +42,4 @@ end
 if ARGV[6] ~= '' then redis.call('SET', KEYS[4], ARGV[6]) end
 local own = 0
 if op == 'put' and ARGV[4] ~= '' and redis.call('GET', KEYS[5]) == ARGV[4] then own = 1 end
-return {previous or '', own, 0}
+return {previous or '', own, 0, 0}

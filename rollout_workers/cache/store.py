@@ -18,6 +18,7 @@ from typing import Any
 
 import redis
 
+from rollout_workers.cache.fence import SET_FENCED, Fence, Fenced, fence_key
 from rollout_workers.cache.indexers import NAMESPACE, OWNER, index_values, object_key
 from rollout_workers.keys import own_key
 from rollout_workers.kube.resources import Resource
@@ -76,11 +77,20 @@ class Change:
 class CacheWriter:
     """The watcher's side: apply watch events, replace a type after a LIST."""
 
-    def __init__(self, client: redis.Redis, *, prefix: str, resource: Resource) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str,
+        resource: Resource,
+        fence: Fence | None = None,
+    ) -> None:
         self.resource = resource
         self.keys = Keys(prefix, resource)
         self._redis = client
+        self._fence = fence or Fence(fence_key(prefix))
         self._apply = client.register_script(apply_source())
+        self._set_fenced = client.register_script(SET_FENCED)
 
     def _args(
         self, op: str, obj: Obj, type_rv: str, *, ordered: bool = False
@@ -89,7 +99,14 @@ class CacheWriter:
         meta = obj.get("metadata") or {}
         k = self.keys
         return (
-            [k.objects, k.versions, k.memberships, k.type_rv, k.own(object_key(obj))],
+            [
+                k.objects,
+                k.versions,
+                k.memberships,
+                k.type_rv,
+                k.own(object_key(obj)),
+                self._fence.key,
+            ],
             [
                 op,
                 object_key(obj),
@@ -98,6 +115,7 @@ class CacheWriter:
                 json.dumps(sets),
                 type_rv,
                 "1" if ordered else "",
+                self._fence.token,
             ],
         )
 
@@ -113,8 +131,11 @@ class CacheWriter:
         return self._args(op, obj, rv, ordered=True)
 
     def applied(self, event_type: str, obj: Obj, reply: Any) -> Change:
-        """The Change apply.lua's answer describes."""
-        previous, own, older = reply
+        """The Change apply.lua's answer describes; Fenced when it wrote nothing because the
+        writer's token is not the current leader's."""
+        previous, own, older, fenced = reply
+        if int(fenced):
+            raise Fenced(f"{self.resource.plural}: not the leader's fencing token; nothing written")
         return Change(
             event_type,
             object_key(obj),
@@ -126,7 +147,9 @@ class CacheWriter:
 
     def set_resource_version(self, rv: str) -> None:
         """A bookmark: nothing changed, but the type is now current up to `rv`."""
-        self._redis.set(self.keys.type_rv, rv)
+        fence = self._fence
+        if not self._set_fenced(keys=[self.keys.type_rv, fence.key], args=[rv, fence.token]):
+            raise Fenced(f"{self.resource.plural}: not the leader's fencing token; nothing written")
 
     def replacement(self, batch: int = 500) -> Replacement:
         """Start making the cache equal a fresh LIST that arrives page by page."""
@@ -148,7 +171,11 @@ class CacheWriter:
             for op, obj in chunk:
                 keys, args = self._args(op, obj, "")
                 self._apply(keys=keys, args=args, client=pipe)
-            pipe.execute()
+            if any(int(reply[3]) for reply in pipe.execute()):
+                raise Fenced(
+                    f"{self.resource.plural}: not the leader's fencing token; the rest of this "
+                    "relist is not written"
+                )
 
 
 class Replacement:

@@ -8,7 +8,8 @@ Two paths with one meaning:
   keys are routed before the write (routing reads only the object and the indexes of *other*
   types, which the write does not touch), and one script runs apply.lua and then add.lua for
   each task kind, dropping the object's own key when apply.lua finds the event is its own
-  controller's write and everything when it is older than the cache. Only the messages of newly
+  controller's write and everything when it is older than the cache or not the leader's
+  (cache/fence.py). Only the messages of newly
   queued keys are sent afterwards. A watch event used to cost two round trips (apply, add).
 
 Either way the cache write comes before the add, so a reconcile that claims a key reads state at
@@ -48,10 +49,10 @@ _GLUE = """
 local na = tonumber(ARGV[1])
 local aargs = {}
 for i = 1, na do aargs[i] = ARGV[1 + i] end
-local applied = apply_lua({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, aargs)
+local applied = apply_lua({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}, aargs)
 local out = {applied}
-if applied[3] == 1 then return out end
-local ki, ai = 6, 2 + na
+if applied[3] == 1 or applied[4] == 1 then return out end
+local ki, ai = 7, 2 + na
 local kinds = tonumber(ARGV[ai])
 ai = ai + 1
 for _ = 1, kinds do

@@ -3,19 +3,36 @@
 The lease is a key holding the leader's identity with a TTL, renewed every ttl/3 by a
 compare-and-extend script. A leader that cannot renew before its lease would run out stops
 (it exits, as client-go's leaderelection does), so two leaders never write the cache at once
-for longer than a renewal interval.
+for longer than a renewal interval. Within that interval the fencing token closes the gap
+(cache/fence.py): taking the lease increments the token in the same script, and every cache
+write names the token its writer got, so a deposed leader's writes change nothing.
 """
 
 from __future__ import annotations
 
 import redis
 
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
+from rollout_workers.cache.fence import Fence
+
+# KEYS: lease, fence. ARGV: identity, ttl (ms). Returns the holder's fencing token, 0 if
+# another identity holds the lease. A lease still held keeps its token, unless the token was
+# lost from Redis (then the cache's writes are refused until this gives a new one).
+_HOLD = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local token = redis.call('GET', KEYS[2])
+if not token then return redis.call('INCR', KEYS[2]) end
+return tonumber(token)
 """
+
+_ACQUIRE = (
+    """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('INCR', KEYS[2])
+end
+"""
+    + _HOLD
+)
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -26,20 +43,30 @@ return 0
 
 
 class LeaderLease:
-    def __init__(self, client: redis.Redis, *, key: str, identity: str, ttl: float) -> None:
+    def __init__(
+        self, client: redis.Redis, *, key: str, identity: str, ttl: float, fence: Fence
+    ) -> None:
         self.key, self.identity = key, identity
         self.ttl_ms = max(1, round(ttl * 1000))
+        self.fence = fence
         self._redis = client
-        self._renew = client.register_script(_RENEW)
+        self._acquire = client.register_script(_ACQUIRE)
+        self._renew = client.register_script(_HOLD)
         self._release = client.register_script(_RELEASE)
 
+    def _held(self, token: object) -> bool:
+        value = int(token)  # type: ignore[call-overload]
+        if value:
+            self.fence.token = str(value)
+        return bool(value)
+
     def try_acquire(self) -> bool:
-        if self._redis.set(self.key, self.identity, nx=True, px=self.ttl_ms):
-            return True
-        return self.renew()
+        keys = [self.key, self.fence.key]
+        return self._held(self._acquire(keys=keys, args=[self.identity, self.ttl_ms]))
 
     def renew(self) -> bool:
-        return bool(self._renew(keys=[self.key], args=[self.identity, self.ttl_ms]))
+        keys = [self.key, self.fence.key]
+        return self._held(self._renew(keys=keys, args=[self.identity, self.ttl_ms]))
 
     def release(self) -> None:
         self._release(keys=[self.key], args=[self.identity])

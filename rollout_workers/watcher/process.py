@@ -19,6 +19,7 @@ import redis
 from rollout_workers import health as endpoints
 from rollout_workers.cache import CacheWriter, Change, Lister
 from rollout_workers.cache.epoch import CacheEpoch
+from rollout_workers.cache.fence import Fence, fence_key
 from rollout_workers.cache.store import Obj
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
@@ -54,9 +55,16 @@ log = logging.getLogger(__name__)
 
 class Watcher:
     def __init__(
-        self, *, settings: Settings, kube: Kube, runtime: Runtime, stop: threading.Event
+        self,
+        *,
+        settings: Settings,
+        kube: Kube,
+        runtime: Runtime,
+        stop: threading.Event,
+        fence: Fence | None = None,
     ) -> None:
         self.settings, self.runtime = settings, runtime
+        self.fence = fence or Fence(fence_key(settings.redis.key_prefix))
         self.stop = stop
         prefix = settings.redis.key_prefix
         client = runtime.redis
@@ -102,7 +110,12 @@ class Watcher:
         namespace = namespace or settings.kube.namespace or None
         return Reflector(
             kube=self._kube,
-            writer=CacheWriter(self.runtime.redis, prefix=settings.redis.key_prefix, resource=res),
+            writer=CacheWriter(
+                self.runtime.redis,
+                prefix=settings.redis.key_prefix,
+                resource=res,
+                fence=self.fence,
+            ),
             resource=res,
             settings=settings.kube,
             on_changes=self.on_changes,
@@ -145,12 +158,12 @@ class Watcher:
         return counts
 
     def start(self) -> None:
-        for reflector in [*self.reflectors, *self.notification_reflectors]:
-            thread = threading.Thread(
-                target=reflector.run, name=f"reflector {reflector.resource.plural}", daemon=True
-            )
-            thread.start()
-            self.threads.append(thread)
+        for reflector in self.reflectors:
+            self.threads.append(_start(reflector))
+        # Apart from the threads the readiness probe follows: an install without access to
+        # them runs with notifications off.
+        for reflector in self.notification_reflectors:
+            _start(reflector)
         if self.on_demand is not None:
             try:  # rollouts cached by an earlier leader may reference workloads already
                 self.on_demand.ensure_indexed()
@@ -192,6 +205,14 @@ class Watcher:
                 pipe.hset(key, f"{ref.resource.cache_name}.{name}", value)
         pipe.hset(key, "updated", time.time())
         pipe.execute()
+
+
+def _start(reflector: Reflector) -> threading.Thread:
+    thread = threading.Thread(
+        target=reflector.run, name=f"reflector {reflector.resource.plural}", daemon=True
+    )
+    thread.start()
+    return thread
 
 
 def serve_metrics(settings: Settings, runtime: Runtime, leading: threading.Event) -> None:
@@ -238,11 +259,13 @@ def run(settings: Settings, redis_url: str) -> int:
     leading = threading.Event()
     serve_metrics(settings, runtime, leading)
     identity = f"{socket.gethostname()}:{os.getpid()}"
+    fence = Fence(fence_key(settings.redis.key_prefix))
     lease = LeaderLease(
         runtime.redis,
         key=f"{settings.redis.key_prefix}:watcher:leader",
         identity=identity,
         ttl=settings.watcher.lease_ttl,
+        fence=fence,
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -265,7 +288,7 @@ def run(settings: Settings, redis_url: str) -> int:
     if stop.is_set():
         return 0
     leading.set()
-    watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop)
+    watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop, fence=fence)
     log.info("%s leads; starting %d reflectors", identity, len(watcher.reflectors))
     check = watcher.redis_check()
     watcher.start()

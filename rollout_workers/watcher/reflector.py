@@ -30,6 +30,7 @@ import redis
 import urllib3
 
 from rollout_workers.cache import CacheWriter, Change
+from rollout_workers.cache.fence import Fenced
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.errors import Gone, KubeError
 from rollout_workers.kube.resources import Resource
@@ -149,6 +150,12 @@ class Reflector:
             except Gone:
                 log.info("%s: resourceVersion %s is too old; relisting", self.resource.plural, rv)
                 rv = None
+            except Fenced as err:  # a write refused: relist, if this watcher still leads
+                self.stats.failed(err)
+                rv = None
+                delay = min(self._backoff_max, max(0.5, delay * 2))
+                log.warning("%s; relisting in %.1fs", err, delay)
+                self._sleep(delay)
             except (KubeError, redis.RedisError, ValueError) as err:
                 if self._relist_wanted() and not isinstance(err, redis.RedisError):
                     continue  # the watch was shut down on purpose: relist at once

@@ -1,0 +1,46 @@
+"""The fencing token of the cache's one writer, the leading watcher.
+
+A leader's lease can run out while the leader is cut off from Redis (a partition, a long GC
+pause) and another watcher takes over and relists. When the first one reaches Redis again it
+may still be in the middle of its own relist, with objects read before the new leader's: its
+writes would put the cache back in time, and its deletions remove what the new leader added.
+The lease cannot stop that by itself (the old leader learns it lost only at its next renewal),
+so every cache write carries a token instead:
+
+- each new acquisition of the leader lease increments `<prefix>:watcher:fence` in the same
+  script that takes the lease (watcher/leader.py), and the leader keeps the value it got;
+- every cache write script (apply.lua, the type's resourceVersion) compares the token it is
+  given with the current one and changes nothing when they differ; the writer then raises
+  :class:`Fenced`, and the reflector relists (which, from a deposed leader, is refused again
+  until it notices the lost lease and exits).
+
+An empty token means no fencing (a writer outside a watcher, in tests and tools).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class Fenced(RuntimeError):
+    """A cache write refused: the writer's token is not the current leader's."""
+
+
+def fence_key(prefix: str) -> str:
+    return f"{prefix}:watcher:fence"
+
+
+@dataclass
+class Fence:
+    """The token a leader got with its lease (updated when it takes the lease again)."""
+
+    key: str
+    token: str = ""
+
+
+#: Fenced SET of the type's resourceVersion (a bookmark, or a relist's commit).
+SET_FENCED = """
+if ARGV[2] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+"""
