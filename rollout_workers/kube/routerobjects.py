@@ -30,4 +30,6 @@ class ApiRouterObjects:
         try:
             return self.kube.get(resource, namespace, name)
         except NotFound:
+            # The object, or its whole kind (a CRD removed): discovery is asked again.
+            self.kube.discovery.forget(resource)
             return None

@@ -17,8 +17,11 @@ listing every object of the kind (no selector), into a cache named for that vers
 (`virtualservices-v1`), so a worker reads it only at the version it was listed at
 (cache/routers.py). A kind that is named but not served yet is asked again on each lease renewal
 (`ensure_indexed`), so installing its CRD later needs no restart; a rollout event asks discovery
-only about a kind it has never asked about. A kind keeps the version its reflector started at
-until the watcher stops (a newer version served later is taken by the next leader).
+only about a kind it has never asked about. A kind whose CRD is removed (its LIST or watch
+answers 404 and discovery no longer serves it) has its reflector stopped and its cache and
+listed mark dropped, and is asked about again like a kind never served. A kind keeps the
+version its reflector started at until the watcher stops or the kind is removed (a newer
+version served later is taken by the next leader).
 
 Workers must not read a type's cache before its first LIST has landed (an absent object would
 read as "not found"): see cache/synced.py.
@@ -91,9 +94,10 @@ class OnDemandReflectors:
         prefix: str,
         stop: threading.Event,
         served: Served | None = None,
+        forget: Callable[[Resource], None] = lambda resource: None,
     ) -> None:
         self._make, self._rollouts = make, rollouts
-        self._served = served
+        self._served, self._forget = served, forget
         #: Router kinds asked about and not served (yet), asked again by `ensure_indexed`.
         self.unserved: set[str] = set()
         #: Router kind -> the version its reflector runs at.
@@ -137,7 +141,7 @@ class OnDemandReflectors:
                     continue
                 self.unserved.discard(kind)
                 self.routers[kind] = resource
-            self._start(resource)
+            self._start(resource, router=kind)
 
     def ensure_indexed(self) -> None:
         """Start the reflector of every kind some cached rollout references (router kinds not
@@ -148,11 +152,13 @@ class OnDemandReflectors:
             recheck=True,
         )
 
-    def _start(self, resource: Resource) -> None:
+    def _start(self, resource: Resource, router: str = "") -> None:
         with self._lock:
             if resource.cache_name in self.reflectors:
                 return
             reflector = self._make(resource)
+            if router:
+                reflector.on_not_found = lambda: self._removed(router, resource)
             self.reflectors[resource.cache_name] = reflector
         log.info("a rollout references %s: starting its reflector", resource.kind)
         for target, name in (
@@ -162,6 +168,33 @@ class OnDemandReflectors:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self.threads.append(thread)
+
+    def _removed(self, kind: str, resource: Resource) -> None:
+        """A router kind's LIST or watch answered 404: if discovery no longer serves the kind
+        (its CRD was removed), stop its reflector, drop its listed mark and its cache (the
+        deletions wake the rollouts that route through its objects: their validation finds
+        the kind not served), and ask about it again on each lease renewal, so installing the
+        CRD again brings it back. Runs in the reflector's own thread."""
+        self._forget(resource)
+        try:
+            if self._served is None or self._served(kind) is not None:
+                return  # still served: a transient 404, the reflector retries
+        except Exception as err:
+            log.warning("cannot tell whether the API still serves %s: %s", kind, err)
+            return
+        with self._lock:
+            reflector = self.reflectors.pop(resource.cache_name, None)
+            self.routers.pop(kind, None)
+            self.unserved.add(kind)
+        if reflector is None:
+            return
+        reflector.cancel()
+        log.warning("%s is no longer served (its CRD was removed): reflector stopped", kind)
+        try:
+            self._redis.srem(self._key, resource.cache_name)
+            reflector.drop_cache()
+        except Exception as err:  # the next relist after Redis comes back clears it
+            log.warning("cannot drop the cache of %s: %s", resource.cache_name, err)
 
     def running(self) -> list[Reflector]:
         with self._lock:
@@ -176,7 +209,7 @@ class OnDemandReflectors:
             self._redis.sadd(self._key, *names)
 
     def _mark_synced(self, reflector: Reflector) -> None:
-        while not self._stop.is_set():
+        while not self._stop.is_set() and not reflector.cancelled:
             if reflector.stats.synced.wait(0.5):
                 try:
                     self._redis.sadd(self._key, reflector.resource.cache_name)

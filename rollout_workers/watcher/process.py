@@ -101,6 +101,7 @@ class Watcher:
                 prefix=prefix,
                 stop=stop,
                 served=ApiRouterObjects(kube).served,
+                forget=kube.discovery.forget,
             )
 
     def _reflector(

@@ -32,7 +32,7 @@ import urllib3
 from rollout_workers.cache import CacheWriter, Change
 from rollout_workers.cache.fence import Fenced
 from rollout_workers.kube.client import Kube
-from rollout_workers.kube.errors import Gone, KubeError
+from rollout_workers.kube.errors import Gone, KubeError, NotFound
 from rollout_workers.kube.resources import Resource
 from rollout_workers.settings import KubeSettings
 
@@ -109,6 +109,31 @@ class Reflector:
         self._wanted = 1  # relists asked for (a generation number); the first list is 1
         self._applied = 0  # the generation the last completed relist answered
         self._response: urllib3.HTTPResponse | None = None
+        #: Called (in this reflector's thread) when listing or watching answers 404: the type
+        #: may no longer be served (a CRD removed). It may `cancel` the reflector.
+        self.on_not_found: Callable[[], None] | None = None
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop this reflector alone (its type is no longer served), from any thread."""
+        self._cancelled.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            with contextlib.suppress(Exception):
+                response.shutdown()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def drop_cache(self) -> None:
+        """Delete every cached object of the type, handing the deletions on (so what they
+        routed to is woken), and clear its resourceVersion."""
+        replacement = self._writer.replacement()
+        for deleted in replacement.delete_vanished():
+            self._hand_on(deleted)
+        replacement.commit("")
 
     def request_relist(self) -> int:
         """Ask for a relist from any thread; returns its generation (see `relisted`)."""
@@ -141,7 +166,7 @@ class Reflector:
     def run(self) -> None:
         rv: str | None = None
         delay = 0.0
-        while not self._stop.is_set():
+        while not self._stop.is_set() and not self._cancelled.is_set():
             try:
                 if rv is None or self._relist_wanted():
                     rv = self._relist()
@@ -157,6 +182,10 @@ class Reflector:
                 log.warning("%s; relisting in %.1fs", err, delay)
                 self._sleep(delay)
             except (KubeError, redis.RedisError, ValueError) as err:
+                if isinstance(err, NotFound) and self.on_not_found is not None:
+                    self.on_not_found()
+                    if self._cancelled.is_set():
+                        return
                 if self._relist_wanted() and not isinstance(err, redis.RedisError):
                     continue  # the watch was shut down on purpose: relist at once
                 self.stats.failed(err)
@@ -173,7 +202,7 @@ class Reflector:
             asked = self._wanted
         deadline = time.monotonic() + seconds
         while not self._stop.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or self._cancelled.is_set():
                 return
             with self._lock:
                 if self._wanted > asked:
@@ -234,7 +263,7 @@ class Reflector:
         )
         try:
             for event in stream:
-                if self._stop.is_set() or self._relist_wanted():
+                if self._stop.is_set() or self._cancelled.is_set() or self._relist_wanted():
                     break
                 delivered += 1
                 rv = self._handle(event, rv)

@@ -31,7 +31,7 @@ from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
 from rollout_workers.watcher.process import Watcher
 from tests.support.procs import wait_for
-from tests.support.routercrds import ROUTER_CRDS, install_router_crds, router_crd
+from tests.support.routercrds import CRDS, ROUTER_CRDS, install_router_crds, router_crd
 
 NS = "default"
 Obj = dict[str, Any]
@@ -240,3 +240,40 @@ def test_after_redis_loses_everything_an_on_demand_kind_is_relisted_and_listed_a
     cached = Lister(rdb, prefix="rw", resource=served).get(f"{NS}/vs")
     assert cached is not None and check.recoveries == 1
     assert f"{NS}/web" in queued(rdb)
+
+
+def test_a_removed_router_crd_stops_its_reflector_and_comes_back_when_installed(
+    watcher: Watcher, cluster: DevClusterThread, rdb: redis.Redis, tmp_path: Path
+) -> None:
+    user = user_kube(cluster, tmp_path, "user")
+    crd = ROUTER_CRDS["VirtualService"]
+    served = r.VIRTUALSERVICES[0]
+    cache = Lister(rdb, prefix="rw", resource=served)
+    assert watcher.on_demand is not None
+    install_router_crds(user, crd)
+    user.create(served, NS, virtual_service(served, "vs", 100))
+    user.create(r.ROLLOUTS, NS, istio_rollout("web", "vs"))
+    wait_for(lambda: served.cache_name in listed_caches(rdb, "rw"), 10, "the kind listed")
+    wait_for(lambda: cache.get(f"{NS}/vs"), 10, "the VirtualService cached")
+    (reflector,) = [x for x in watcher.on_demand.running() if x.resource == served]
+
+    # The CRD goes: the reflector's next LIST or watch answers 404 and discovery no longer
+    # serves the kind. The reflector stops, its cache and listed mark go, and the rollout
+    # routing through the VirtualService is queued (its validation finds the kind unserved).
+    rdb.delete("rw:wq:rollouts:queued")
+    user.delete(CRDS, None, crd["metadata"]["name"])
+    wait_for(lambda: reflector.cancelled, 15, "the reflector stopped")
+    assert watcher.on_demand.routers == {} and "VirtualService" in watcher.on_demand.unserved
+    assert served.cache_name not in listed_caches(rdb, "rw")
+    assert cache.get(f"{NS}/vs") is None and cache.count() == 0
+    wait_for(lambda: f"{NS}/web" in queued(rdb), 10, "the rollout woken")
+    watcher.on_demand.ensure_indexed()  # a lease renewal: still not served
+    assert watcher.on_demand.routers == {}
+
+    # Installed again: the next lease renewal follows the kind again, no restart.
+    install_router_crds(user, crd)
+    user.create(served, NS, virtual_service(served, "vs", 50))
+    watcher.on_demand.ensure_indexed()
+    assert watcher.on_demand.routers == {"VirtualService": served}
+    wait_for(lambda: served.cache_name in listed_caches(rdb, "rw"), 10, "the kind listed again")
+    wait_for(lambda: cache.get(f"{NS}/vs"), 10, "the VirtualService cached again")
