@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test e2e lint fmt demo bench bench-notifications crds clean
+.PHONY: install test e2e lint fmt demo bench bench-notifications chaos crds clean
 
 install: $(STAMP)
 
@@ -47,6 +47,12 @@ bench: install
 NOTIFICATIONS_ARGS ?=
 bench-notifications: install
 	$(BIN)/python bench/notifications.py $(NOTIFICATIONS_ARGS)
+
+# The chaos loop (bench/chaos_loop.py): the e2e scenarios under kill -9 of worker hosts, every
+# family at once, CHAOS_RUNS times (about 4 minutes a run). Not part of CI.
+CHAOS_RUNS ?= 20
+chaos: install
+	$(BIN)/python bench/chaos_loop.py --runs $(CHAOS_RUNS)
 
 clean:
 	rm -rf $(VENV) .rollouts .pytest_cache .mypy_cache .ruff_cache

@@ -35,6 +35,7 @@ from rollout_workers.kube.client import Kube
 from rollout_workers.settings import KINDS, Settings
 from rollout_workers.workqueue import held_key
 from tests.e2e.conftest import start_system
+from tests.support.authserver import aws_environment
 from tests.support.metrics import MetricsServer
 from tests.support.procs import REPO, Processes
 
@@ -578,6 +579,9 @@ class OrphanTracker:
         self.orphans: list[Orphan] = []
         self._pending: list[Orphan] = []
         self._lock = threading.Lock()
+        #: The longest any key was seen waiting in a `queued` zset (Redis time), and which.
+        self.longest_wait = 0.0
+        self.longest_waiter = ""
 
     def now(self) -> float:
         s, us = self.rdb.time()
@@ -623,13 +627,33 @@ class OrphanTracker:
         with self._lock:
             self._pending = [o for o in self._pending if o.moved is None]
 
+    def sample_waits(self) -> None:
+        """The oldest queued key of each kind: how long it has waited unclaimed so far."""
+        pipe = self.rdb.pipeline(transaction=False)
+        pipe.time()
+        for kind in KINDS:
+            pipe.zrange(f"{self.prefix}:wq:{kind}:queued", 0, 0, withscores=True)
+        (s, us), *oldest = pipe.execute()
+        now_ms = int(s) * 1000 + int(us) // 1000
+        for kind, found in zip(KINDS, oldest, strict=True):
+            for key, enqueued in found:
+                waited = (now_ms - enqueued) / 1000
+                if waited > self.longest_wait:
+                    self.longest_wait, self.longest_waiter = waited, f"{kind} {key.decode()}"
+
     def run(self, stop: threading.Event) -> None:
+        polls = 0
         while not stop.wait(0.02):
             self.poll()
+            polls += 1
+            if polls % 5 == 0:
+                self.sample_waits()
 
     def report(self) -> str:
         moved = sorted((o for o in self.orphans if o.moved is not None), key=lambda o: o.moved or 0)
-        lines = [f"keys held by killed hosts: {len(self.orphans)}, reconciled again: {len(moved)}"]
+        lines = [f"keys held by killed hosts: {len(self.orphans)}, reconciled again: {len(moved)}",
+                 f"  longest wait of a queued key: {self.longest_wait:.2f}s "
+                 f"({self.longest_waiter or 'none'})"]  # fmt: skip
         for how in ("claimed", "reserved"):
             some = [o for o in moved if o.how == how]
             if some:
@@ -652,7 +676,12 @@ def test_scenarios_survive_kill_9_of_workers(
     # heartbeat lapses, its claims once their leases expire (not after stale_after).
     procs.env.pop("ROLLOUTS_QUEUE_LEASE_TTL", None)
     defaults = Settings().queue
-    kube, kubeconfig, hosts = start_system(procs, cluster, tmp_path, workers=3)
+    # ROLLOUTS_CHAOS_WIDE=1 (make chaos): every scenario family at once, the plain ones twice,
+    # on more hosts; the default is the CI run.
+    wide = os.environ.get("ROLLOUTS_CHAOS_WIDE") == "1"
+    if wide:  # the credentials the SigV4 scenario's server checks (tests/support/authserver.py)
+        procs.env.update(aws_environment(str(tmp_path)))
+    kube, kubeconfig, hosts = start_system(procs, cluster, tmp_path, workers=4 if wide else 3)
     stop = threading.Event()
     kills: list[str] = []
     rng = random.Random(42)
@@ -674,10 +703,20 @@ def test_scenarios_survive_kill_9_of_workers(
 
     thread = threading.Thread(target=chaos, daemon=True)
     thread.start()
-    from tests.e2e import notifications  # it builds on this module
+    from tests.e2e import fields, notifications, routers  # they build on this module
+    from tests.e2e import test_workloadref as wref
 
+    scenarios = [*SCENARIOS, notifications.exactly_once]
+    if wide:
+        scenarios += [
+            *SCENARIOS,
+            *routers.scenarios(routers.NGINX, routers.SMI, routers.ISTIO, routers.GATEWAY),
+            *fields.SCENARIOS,
+            wref.scale_down_on_success,
+            wref.pod_template_reference,
+        ]
     try:
-        run_all(kube, kubeconfig, [*SCENARIOS, notifications.exactly_once], logs=tmp_path / "logs")
+        run_all(kube, kubeconfig, scenarios, logs=tmp_path / "logs")
     finally:
         stop.set()
         thread.join(30)
@@ -694,5 +733,10 @@ def test_scenarios_survive_kill_9_of_workers(
     worst = max((o.moved or 0.0 for o in tracker.orphans), default=0.0)
     # Before hosts had heartbeats, a reserved message waited stale_after (60 s) here.
     assert not stuck and worst < defaults.stale_after / 2, (worst, stuck)
+    # A key whose claim or message died with a host is claimed again within the lease TTL, and
+    # one whose message was lost on the way within lost_after: no queued key waits longer (the
+    # stall once seen left an experiment's keys unclaimed for 150 s).
+    bound = defaults.lease_ttl + defaults.lost_after + 2
+    assert tracker.longest_wait <= bound, (tracker.longest_wait, tracker.longest_waiter)
     pruned = {t: paths for t, paths in cluster.pruned_fields().items() if "argoproj.io" in t}
     assert not pruned, f"written fields the CRD schemas lack: {pruned}"

@@ -8,7 +8,9 @@ Behaviour of Argo Rollouts' `metricproviders/job`:
   with the run's name (`analysisrun.argoproj.io/name`) and the metric's
   (`analysisrun.argoproj.io/metric-name`), controlled by the AnalysisRun (ownerReference with
   `controller: true`). It returns a Running measurement whose metadata names the Job (`job-name`).
-  Creating a Job that already exists and is this run's is not an error (a retried reconcile).
+  Creating a Job that already exists and is this run's is not an error (a retried reconcile,
+  whose predecessor died after creating it): the Job is read as `resume` reads it, so a Job that
+  finished meanwhile finishes the measurement at once.
 - `resume` reads the Job: a `Complete` condition makes the measurement Successful, `Failed`
   makes it Failed; otherwise it stays Running. A missing Job is an Error.
 - `terminate` deletes the Job and marks the measurement Successful (the reconcile adds
@@ -143,6 +145,13 @@ class JobProvider:
             # seen the Job yet cannot tell: the name is taken as ours.
             if existing is not None and not _controlled_by(existing, str(run.metadata.uid)):
                 return mark_error(measurement, err.message or str(err), now)
+            running = measurement.model_copy(update={"metadata": {JOB_NAME_KEY: name}})
+            if existing is not None:
+                # Our Job from a reconcile that died before recording it may have finished
+                # already: no later Job event will come to wake the run (its last one came
+                # while the dead worker held the run), so it is measured now.
+                return self.resume(run, metric, running, now)
+            return running
         except KubeError as err:
             return mark_error(measurement, err.message or str(err), now)
         return measurement.model_copy(update={"metadata": {JOB_NAME_KEY: name}})

@@ -131,6 +131,25 @@ def test_create_collision_with_our_own_job_is_running() -> None:
     assert writer.verbs() == ["create jobs", "create jobs"]
 
 
+@pytest.mark.parametrize(("condition", "phase"), [("Complete", P.SUCCESSFUL), ("Failed", P.FAILED)])
+def test_create_collision_with_our_own_finished_job_finishes_the_measurement(
+    condition: str, phase: P
+) -> None:
+    """A reconcile killed after creating its Job and before recording the measurement: the
+    Job finished while the run's key was held by the dead worker, so no Job event will wake
+    the run again. The retried create reads the Job and finishes (the e2e stall of an
+    experiment's analysis under kill -9)."""
+    provider, writer, run = setup()
+    name = provider.run(run, run.spec.metrics[0], NOW).metadata[JOB_NAME_KEY]  # type: ignore[index]
+    writer.patch(r.JOBS, "ns", name, job_with(condition), status=True)
+    again = provider.run(run, run.spec.metrics[0], NOW)
+    assert (again.phase, again.finished_at, again.metadata) == (
+        phase,
+        NOW_TEXT,
+        {JOB_NAME_KEY: name},
+    )
+
+
 def test_create_collision_with_a_foreign_job_is_an_error() -> None:
     provider, writer, run = setup()
     writer.seed(
