@@ -104,9 +104,7 @@ class SentinelGroup:
             if not node.alive():
                 continue
             try:
-                addr = self.sentinel_client(node).sentinel_get_master_addr_by_name(
-                    self.master_name
-                )
+                addr = self.sentinel_client(node).sentinel_get_master_addr_by_name(self.master_name)
             except redis.RedisError:
                 continue
             if addr:
