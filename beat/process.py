@@ -30,11 +30,12 @@ from redbeat.schedulers import RedBeatSchedulerEntry
 
 from beat.schedule import RETIRED, build_schedule
 from rollout_workers import health as endpoints
+from rollout_workers import redisclient
 from rollout_workers.health import Clock, Status
 from rollout_workers.logs import OutageLog
 from rollout_workers.pool.app import create_app
 from rollout_workers.pool.tasks import build_runtime, run_tick
-from rollout_workers.settings import Settings
+from rollout_workers.settings import RedisSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +49,11 @@ class Ticker:
         *,
         interval: float,
         redis_url: str,
+        redis_settings: RedisSettings,
         clock: Clock = time.monotonic,
     ) -> None:
         self._tick, self.interval, self._clock = tick, interval, clock
-        self._url = redis_url
+        self._url, self._redis_settings = redis_url, redis_settings
         self._lock = threading.Lock()
         self.leading_since: float | None = None
         self.last_tick: float | None = None
@@ -106,9 +108,7 @@ class Ticker:
 
     def ready(self) -> Status:
         if self._probe is None:
-            self._probe = redis.Redis.from_url(
-                self._url, socket_timeout=1.0, socket_connect_timeout=1.0
-            )
+            self._probe = redisclient.connect(self._url, self._redis_settings, timeout=1.0)
         try:
             self._probe.ping()
         except redis.RedisError as err:
@@ -190,6 +190,7 @@ def run(settings: Settings, redis_url: str) -> None:
         lambda: run_tick(runtime),
         interval=settings.beat.tick_interval,
         redis_url=redis_url,
+        redis_settings=settings.redis,
     )
     h = settings.health
     endpoints.serve(address=h.address, port=h.port, live=ticker.live, ready=ticker.ready)

@@ -60,7 +60,24 @@ Names = Annotated[list[str], NoDecode, BeforeValidator(_names)]
 class RedisSettings(BaseModel):
     url: str | None = Field(
         default=None,
-        description="Redis URL; when unset, the embedded Redis recorded in the state dir is used.",
+        description="Redis URL: redis://[:password@]host:port/db, or Sentinels as "
+        "sentinel://host:26379;sentinel://host2:26379/db (kombu's spelling, ';' between "
+        "Sentinels); when unset, the embedded Redis recorded in the state dir is used.",
+    )
+    password: SecretStr | None = Field(
+        default=None,
+        description="Password of the Redis server (under Sentinel: of the master and its "
+        "replicas); overrides a password in the URL.",
+    )
+    sentinel_master: str = Field(
+        default="mymaster",
+        min_length=1,
+        description="Name of the master the Sentinels monitor (used when the URL is sentinel://).",
+    )
+    sentinel_password: SecretStr | None = Field(
+        default=None,
+        description="Password of the Sentinels themselves (their requirepass); unset when "
+        "they have none.",
     )
     key_prefix: str = Field(
         default="rw", description="Prefix of every Redis key this project writes."
@@ -412,7 +429,10 @@ class Settings(BaseSettings):
 
 
 def mask_url(url: str) -> str:
-    """Hide the password of a URL such as redis://:secret@host:6379/0."""
+    """Hide the password of a URL such as redis://:secret@host:6379/0, and of each URL of a
+    list such as sentinel://:secret@host:26379;sentinel://host2:26379/0."""
+    if ";" in url:
+        return ";".join(mask_url(part) for part in url.split(";"))
     parts = urlsplit(url)
     if parts.password is None:
         return url

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import redis
 
+from rollout_workers import redisclient
 from rollout_workers.local.pids import pid_alive
 from rollout_workers.settings import Settings
 
@@ -91,12 +92,8 @@ def resolve_url(settings: Settings) -> str:
 
 
 def client(url: str, settings: Settings) -> redis.Redis:
-    return redis.Redis.from_url(
-        url,
-        socket_timeout=settings.redis.socket_timeout,
-        socket_connect_timeout=settings.redis.socket_timeout,
-        health_check_interval=30,
-    )
+    """The process's Redis client: Sentinel-aware when the URL names Sentinels."""
+    return redisclient.connect(url, settings.redis, health_check_interval=30)
 
 
 @dataclass

@@ -11,8 +11,10 @@ from typing import Any
 
 from celery import Celery
 
+from rollout_workers import redisclient
 from rollout_workers.pool.tasks import ProcessState, register_tasks, sync_task_name
-from rollout_workers.settings import KINDS, Settings
+from rollout_workers.pool.transport import SENTINELS_OPTION
+from rollout_workers.settings import KINDS, RedisSettings, Settings
 
 
 def celery_config(settings: Settings, redis_url: str) -> dict[str, Any]:
@@ -24,13 +26,9 @@ def celery_config(settings: Settings, redis_url: str) -> dict[str, Any]:
     routes["timers.tick"] = {"queue": q.system}
     routes["resync.all"] = {"queue": q.system}
     return {
-        "broker_url": redis_url,
-        "broker_transport": "rollout_workers.pool.transport:Transport",
+        **redis_config(settings.redis, redis_url),
         "broker_connection_retry_on_startup": True,
         "broker_connection_max_retries": None,
-        # Unacked messages of a dead worker come back after this; the workqueue's stale-message
-        # resend recovers sooner, and a late duplicate is dropped by claim().
-        "broker_transport_options": {"visibility_timeout": 3600},
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],
@@ -53,10 +51,49 @@ def celery_config(settings: Settings, redis_url: str) -> dict[str, Any]:
         "task_routes": routes,
         "beat_scheduler": "redbeat.RedBeatScheduler",
         "beat_max_loop_interval": settings.beat.max_loop_interval,
-        "redbeat_redis_url": redis_url,
         "redbeat_key_prefix": f"{prefix}:beat:",
         "redbeat_lock_key": f"{prefix}:beat::lock",
         "redbeat_lock_timeout": settings.beat.lock_timeout,
+    }
+
+
+def redis_config(redis: RedisSettings, redis_url: str) -> dict[str, Any]:
+    """The broker's and redbeat's Redis: the URL as given, or under Sentinel kombu's Sentinel
+    transport (hardened, pool/transport.py) and redbeat's `redis-sentinel` mode, both asking
+    the Sentinels for the master on every new connection."""
+    # Unacked messages of a dead worker come back after this; the workqueue's stale-message
+    # resend recovers sooner, and a late duplicate is dropped by claim().
+    options: dict[str, Any] = {"visibility_timeout": 3600}
+    if not redisclient.is_sentinel(redis_url):
+        url = redisclient.with_password(redis_url, redis)
+        return {
+            "broker_url": url,
+            "broker_transport": "rollout_workers.pool.transport:Transport",
+            "broker_transport_options": options,
+            "redbeat_redis_url": url,
+        }
+    target = redisclient.sentinel_target(redis_url, redis)
+    timeout = redis.socket_timeout
+    sentinels = [[host, port] for host, port in target.sentinels]
+    options.update(
+        {
+            "master_name": target.master,
+            "sentinel_kwargs": target.sentinel_kwargs(timeout),
+            SENTINELS_OPTION: sentinels,
+        }
+    )
+    return {
+        "broker_url": target.kombu_url(),
+        "broker_transport": "rollout_workers.pool.transport:SentinelTransport",
+        "broker_transport_options": options,
+        "redbeat_redis_url": "redis-sentinel://",
+        "redbeat_redis_options": {
+            "sentinels": [tuple(a) for a in target.sentinels],
+            "service_name": target.master,
+            "socket_timeout": timeout,
+            "sentinel_kwargs": {**target.sentinel_kwargs(timeout), "retry": redisclient.no_retry()},
+            **target.master_kwargs(),
+        },
     }
 
 

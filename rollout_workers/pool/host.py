@@ -44,6 +44,7 @@ from celery import Celery, bootsteps, signals
 from celery.worker import state as worker_state
 
 from rollout_workers import health as endpoints
+from rollout_workers import redisclient
 from rollout_workers.health import Clock, Status
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.pool import outage
@@ -95,9 +96,7 @@ class WorkerHost:
         """The heartbeat thread: stamp this host alive until the process exits (also while
         shutting down: the host still has messages in hand until it is gone)."""
         period = self.settings.queue.host_heartbeat
-        client = redis.Redis.from_url(
-            self.url, socket_timeout=period + 1, socket_connect_timeout=period + 1
-        )
+        client = redisclient.connect(self.url, self.settings.redis, timeout=period + 1)
         hosts = Hosts(client, prefix=self.settings.redis.key_prefix)
         failing = False
         while True:
@@ -116,9 +115,7 @@ class WorkerHost:
 
     def probe_client(self) -> redis.Redis:
         if self._probe is None:
-            self._probe = redis.Redis.from_url(
-                self.url, socket_timeout=1.0, socket_connect_timeout=1.0
-            )
+            self._probe = redisclient.connect(self.url, self.settings.redis, timeout=1.0)
         return self._probe
 
     def queued_messages(self) -> int:

@@ -12,6 +12,13 @@ the pipeline kombu already sends to record the message as unacked, so it costs n
 If the host dies before a process claims the key, the workqueue's tick sends the key again as
 soon as the host's heartbeat lapses, instead of the message's visibility timeout or the
 workqueue's `stale_after` later.
+
+Under Redis Sentinel the broker uses `SentinelTransport`: the same hardening over kombu's
+SentinelChannel, whose connection pool asks the Sentinels for the master on every connection.
+Celery is given one `sentinel://` URL and the Sentinels' addresses as the `rollouts_sentinels`
+transport option, never kombu's `;`-separated list: kombu takes a list for failover alternates,
+and on switching to one it loads the transport the URL's scheme names (stock kombu's), which
+would drop the hardening the first time a connection attempt failed during a failover.
 """
 
 from __future__ import annotations
@@ -21,8 +28,12 @@ from queue import Empty
 from time import time
 from typing import Any
 
+import redis
 from kombu.transport import redis as kombu_redis
 from kombu.utils.json import dumps
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from redis.sentinel import Sentinel
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +43,8 @@ KEY_HEADER = "rollouts_key"
 #: workqueue hash that records who holds its messages.
 HOST_OPTION = "rollouts_host"
 HELD_OPTION = "rollouts_held"
+#: Transport option of the Sentinel transport: the Sentinels' addresses, [[host, port], ...].
+SENTINELS_OPTION = "rollouts_sentinels"
 
 
 def worker_host(app: Any) -> str | None:
@@ -117,3 +130,50 @@ class Transport(kombu_redis.Transport):
         # Valid JSON that is not an envelope would fail deep in the consumer; refuse it here.
         _check_envelope(message)
         return super()._deliver(message, queue)  # type: ignore[no-untyped-call]
+
+
+class SentinelChannel(Channel, kombu_redis.SentinelChannel):
+    """Channel's hardening over kombu's SentinelChannel (the MRO puts ours first)."""
+
+    from_transport_options = (  # type: ignore[assignment]
+        *kombu_redis.SentinelChannel.from_transport_options,
+        HOST_OPTION,
+        HELD_OPTION,
+        SENTINELS_OPTION,
+    )
+    rollouts_sentinels: list[list[Any]] | None = None
+
+    def _sentinel_managed_pool(self, asynchronous: bool = False) -> Any:
+        # kombu's, with the Sentinels from our option rather than from the URL alternates
+        # (see the module docstring), and no retries of a dead Sentinel: the next is asked.
+        if not self.rollouts_sentinels:
+            return super()._sentinel_managed_pool(asynchronous)  # type: ignore[no-untyped-call]
+        params = dict(self._connparams(asynchronous))  # type: ignore[no-untyped-call]
+        params.pop("host", None)
+        params.pop("port", None)
+        sentinel_kwargs = {**(getattr(self, "sentinel_kwargs", None) or {})}
+        sentinel_kwargs.setdefault("retry", Retry(NoBackoff(), 0))
+        manager = Sentinel(  # type: ignore[no-untyped-call]
+            [(str(host), int(port)) for host, port in self.rollouts_sentinels],
+            min_other_sentinels=getattr(self, "min_other_sentinels", 0),
+            sentinel_kwargs=sentinel_kwargs,
+            **params,
+        )
+        # Kept so that kombu's _disconnect_pools closes the Sentinel connections too.
+        if asynchronous:
+            self._async_sentinel_manager = manager
+        else:
+            self._sentinel_manager = manager
+        master_name = getattr(self, "master_name", None)
+        if master_name is None:
+            raise ValueError("'master_name' transport option must be specified.")
+        login = {k: params[k] for k in ("username", "password") if k in params}
+        master = manager.master_for(master_name, redis.Redis, **login)  # type: ignore[no-untyped-call]
+        return master.connection_pool
+
+
+class SentinelTransport(Transport, kombu_redis.SentinelTransport):
+    """The Sentinel transport: sentinel:// URLs, the hardened SentinelChannel."""
+
+    Channel = SentinelChannel
+    default_port = kombu_redis.SentinelTransport.default_port

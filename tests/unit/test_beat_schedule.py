@@ -10,7 +10,7 @@ import redis
 from beat.process import Ticker
 from beat.schedule import RETIRED, build_schedule
 from rollout_workers.pool.app import celery_config
-from rollout_workers.settings import Settings
+from rollout_workers.settings import RedisSettings, Settings
 
 
 def test_schedule_entries() -> None:
@@ -50,7 +50,13 @@ def ticker(clock: FakeClock, ticks: list[float], fail: list[bool] | None = None)
         ticks.append(clock.now)
         return {}
 
-    return Ticker(tick, interval=1.0, redis_url="redis://127.0.0.1:1/0", clock=clock)
+    return Ticker(
+        tick,
+        interval=1.0,
+        redis_url="redis://127.0.0.1:1/0",
+        redis_settings=RedisSettings(),
+        clock=clock,
+    )
 
 
 def test_ticks_keep_their_cadence_and_restart_after_a_stall() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from rollout_workers.settings import KINDS, QueueSettings, Settings, mask_url
+from rollout_workers.settings import KINDS, QueueSettings, RedisSettings, Settings, mask_url
 
 
 def test_env_maps_sections_with_one_underscore(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,10 +66,30 @@ def test_queue_for_each_kind() -> None:
         ("redis://localhost:6379/0", "redis://localhost:6379/0"),
         ("redis://:s3cret@host:6379/0", "redis://:****@host:6379/0"),
         ("rediss://user:pw@host/1", "rediss://user:****@host/1"),
+        (
+            "sentinel://:pw@s1:26379;sentinel://s2:26379;sentinel://:pw@s3/0",
+            "sentinel://:****@s1:26379;sentinel://s2:26379;sentinel://:****@s3/0",
+        ),
     ],
 )
 def test_mask_url(url: str, masked: str) -> None:
     assert mask_url(url) == masked
+
+
+def test_sentinel_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROLLOUTS_REDIS_URL", "sentinel://s1:26379;sentinel://s2:26379/0")
+    monkeypatch.setenv("ROLLOUTS_REDIS_SENTINEL_MASTER", "rollouts")
+    monkeypatch.setenv("ROLLOUTS_REDIS_SENTINEL_PASSWORD", "s-secret")
+    monkeypatch.setenv("ROLLOUTS_REDIS_PASSWORD", "m-secret")
+    s = Settings()
+    assert s.redis.url == "sentinel://s1:26379;sentinel://s2:26379/0"
+    assert s.redis.sentinel_master == "rollouts"
+    assert s.redis.sentinel_password is not None
+    assert s.redis.sentinel_password.get_secret_value() == "s-secret"
+    assert s.redis.password is not None
+    assert s.redis.password.get_secret_value() == "m-secret"
+    assert "secret" not in str(s.masked()) and "secret" not in repr(s)
+    assert RedisSettings().sentinel_master == "mymaster"
 
 
 def test_masked_hides_secrets() -> None:

@@ -115,7 +115,9 @@ def celery_queues() -> set[str]:
 
 
 def test_every_overlay_is_found() -> None:
-    assert {"base", "namespaced", "ha", "external-redis", "keda", "hpa"} <= set(OVERLAYS)
+    assert {
+        "base", "namespaced", "ha", "external-redis", "redis-sentinel", "keda", "hpa"
+    } <= set(OVERLAYS)  # fmt: skip
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -214,7 +216,19 @@ def test_every_process_reaches_redis_with_its_password(overlay: str) -> None:
             continue
         env = {e["name"]: e for e in c["env"]}
         url = env["ROLLOUTS_REDIS_URL"]
-        if "value" in url:  # the in-cluster Redis: password from the Secret, expanded
+        if url.get("value", "").startswith(
+            "sentinel://"
+        ):  # Sentinels: their pods by name, passwords from the Secret
+            sentinels = _sentinel_hosts(objs)
+            assert url["value"] == ";".join(f"sentinel://{h}:26379" for h in sentinels) + "/0"
+            for name in ("ROLLOUTS_REDIS_PASSWORD", "ROLLOUTS_REDIS_SENTINEL_PASSWORD"):
+                assert env[name]["valueFrom"]["secretKeyRef"] == {
+                    "name": "redis", "key": "password"
+                }  # fmt: skip
+            assert env["ROLLOUTS_REDIS_SENTINEL_MASTER"]["value"] == _sentinel_master(objs)
+            assert "REDIS_PASSWORD" not in env and "redis" not in services
+            assert {"redis-server", "redis-sentinel"} <= services
+        elif "value" in url:  # the in-cluster Redis: password from the Secret, expanded
             assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
                 "name": "redis", "key": "password"
             }  # fmt: skip
@@ -227,6 +241,27 @@ def test_every_process_reaches_redis_with_its_password(overlay: str) -> None:
             assert url["valueFrom"]["secretKeyRef"] == {"name": "redis", "key": "url"}
             assert "REDIS_PASSWORD" not in env
             assert "redis" not in services
+
+
+def _sentinel_hosts(objs: tuple[Obj, ...]) -> list[str]:
+    """`<pod>.<headless service>` of every Sentinel of the rendered StatefulSet."""
+    (sts,) = [s for s in by_kind(objs, "StatefulSet") if s["metadata"]["name"] == "redis-sentinel"]
+    name, service = sts["metadata"]["name"], sts["spec"]["serviceName"]
+    (svc,) = [s for s in by_kind(objs, "Service") if s["metadata"]["name"] == service]
+    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"]
+    return [f"{name}-{i}.{service}" for i in range(sts["spec"]["replicas"])]
+
+
+def _sentinel_master(objs: tuple[Obj, ...]) -> str:
+    """The master name the servers and Sentinels are started with (one for all)."""
+    names = {
+        e["value"]
+        for _, c in containers(objs)
+        for e in c.get("env", [])
+        if e["name"] == "MASTER_NAME"
+    }
+    (name,) = names
+    return str(name)
 
 
 @pytest.mark.parametrize("overlay", [o for o in OVERLAYS if o != "crds"])
@@ -361,21 +396,60 @@ def test_services_select_pods_and_name_real_ports(overlay: str) -> None:
 @pytest.mark.parametrize("overlay", [o for o in OVERLAYS if o != "crds"])
 def test_only_our_processes_reach_redis(overlay: str) -> None:
     objs = rendered(overlay)
-    if not [s for s in by_kind(objs, "StatefulSet") if s["metadata"]["name"] == "redis"]:
-        return
-    (policy,) = [p for p in by_kind(objs, "NetworkPolicy") if p["metadata"]["name"] == "redis"]
-    peers = [peer for rule in policy["spec"]["ingress"] for peer in rule["from"]]
-    for w in by_kind(objs, "Deployment"):
-        reaches = any(
-            e["name"] == "ROLLOUTS_REDIS_URL"
-            for c in w["spec"]["template"]["spec"]["containers"]
-            for e in c["env"]
-        )
-        allowed = any(
-            "podSelector" in p and selects(p["podSelector"], pod_labels(w)) for p in peers
-        )
-        assert reaches == allowed, w["metadata"]["name"]
-    assert all(set(p) == {"podSelector"} for p in peers)  # same namespace only
+    # The in-cluster Redis: one server (base), or servers and Sentinels (redis-sentinel).
+    guarded = {"redis", "redis-server", "redis-sentinel"}
+    for sts in by_kind(objs, "StatefulSet"):
+        if sts["metadata"]["name"] not in guarded:
+            continue
+        (policy,) = [
+            p
+            for p in by_kind(objs, "NetworkPolicy")
+            if p["metadata"]["name"] == sts["metadata"]["name"]
+        ]
+        assert selects(policy["spec"]["podSelector"], pod_labels(sts))
+        peers = [peer for rule in policy["spec"]["ingress"] for peer in rule["from"]]
+        for w in by_kind(objs, "Deployment"):
+            reaches = any(
+                e["name"] == "ROLLOUTS_REDIS_URL"
+                for c in w["spec"]["template"]["spec"]["containers"]
+                for e in c["env"]
+            )
+            allowed = any(
+                "podSelector" in p and selects(p["podSelector"], pod_labels(w)) for p in peers
+            )
+            assert reaches == allowed, w["metadata"]["name"]
+        assert all(set(p) == {"podSelector"} for p in peers)  # same namespace only
+        (c,) = sts["spec"]["template"]["spec"]["containers"]
+        served = {p["containerPort"] for p in c["ports"]}
+        assert {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]} == served
+
+
+def test_redis_sentinel_overlay_replicates_and_keeps_quorum() -> None:
+    objs = rendered("redis-sentinel")
+    sets = {s["metadata"]["name"]: s for s in by_kind(objs, "StatefulSet")}
+    assert "redis" not in sets
+    for name in ("redis-server", "redis-sentinel"):
+        sts = sets[name]
+        assert sts["spec"]["replicas"] == 3
+        spec = sts["spec"]["template"]["spec"]
+        (term,) = spec["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]
+        assert term["topologyKey"] == "kubernetes.io/hostname"
+        assert selects(term["labelSelector"], pod_labels(sts))
+        (pdb,) = [
+            p
+            for p in by_kind(objs, "PodDisruptionBudget")
+            if selects(p["spec"]["selector"], pod_labels(sts))
+        ]
+        assert pdb["spec"]["maxUnavailable"] == 1  # a quorum of 2 of 3 Sentinels stays
+    (scripts,) = [
+        c for c in by_kind(objs, "ConfigMap") if c["metadata"]["name"] == "redis-sentinel-scripts"
+    ]
+    conf = scripts["data"]["sentinel.sh"]
+    assert "sentinel monitor $MASTER_NAME $master 6379 2" in conf
+    assert "requirepass $REDISCLI_AUTH" in conf and "auth-pass $MASTER_NAME $REDISCLI_AUTH" in conf
+    assert "--masterauth" in scripts["data"]["server.sh"]
 
 
 @pytest.mark.parametrize("overlay", ["keda", "hpa"])
