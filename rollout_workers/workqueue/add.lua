@@ -2,7 +2,7 @@
 -- KEYS: queued(zset key->enqueued ms), active(hash key->owner), dirty(set), known(set),
 --       metrics(hash: `adds` counts what client-go's Add counts, i.e. keys not already waiting),
 --       held(hash key->who has its message in hand), dirty_own(hash key->resourceVersion),
---       fair prefix, tenants(hash key->tenant; see fair.lua)
+--       fair prefix, tenants(hash key->tenant; see fair.lua), then fair.lua's fixed keys
 -- ARGV: holder ('' for none: the caller is not a worker host), class ('e' for events and user
 -- actions, 'r' for a periodic resync; see fair.lua), then (key, own, tenant) triples. A worker
 -- host records itself as the publisher of each key it queues until its message is sent

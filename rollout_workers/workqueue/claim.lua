@@ -6,7 +6,7 @@
 --       started(hash key->claim ms, for unfinished work), metrics(hash: the queue-duration
 --       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us),
 --       held(hash key->who has its message in hand), dirty_own(hash, see add.lua),
---       fair prefix, tenants
+--       fair prefix, tenants, fair.lua's fixed keys
 -- Returns {code, key}: the key taken (or the message's, when stale) and 1 claimed, 0 stale (the
 -- key is not queued: a duplicate or late message), 2 busy (another live owner holds it: the key
 -- is marked dirty so that owner's done() requeues it).

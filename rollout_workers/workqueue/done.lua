@@ -6,8 +6,8 @@
 --       metrics(hash: `retries`), held(hash key->who has its message in hand),
 --       dirty_own(hash key->resourceVersion, see add.lua), own_written(string: the newest
 --       resourceVersion of the object that its controller wrote, kept by the caller's
---       controller; absent when it records none), fair prefix, tenants (see fair.lua), then
---       the hashes the increments name
+--       controller; absent when it records none), fair prefix, tenants, fair.lua's three fixed
+--       keys (see fair.lua), then the hashes the increments name
 -- holder: the caller's host ('' for none), recorded as the publisher of a dirty key's message
 -- increments: triples (index into KEYS, field, amount), applied with the outcome (the
 -- caller's metrics ride on this call instead of costing another round trip)

@@ -6,8 +6,10 @@
 --   P:e:<t>, P:r:<t>  zsets key -> enqueued ms: tenant t's keys of that class
 --   P:of              hash key -> class .. tenant, for each key in a tenant queue
 -- and T, the hash key -> tenant that the watcher keeps from a label (the label form only; a key
--- not in it belongs to its namespace). Tenant queues are named here, not passed as KEYS, which
--- a single Redis server allows (a Redis Cluster would not).
+-- not in it belongs to its namespace). P:of, P:e and P:r are declared too, after the keys each
+-- script indexes ("fair.lua's fixed keys"), though named here from P; the tenant queues are
+-- named here only, not passed as KEYS, which a single Redis server allows (a Redis Cluster
+-- would not: docs/redis-cluster.md, tests/integration/test_lua_keys.py).
 local fair_p, fair_t = '', ''
 
 local function fair_keys(prefix, tenants)

@@ -173,6 +173,9 @@ class WorkQueue:
         self.k_metrics = MetricKeys(prefix).workqueue(kind)
         self.k_fair = f"{base}:fair"
         self.k_tenants = f"{base}:tenants"
+        # The tenant rings and the key -> tenant queue hash that fair.lua names under k_fair,
+        # declared after the keys a script indexes (unused by index: see fair.lua).
+        self.k_fair_fixed = [f"{self.k_fair}:of", *(f"{self.k_fair}:{p.value}" for p in Priority)]
         script = client.register_script
         mode = settings.fair_mode
         self.add_source = script_source("add", mode)  # see add_call
@@ -236,6 +239,7 @@ class WorkQueue:
             self.k_dirty_own,
             self.k_fair,
             self.k_tenants,
+            *self.k_fair_fixed,
         ]
         return redis_keys, [self._holder, priority.value], per_key
 
@@ -294,6 +298,7 @@ class WorkQueue:
                 self.k_dirty_own,
                 self.k_fair,
                 self.k_tenants,
+                *self.k_fair_fixed,
             ],
             args=[key, token, _ms(self._settings.lease_ttl), *_BOUNDS_MS],
         )
@@ -340,6 +345,7 @@ class WorkQueue:
             own_key(self._prefix, self.kind, key),
             self.k_fair,
             self.k_tenants,
+            *self.k_fair_fixed,
         ]
         extra: list[str | int] = []
         index: dict[str, int] = {}
@@ -401,6 +407,7 @@ class WorkQueue:
                 self.k_dirty_own,
                 self.k_fair,
                 self.k_tenants,
+                *self.k_fair_fixed,
             ],
             args=[self._holder, *token_prefixes],
         )
@@ -431,6 +438,7 @@ class WorkQueue:
                 self.k_tenants,
                 # kombu's Redis transport keeps a queue's messages in a list of its name.
                 self._settings.for_kind(self.kind),
+                *self.k_fair_fixed,
             ],
             args=[
                 limit,

@@ -4,7 +4,7 @@
 -- the old holder is fenced: its heartbeat and done() no longer find their token.
 -- KEYS: queued, active(hash key->owner), leases, dirty, stats, held(hash key->who has its
 --       message in hand: the caller, as publisher, until its new message is sent),
---       dirty_own(hash, see add.lua), fair prefix, tenants (see fair.lua)
+--       dirty_own(hash, see add.lua), fair prefix, tenants, fair.lua's fixed keys
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 fair_keys(KEYS[8], KEYS[9])

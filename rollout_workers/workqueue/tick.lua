@@ -12,7 +12,7 @@
 --       held(hash key->host, or host|pub while that host publishes the key's message),
 --       hosts(zset host->last heartbeat ms, shared by every kind), dirty_own(hash, see add.lua),
 --       fair prefix, tenants (see fair.lua), broker(the Celery queue's list that carries this
---       kind's messages)
+--       kind's messages), fair.lua's fixed keys
 -- With fairness on, a lapsed host's message whose key was claimed by another message stood for
 -- another queued key: one is sent for the oldest queued key not already sent (fair_fill).
 -- Returns {keys to send..., } followed by five counts: due, expired, stale, lapsed, lost.

@@ -1,0 +1,450 @@
+"""Every key a Lua script touches is declared in its KEYS, or is on the allowlist below.
+
+Redis Cluster routes a script by its KEYS and refuses a key in another slot, so a script that
+computes a key name (from a prefix, or from what it reads) cannot run there as it is. Here
+every script the code registers is run with `redis` shadowed by a table whose `call`/`pcall`
+check each key argument against KEYS (by the command's key positions, the table below) and
+record what was not declared; then a realistic workload runs through the real Python APIs.
+The undeclared keys, as patterns, must be exactly the allowlist: a new computed key fails,
+and so does an allowlist entry that no longer happens. docs/redis-cluster.md says what each
+entry would become on a Cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from redis.commands.core import Script
+
+from rollout_workers.cache import CacheWriter, Change
+from rollout_workers.cache.fence import SET_FENCED, Fence, fence_key
+from rollout_workers.cache.store import apply_source
+from rollout_workers.cache.written import _RECORD, WrittenVersions
+from rollout_workers.keys import ObjectKey
+from rollout_workers.kube import resources as r
+from rollout_workers.metrics.store import Increment
+from rollout_workers.notifications.outbox import _CREATE, Outbox
+from rollout_workers.notifications.source import CONFIGMAP_NAME, ConfigCache
+from rollout_workers.settings import QueueSettings, Settings
+from rollout_workers.watcher import leader
+from rollout_workers.watcher.events import EventQueuer, event_script
+from rollout_workers.watcher.leader import LeaderLease
+from rollout_workers.workqueue import Claim, Hosts, Outcome, Priority, WorkQueue
+from rollout_workers.workqueue.queue import hosts_key, script_source
+from tests.integration.conftest import SentLog
+
+Obj = dict[str, Any]
+
+#: Each command our scripts run -> (first, last, step) positions of its key arguments, as
+#: Redis' COMMAND INFO gives them (last -1: through the last argument; 0: no keys). A command
+#: missing here fails the test: add it with its positions.
+KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
+    "DEL": (1, -1, 1),
+    "EXPIRE": (1, 1, 1),
+    "GET": (1, 1, 1),
+    "HDEL": (1, 1, 1),
+    "HEXISTS": (1, 1, 1),
+    "HGET": (1, 1, 1),
+    "HGETALL": (1, 1, 1),
+    "HINCRBY": (1, 1, 1),
+    "HSET": (1, 1, 1),
+    "HSETNX": (1, 1, 1),
+    "INCR": (1, 1, 1),
+    "LLEN": (1, 1, 1),
+    "LPUSH": (1, 1, 1),
+    "LREM": (1, 1, 1),
+    "LTRIM": (1, 1, 1),
+    "PEXPIRE": (1, 1, 1),
+    "RPOPLPUSH": (1, 2, 1),
+    "SADD": (1, 1, 1),
+    "SET": (1, 1, 1),
+    "SREM": (1, 1, 1),
+    "TIME": (0, 0, 0),
+    "ZADD": (1, 1, 1),
+    "ZCARD": (1, 1, 1),
+    "ZRANGE": (1, 1, 1),
+    "ZRANGEBYSCORE": (1, 1, 1),
+    "ZREM": (1, 1, 1),
+    "ZREMRANGEBYSCORE": (1, 1, 1),
+    "ZSCORE": (1, 1, 1),
+}
+
+TENANT_QUEUE = "<prefix>:wq:<kind>:fair:<class>:<tenant>"
+INDEX_SET = "<prefix>:cache:<type>:i:<index>:<value>"
+EVENT_SCRIPT = "watcher/events.py event_script"
+
+#: (script, key pattern) -> why the script computes the key instead of taking it in KEYS.
+ALLOWLIST: dict[tuple[str, str], str] = {
+    ("workqueue/add.lua", TENANT_QUEUE): "fair_push/fair_upgrade: the tenant is the key's "
+    "namespace, or read from the tenants hash (label fairness), inside the script",
+    ("workqueue/claim.lua", TENANT_QUEUE): "fair_next: the tenant is popped off the ring; "
+    "fair_drop: the tenant is read from P:of",
+    ("workqueue/done.lua", TENANT_QUEUE): "fair_push of a dirty key queued again; tenant "
+    "computed as in add",
+    ("workqueue/tick.lua", TENANT_QUEUE): "fair_push of due timers and expired leases; "
+    "tenant computed as in add",
+    ("workqueue/release.lua", TENANT_QUEUE): "fair_push of each released key; tenant "
+    "computed as in add",
+    ("cache/apply.lua", INDEX_SET): "the new index sets come in ARGV (JSON), the old ones "
+    "are read from the memberships hash; an object's sets are known only per object",
+    (EVENT_SCRIPT, INDEX_SET): "apply.lua inside the event script (as above)",
+    (EVENT_SCRIPT, TENANT_QUEUE): "add.lua inside the event script (as above)",
+}
+
+_PREFIX = r"lk\d"
+#: Undeclared keys as patterns; a key matching none stays literal, so it fails the test.
+SHAPES = [
+    (re.compile(rf"^{_PREFIX}:wq:[^:]+:fair:[er]:.+$"), TENANT_QUEUE),
+    (re.compile(rf"^{_PREFIX}:cache:[^:]+:i:[^:]+:.+$"), INDEX_SET),
+]
+
+MODES = ("off", "namespace", "label")
+FAIRNESS = ("off", "namespace", "label:team")
+VIOLATIONS = "lua-keys:undeclared"
+UNKNOWN = "lua-keys:unknown"
+RAN = "lua-keys:ran"
+
+
+def known_scripts() -> dict[str, str]:
+    """Every script source the code may register -> its name."""
+    names: dict[str, str] = {}
+    for name in ("add", "claim", "done", "tick", "requeue", "release"):
+        for mode in MODES:
+            names[script_source(name, mode)] = f"workqueue/{name}.lua"
+    for name in ("extend", "add_after", "add_rate_limited", "sent", "alive"):
+        names[script_source(name)] = f"workqueue/{name}.lua"
+    for mode in MODES:
+        names[event_script(script_source("add", mode))] = EVENT_SCRIPT
+    names[apply_source()] = "cache/apply.lua"
+    names[SET_FENCED] = "cache/fence.py SET_FENCED"
+    names[_RECORD] = "cache/written.py _RECORD"
+    names[leader._ACQUIRE] = "watcher/leader.py _ACQUIRE"
+    names[leader._HOLD] = "watcher/leader.py _HOLD"
+    names[leader._RELEASE] = "watcher/leader.py _RELEASE"
+    names[_CREATE] = "notifications/outbox.py _CREATE"
+    return names
+
+
+def prelude(name: str) -> str:
+    """Lua that shadows `redis` for the rest of the script: each key argument not in KEYS is
+    recorded as `script <tab> command <tab> key` (with the real `redis`, unchecked)."""
+    spec = ", ".join(f"{cmd} = {{{a}, {b}, {c}}}" for cmd, (a, b, c) in KEY_POSITIONS.items())
+    return f"""local lk_real = redis
+local lk_declared = {{}}
+for _, k in ipairs(KEYS) do lk_declared[k] = true end
+local lk_spec = {{{spec}}}
+local function lk_check(cmd, ...)
+  local args = {{...}}
+  local spec = lk_spec[string.upper(cmd)]
+  if not spec then
+    lk_real.call('SADD', '{UNKNOWN}', '{name} ' .. cmd)
+    error('lua-keys: no key positions for ' .. cmd)
+  end
+  local first, last, step = spec[1], spec[2], spec[3]
+  if first == 0 then return end
+  if last < 0 then last = #args + 1 + last end
+  for i = first, last, step do
+    if not lk_declared[args[i]] then
+      lk_real.call('SADD', '{VIOLATIONS}',
+        '{name}' .. '\\t' .. string.upper(cmd) .. '\\t' .. tostring(args[i]))
+    end
+  end
+end
+lk_real.call('SADD', '{RAN}', '{name}')
+local redis = setmetatable({{
+  call = function(cmd, ...) lk_check(cmd, ...) return lk_real.call(cmd, ...) end,
+  pcall = function(cmd, ...) lk_check(cmd, ...) return lk_real.pcall(cmd, ...) end,
+}}, {{__index = lk_real}})
+"""
+
+
+@dataclass
+class Instrumented:
+    names: dict[str, str] = field(default_factory=known_scripts)
+    shas: set[str] = field(default_factory=set)
+    unnamed: list[str] = field(default_factory=list)  # sources no entry of known_scripts names
+    uninstrumented: list[str] = field(default_factory=list)  # EVAL/EVALSHA of other scripts
+
+
+@pytest.fixture
+def instrumented(monkeypatch: pytest.MonkeyPatch) -> Instrumented:
+    state = Instrumented()
+
+    def register_script(self: redis.Redis, script: str) -> Script:
+        name = state.names.get(script)
+        if name is None:
+            state.unnamed.append(script[:200])
+            name = "?"
+        wrapped = Script(self, prelude(name) + script)
+        state.shas.add(wrapped.sha)
+        return wrapped
+
+    real_evalsha = redis.Redis.evalsha
+
+    def evalsha(self: redis.Redis, sha: str, numkeys: int, *args: Any) -> Any:
+        if sha not in state.shas:
+            state.uninstrumented.append(sha)
+        return real_evalsha(self, sha, numkeys, *args)
+
+    def eval_(self: redis.Redis, script: str, numkeys: int, *args: Any) -> Any:
+        state.uninstrumented.append(script[:200])
+        raise AssertionError("EVAL outside register_script: not instrumented")
+
+    monkeypatch.setattr(redis.Redis, "register_script", register_script)
+    monkeypatch.setattr(redis.Redis, "evalsha", evalsha)
+    monkeypatch.setattr(redis.Redis, "eval", eval_)
+    return state
+
+
+# -- the workload ---------------------------------------------------------------------------
+
+KEYS_ = [ObjectKey(f"{ns}/r{i}") for ns in ("team-a", "team-b", "team-c") for i in (1, 2, 3)]
+A1, A2, A3, B1, B2, B3, C1, C2, C3 = KEYS_
+
+
+def claim_one(wq: WorkQueue, sent: SentLog, token: str) -> ObjectKey:
+    """Deliver sent messages in order until one claims a key."""
+    while sent.sent:
+        claimed = wq.claim(sent.sent.pop(0), token)
+        if claimed.status is Claim.CLAIMED:
+            return claimed.key
+    raise AssertionError("no message claimed a key")
+
+
+def drive_queue(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
+    sent = SentLog()
+    wq = WorkQueue(rdb, kind="rollouts", prefix=prefix, settings=qs, send=sent, host="h1")
+    label = qs.tenant_label is not None
+    tenants = {A1: "blue", B1: "green", C1: "blue"} if label else {}
+    wq.add([A1, A2, B1, B2], tenants=tenants, priority=Priority.RESYNC)
+    wq.add([A2, C1, C2, A3, B3, C3], tenants=tenants)  # A2 moves up to the event class
+    # A claim, a heartbeat, an add while held (dirty), done with metrics: queued again.
+    k = claim_one(wq, sent, "h1-p1")
+    assert wq.heartbeat(k, "h1-p1")
+    assert wq.add([k]).dirty == [k]
+    metrics = f"{prefix}:metrics:test"
+    assert wq.done(k, "h1-p1", Outcome.OK, duration=0.01, increments=[Increment(metrics, "x", 1)])
+    # The object's own write only: not queued again.
+    k = claim_one(wq, sent, "h1-p1")
+    WrittenVersions(rdb, prefix=prefix, own="rollouts").record_own("rollouts", k, "7")
+    assert wq.add([k], own={k: "7"}).dirty == [k]
+    assert wq.done(k, "h1-p1", Outcome.AFTER, delay=60)
+    # Failures and backoff.
+    k = claim_one(wq, sent, "h1-p1")
+    assert wq.done(k, "h1-p1", Outcome.ERROR)
+    assert wq.add_rate_limited(k) > 0
+    # Due timers, and an expired lease, queued by the tick.
+    wq.add_after([k, B2], 0)
+    k = claim_one(wq, sent, "h2-p1")
+    rdb.zadd(wq.k_leases, {k: 0})
+    tick = wq.tick()
+    assert tick.due >= 1 and tick.expired == 1
+    # A lapsed host's message is sent again; a lost one too (no broker list, lost_after ~0).
+    Hosts(rdb, prefix=prefix).alive("h-dead")
+    rdb.zadd(hosts_key(prefix), {"h-dead": 0})
+    queued = [ObjectKey(m.decode()) for m in rdb.zrange(wq.k_queued, 0, -1)]
+    rdb.hset(wq.k_held, queued[0], "h-dead")
+    assert wq.tick().lapsed >= 1
+    # A stopping host hands back a held key and its reserved messages.
+    k = claim_one(wq, sent, "h3-p1")
+    assert wq.release(["h3-"]) == [k]
+    assert wq.requeue([k, *queued[:2]])
+    # Gone, then the periodic resync and the stats.
+    k = claim_one(wq, sent, "h1-p2")
+    assert wq.done(k, "h1-p2", Outcome.GONE)
+    resynced = wq.resync()
+    assert resynced.queued or resynced.coalesced
+    stats = wq.stats()
+    assert stats.queued > 0
+    assert bool(stats.tenants) == (qs.fair_mode != "off")
+    while sent.sent:  # drain: every remaining message claimed and done
+        claimed = wq.claim(sent.sent.pop(0), "h1-p3")
+        if claimed.status is Claim.CLAIMED:
+            assert wq.done(claimed.key, "h1-p3", Outcome.OK)
+
+
+def run(name: str, rv: int, owner: str, team: str = "blue") -> Obj:
+    ref = {"kind": "Rollout", "name": "web", "uid": owner, "controller": True}
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisRun",
+        "metadata": {
+            "name": name,
+            "namespace": "team-a",
+            "resourceVersion": str(rv),
+            "labels": {"team": team},
+            "ownerReferences": [ref],
+        },
+        "spec": {},
+    }
+
+
+def drive_watcher(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
+    lease = LeaderLease(
+        rdb, key=f"{prefix}:watcher:leader", identity="w1", ttl=10, fence=Fence(fence_key(prefix))
+    )
+    standby = LeaderLease(
+        rdb, key=f"{prefix}:watcher:leader", identity="w2", ttl=10, fence=Fence(fence_key(prefix))
+    )
+    assert lease.try_acquire() and lease.renew()
+    assert not standby.try_acquire() and not standby.renew()
+    writer = CacheWriter(rdb, prefix=prefix, resource=r.ANALYSISRUNS, fence=lease.fence)
+    writer.apply("ADDED", run("a", 1, "u1"))
+    writer.apply("MODIFIED", run("a", 2, "u2"))  # leaves one owner's index set for another
+    writer.apply("DELETED", run("a", 3, "u2"))
+    changes = writer.replace([run("b", 4, "u1"), run("c", 5, "u1")], "10")
+    writer.set_resource_version("11")
+    queues = {
+        k: WorkQueue(rdb, kind=k, prefix=prefix, settings=qs, send=SentLog())
+        for k in ("rollouts", "analysisruns")
+    }
+    queuer = EventQueuer(
+        rdb,
+        kinds=set(queues),
+        queue=queues.__getitem__,
+        lookup=lambda *_: [],
+        add_source=queues["rollouts"].add_source,
+        tenant_label=qs.tenant_label,
+    )
+    queuer.changes(r.ANALYSISRUNS, changes)
+    events: list[Change] = [
+        queuer.event(writer, "ADDED", run("d", 20, "u1")),
+        queuer.event(writer, "MODIFIED", run("d", 21, "u3", team="green")),
+        queuer.event(writer, "DELETED", run("b", 22, "u1")),
+    ]
+    assert [c.type for c in events] == ["ADDED", "MODIFIED", "DELETED"]
+    WrittenVersions(rdb, prefix=prefix, own="analysisruns").record("analysisruns", "team-a/c", "30")
+    lease.release()
+    assert lease.holder() is None
+
+
+ROLLOUT: Obj = {
+    "apiVersion": "argoproj.io/v1alpha1",
+    "kind": "Rollout",
+    "metadata": {
+        "namespace": "team-a",
+        "name": "web",
+        "uid": "u-1",
+        "annotations": {"notifications.argoproj.io/subscribe.on-rollout-step-completed.x": "a"},
+    },
+    "status": {"phase": "Progressing", "currentStepIndex": 1},
+}
+
+
+def drive_notifications(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
+    configmap = {
+        "metadata": {"uid": "cm", "resourceVersion": "1"},
+        "data": {"trigger.on-rollout-step-completed": "- send: [step]"},
+    }
+    configs = ConfigCache(
+        configmaps=lambda ns, name: configmap if name == CONFIGMAP_NAME else None,
+        secrets=lambda ns, name: None,
+        controller_namespace="argo-rollouts",
+        self_service=False,
+    )
+    queue = WorkQueue(rdb, kind="notifications", prefix=prefix, settings=qs, send=SentLog())
+    outbox = Outbox(rdb, prefix=prefix, configs=configs, queue=queue, remember=60)
+    for _ in range(2):  # the second finds its job and coalesces
+        key = outbox.event(ROLLOUT, reason="RolloutStepCompleted", message="m", warning=False)
+        assert key is not None
+
+
+def undeclared(rdb: redis.Redis) -> dict[tuple[str, str], set[str]]:
+    """(script, key pattern) -> the commands that touched such keys undeclared."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for raw in rdb.smembers(VIOLATIONS):
+        script, command, key = raw.decode().split("\t")
+        pattern = next((p for shape, p in SHAPES if shape.match(key)), key)
+        found.setdefault((script, pattern), set()).add(command)
+    return found
+
+
+# -- the tests ------------------------------------------------------------------------------
+
+
+def test_every_key_a_script_touches_is_declared_or_allowlisted(
+    rdb: redis.Redis, settings: Settings, instrumented: Instrumented
+) -> None:
+    drives: list[Callable[[redis.Redis, str, QueueSettings], None]] = [
+        drive_queue,
+        drive_watcher,
+        drive_notifications,
+    ]
+    for i, fairness in enumerate(FAIRNESS):
+        qs = settings.queue.model_copy(update={"fairness": fairness, "lost_after": 0.001})
+        for drive in drives:
+            drive(rdb, f"lk{i}", qs)
+
+    assert instrumented.unnamed == [], "a script known_scripts does not name"
+    assert instrumented.uninstrumented == [], "a script run without register_script"
+    assert rdb.smembers(UNKNOWN) == set(), "a command missing from KEY_POSITIONS"
+    ran = {m.decode() for m in rdb.smembers(RAN)}
+    assert ran == set(instrumented.names.values()), "a known script the workload never ran"
+    found = undeclared(rdb)
+    assert set(found) == set(ALLOWLIST), "\n".join(
+        [
+            "undeclared keys not on the allowlist:",
+            *(f"  {s} {p} {sorted(c)}" for (s, p), c in found.items() if (s, p) not in ALLOWLIST),
+            "allowlist entries that no longer happen:",
+            *(f"  {s} {p}" for s, p in ALLOWLIST if (s, p) not in found),
+        ]
+    )
+
+
+def _lua_sources() -> Iterator[tuple[str, str]]:
+    for package in ("rollout_workers.workqueue", "rollout_workers.cache"):
+        for entry in resources.files(package).iterdir():
+            if entry.name.endswith(".lua"):
+                yield f"{package}/{entry.name}", entry.read_text()
+
+
+def test_the_instrumentation_knows_every_script_and_command(rdb: redis.Redis) -> None:
+    """Every .lua file is a known script (fair.lua is prepended to them), every command any
+    known script names has key positions, and those agree with the server's COMMAND INFO."""
+    known = known_scripts()
+    sources = set(known)  # a workqueue script with a fairness mode ends with its file's text
+    for path, text in _lua_sources():
+        assert path.endswith("/fair.lua") or any(s.endswith(text) for s in sources), path
+    named = {m.upper() for s in known for m in re.findall(r"redis\.p?call\(\s*'([A-Za-z]+)'", s)}
+    assert named <= set(KEY_POSITIONS), named - set(KEY_POSITIONS)
+    for command, positions in KEY_POSITIONS.items():
+        info = rdb.execute_command("COMMAND", "INFO", command)[command.lower()]
+        fields = ("first_key_pos", "last_key_pos", "step_count")
+        assert tuple(int(info[f]) for f in fields) == positions, command
+    # Every module that registers a script is one whose scripts known_scripts names.
+    root = Path(__file__).resolve().parents[2] / "rollout_workers"
+    registering = {
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if re.search(r"register_script|\.evalsha\(|EVAL", p.read_text())
+    }
+    assert registering == {
+        "cache/store.py",
+        "cache/written.py",
+        "notifications/outbox.py",
+        "watcher/events.py",
+        "watcher/leader.py",
+        "workqueue/hosts.py",
+        "workqueue/queue.py",
+    }
+
+
+def test_the_check_records_an_undeclared_key_and_refuses_an_unknown_command(
+    rdb: redis.Redis, instrumented: Instrumented
+) -> None:
+    """The shadowed `redis` itself: a declared key passes, a computed one is recorded."""
+    instrumented.names["redis.call('SET', KEYS[1], 1) redis.call('SET', ARGV[1], 1)"] = "probe"
+    probe = rdb.register_script("redis.call('SET', KEYS[1], 1) redis.call('SET', ARGV[1], 1)")
+    probe(keys=["lk0:declared"], args=["lk0:computed"])
+    assert undeclared(rdb) == {("probe", "lk0:computed"): {"SET"}}
+    instrumented.names["return redis.call('PING')"] = "ping"
+    with pytest.raises(redis.ResponseError, match="no key positions for PING"):
+        rdb.register_script("return redis.call('PING')")()
+    assert rdb.smembers(UNKNOWN) == {b"ping PING"}
