@@ -533,15 +533,19 @@ def run_all(
     assert not failures, "\n".join(failures)
 
 
-def log_lines(logs: Path | None, needle: str, last: int = 60) -> str:
-    """The last lines of every log under `logs` that contain `needle`, oldest first by file."""
+def log_lines(logs: Path | None, needle: str, last: int = 120) -> str:
+    """The last lines of every log under `logs` that contain `needle` (the keyed traces of a
+    scenario's namespace), merged across the processes in time order."""
     if logs is None:
         return ""
-    found = []
+    found: list[tuple[str, str]] = []
     for path in sorted(logs.glob("*.log")):
         with path.open(errors="replace") as f:
-            found += [f"{path.stem}: {line.rstrip()}" for line in f if needle in line]
-    return "\nlog lines naming" + needle + ":\n" + "\n".join(found[-last:]) + "\n"
+            # Lines start with their time ("2026-11-26 03:31:59,204"), so they sort by it.
+            found += [(line[:23], f"{path.stem}: {line.rstrip()}") for line in f if needle in line]
+    found.sort(key=lambda item: item[0])
+    lines = [line for _, line in found[-last:]]
+    return "\nlog lines naming " + needle + ":\n" + "\n".join(lines) + "\n"
 
 
 @dataclass
