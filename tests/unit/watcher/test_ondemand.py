@@ -81,6 +81,8 @@ class FakeReflector:
         self.resource = resource
         self.stats = SimpleNamespace(synced=threading.Event())
         self.stats.synced.set()  # its first LIST landed at once
+        self.cancelled = False
+        self.on_not_found: Any = None
 
     def run(self) -> None:
         pass
