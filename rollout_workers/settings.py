@@ -85,6 +85,24 @@ class RedisSettings(BaseModel):
     socket_timeout: float = Field(
         default=10.0, description="Seconds a Redis command may take before it fails."
     )
+    claim_replicas: int | None = Field(
+        default=None,
+        ge=0,
+        description="Replicas a workqueue claim must reach (Redis WAIT) before its reconcile "
+        "starts, so a failover cannot lose it and let a second worker claim the key; default 1 "
+        "under Sentinel, else 0.",
+    )
+    claim_replicas_timeout: float = Field(
+        default=0.2,
+        gt=0,
+        description="Seconds a claim waits for its replicas; past it the reconcile starts anyway.",
+    )
+
+    def replicas_to_wait(self) -> int:
+        """`claim_replicas`, or its default for the URL (1 under Sentinel)."""
+        if self.claim_replicas is not None:
+            return self.claim_replicas
+        return 1 if (self.url or "").strip().lower().startswith("sentinel:") else 0
 
 
 class QueueSettings(BaseModel):

@@ -111,6 +111,9 @@ class SyncReport:
     key: str
     duration: float = 0.0
     delay: float = 0.0  # of a requeue-after
+    #: Wall-clock times inside the claim: just after it was granted, just before its release.
+    #: Two such spans of one key never overlap while claims are exclusive.
+    held: tuple[float, float] | None = None
 
     def describe(self, sent_for: object = None) -> str:
         """The outcome as one readable phrase (a sync task's result, as Flower shows it),
@@ -160,6 +163,7 @@ def run_sync(
     if claim is not Claim.CLAIMED:
         return SyncReport(claim.name.lower(), key)
 
+    claimed_at = time.time()
     started = time.monotonic()
     result: Result | None
     with keeper.hold(queue, key, token) as lease:
@@ -175,6 +179,7 @@ def run_sync(
         log.warning("reconcile of %s %s abandoned: lease lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)
     pending = counts.drain() if counts is not None else []
+    held = (claimed_at, time.time())
     try:
         owned = queue.done(
             key,
@@ -193,7 +198,7 @@ def run_sync(
         _restore(counts, pending)
         log.warning("reconcile of %s %s finished after its lease was lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)
-    return SyncReport(result.outcome.value, key, duration, result.delay)
+    return SyncReport(result.outcome.value, key, duration, result.delay, held)
 
 
 def metric_increments(

@@ -50,6 +50,8 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
             settings=settings.queue,
             send=make_sender(app, kind, settings.queue.for_kind(kind)),
             host=host,
+            replicas=settings.redis.replicas_to_wait(),
+            replicas_timeout=settings.redis.claim_replicas_timeout,
         )
         for kind in KINDS
     }
@@ -168,7 +170,13 @@ def _register_sync(app: Celery, state: ProcessState, kind: str) -> None:
         )
         # The key is the task's argument and this phrase its result: both are what Flower shows.
         outcome = report.describe(sent_for=key)
-        log.info("%s.sync %s: %s in %.3fs", kind, key, outcome, report.duration)
+        if report.held is not None:
+            log.info(
+                "%s.sync %s: %s in %.3fs, held %.3f-%.3f",
+                kind, key, outcome, report.duration, *report.held,
+            )  # fmt: skip
+        else:
+            log.info("%s.sync %s: %s in %.3fs", kind, key, outcome, report.duration)
         return outcome
 
     sync.__doc__ = f"Reconcile one {kind} key under the workqueue's lease."

@@ -147,10 +147,14 @@ class WorkQueue:
         settings: QueueSettings,
         send: Sender,
         host: str | None = None,
+        replicas: int = 0,
+        replicas_timeout: float = 0.2,
     ) -> None:
         """`host` names the worker host this process belongs to (None elsewhere): messages it
-        publishes are recorded as in its hands until sent, so its death cannot lose them."""
+        publishes are recorded as in its hands until sent, so its death cannot lose them.
+        `replicas`: how many replicas a claim must reach (WAIT) before it is handed out."""
         self.kind = kind
+        self._replicas, self._replicas_timeout_ms = replicas, _ms(replicas_timeout)
         self._redis = client
         self._settings = settings
         self._send = send
@@ -302,7 +306,17 @@ class WorkQueue:
             ],
             args=[key, token, _ms(self._settings.lease_ttl), *_BOUNDS_MS],
         )
-        return Claimed(Claim(int(code)), ObjectKey(_text(claimed)))
+        status = Claim(int(code))
+        if status is Claim.CLAIMED and self._replicas:
+            # Replicated before the reconcile starts: a failover promotes a replica that holds
+            # the claim, so no other worker can claim the key while this one reconciles it.
+            acked = int(self._redis.wait(self._replicas, self._replicas_timeout_ms))
+            if acked < self._replicas:
+                log.warning(
+                    "claim of %s %s reached %d of %d replicas in time; reconciling anyway",
+                    self.kind, claimed, acked, self._replicas,
+                )  # fmt: skip
+        return Claimed(status, ObjectKey(_text(claimed)))
 
     def heartbeat(self, key: ObjectKey, token: str) -> bool:
         """Extend the lease; False means another owner has the key and the caller must stop."""
