@@ -414,25 +414,28 @@ class Settings(BaseSettings):
         default_factory=NotificationSettings, description="Notifications."
     )
     log: LogSettings = Field(default_factory=LogSettings, description="Logging.")
-    _notifications_namespace: str = PrivateAttr(default="argo-rollouts")
+    _controller_namespace: str = PrivateAttr(default="argo-rollouts")
 
     @model_validator(mode="after")
-    def _resolve_notifications_namespace(self) -> Settings:
+    def _resolve_controller_namespace(self) -> Settings:
         # Argo's defaults.Namespace(): the pod's namespace from the downward API, else its own
         # default; a namespaced install keeps to its namespace. Resolved on every validation
-        # (CLI options are applied by validating again), never stored in the field.
-        self._notifications_namespace = (
-            self.notifications.namespace
-            or os.environ.get("POD_NAMESPACE")
-            or self.kube.namespace
-            or "argo-rollouts"
+        # (CLI options are applied by validating again), never stored in a field.
+        self._controller_namespace = (
+            os.environ.get("POD_NAMESPACE") or self.kube.namespace or "argo-rollouts"
         )
         return self
 
     @property
+    def controller_namespace(self) -> str:
+        """The controller's own namespace (Argo's `defaults.Namespace()`): where the metric
+        providers' Secrets (datadog, newrelic, wavefront-api-tokens) are read."""
+        return self._controller_namespace
+
+    @property
     def notifications_namespace(self) -> str:
         """Where argo-rollouts-notification-configmap and -secret are read."""
-        return self._notifications_namespace
+        return self.notifications.namespace or self._controller_namespace
 
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain data, with secrets masked."""

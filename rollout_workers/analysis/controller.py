@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -477,6 +478,11 @@ def make_handler(runtime: Runtime) -> Handler:
         writer=writer,
         jobs=CachedJobReader(Lister(runtime.redis, prefix=prefix, resource=r.JOBS)),
         prometheus_address=settings.analysis.prometheus_address,
+        namespace=settings.controller_namespace,
+        # Argo's datadog provider reads its credentials from these when it names no Secret.
+        environ={
+            k: v for k, v in os.environ.items() if k in ("DD_API_KEY", "DD_APP_KEY", "DD_ADDRESS")
+        },
     )
     controller = AnalysisRunController(
         runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),

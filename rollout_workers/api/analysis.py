@@ -4,6 +4,9 @@ An AnalysisRun is what the analysis reconcile measures and judges; templates are
 and experiments instantiate runs from. The metric providers this project implements (web,
 prometheus, job) are modelled; the others are carried as free-form objects so that a template
 written for Argo Rollouts survives being read and written back here.
+
+Datadog, New Relic, Graphite and Wavefront metrics are modelled too (providers/datadog.py,
+newrelic.py, graphite.py, wavefront.py).
 """
 
 from __future__ import annotations
@@ -202,6 +205,55 @@ class JobMetric(KubeModel):
     """A `batchv1.JobSpec`, passed through as is."""
 
 
+class DatadogSecretRef(KubeModel):
+    """The Secret holding a datadog metric's `address`, `api-key` and `app-key`."""
+
+    name: str | None = None
+    namespaced: bool | None = None
+    """Read it from the run's namespace instead of the controller's."""
+
+
+class DatadogMetric(KubeModel):
+    """A Datadog query (API v1) or queries and formula (API v2) over the last `interval`."""
+
+    interval: DurationString | None = None
+    """The query window (default 5m), not the polling interval."""
+    query: str | None = None
+    queries: dict[str, str] | None = None
+    """v2: named queries, combined by `formula`."""
+    formula: str | None = None
+    api_version: str | None = None
+    """v1 (the default) or v2."""
+    aggregator: str | None = None
+    """v2: avg, min, max, sum, last (the default), percentile, mean, l2norm or area."""
+    secret_ref: DatadogSecretRef | None = None
+
+
+class WavefrontMetric(KubeModel):
+    """A Wavefront query through the chart API of `address` (a host name)."""
+
+    address: str | None = None
+    query: str | None = None
+
+
+class NewRelicMetric(KubeModel):
+    """An NRQL query through NerdGraph."""
+
+    profile: str | None = None
+    """The Secret with the account settings (default `newrelic`)."""
+    query: str | None = None
+    """Required by Argo's CRD; optional here so that a run without it is still read."""
+    timeout: Int64 | None = None
+    """NRQL timeout in seconds (default 5)."""
+
+
+class GraphiteMetric(KubeModel):
+    """A Graphite render query (`target=...&from=...`)."""
+
+    address: str | None = None
+    query: str | None = None
+
+
 class MetricProvider(OpenModel):
     """The system a metric is measured with; exactly one field is set. Providers this project
     does not implement are kept as free-form objects."""
@@ -210,11 +262,11 @@ class MetricProvider(OpenModel):
     web: WebMetric | None = None
     job: JobMetric | None = None
     kayenta: FreeForm | None = None
-    datadog: FreeForm | None = None
-    wavefront: FreeForm | None = None
-    new_relic: FreeForm | None = None
+    datadog: DatadogMetric | None = None
+    wavefront: WavefrontMetric | None = None
+    new_relic: NewRelicMetric | None = None
     cloud_watch: FreeForm | None = None
-    graphite: FreeForm | None = None
+    graphite: GraphiteMetric | None = None
     influxdb: FreeForm | None = None
     skywalking: FreeForm | None = None
     plugin: FreeForm | None = None

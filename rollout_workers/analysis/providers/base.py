@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -90,6 +90,10 @@ class SecretError(Exception):
     """A Secret exists but does not hold the wanted key, or holds undecodable data."""
 
 
+class SecretKeyMissing(SecretError):
+    """The Secret exists but does not hold the wanted key."""
+
+
 class KubeSecretReader:
     """Reads Secrets straight from the API server (they are not mirrored into the cache)."""
 
@@ -101,7 +105,7 @@ class KubeSecretReader:
         data: dict[str, str] = secret.get("data") or {}
         if key not in data:
             # Argo's wording (analysis controller, resolveArgs).
-            raise SecretError(f"key '{key}' does not exist in secret '{name}'")
+            raise SecretKeyMissing(f"key '{key}' does not exist in secret '{name}'")
         try:
             return base64.b64decode(data[key], validate=True).decode()
         except (binascii.Error, UnicodeDecodeError) as err:
@@ -137,6 +141,12 @@ class ProviderDeps:
     environment variable; the caller reads it from its settings)."""
     aws: AwsCredentials = field(default_factory=AwsCredentials)
     """AWS credentials for prometheus `authentication.sigv4`, resolved once per few minutes."""
+    namespace: str = "argo-rollouts"
+    """The controller's namespace (Argo's `defaults.Namespace()`), where the Secrets of the
+    datadog, newRelic and wavefront providers are read (`Settings.controller_namespace`)."""
+    environ: Mapping[str, str] = field(default_factory=dict)
+    """The controller's environment variables providers may read (Argo's datadog provider
+    takes `DD_API_KEY`, `DD_APP_KEY` and `DD_ADDRESS` from it)."""
 
 
 class UnknownProvider(Exception):

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from rollout_workers.analysis.providers.base import Provider, ProviderDeps, UnknownProvider
+from rollout_workers.analysis.providers.datadog import DatadogProvider
 from rollout_workers.analysis.providers.evaluate import Evaluator
+from rollout_workers.analysis.providers.graphite import GraphiteProvider
 from rollout_workers.analysis.providers.job import JobProvider
+from rollout_workers.analysis.providers.newrelic import NewRelicProvider
 from rollout_workers.analysis.providers.prometheus import PrometheusProvider
+from rollout_workers.analysis.providers.wavefront import WavefrontProvider
 from rollout_workers.analysis.providers.web import WebProvider
 from rollout_workers.api.analysis import Metric
 
@@ -25,6 +29,15 @@ def provider_for(
         return JobProvider.from_deps(deps)
     if provider.web is not None:
         return WebProvider(deps, evaluator=evaluator)
+    if provider.datadog is not None:
+        return DatadogProvider(deps, evaluator=evaluator)
+    if provider.wavefront is not None:
+        return WavefrontProvider(deps, evaluator=evaluator)
+    if provider.new_relic is not None:
+        return NewRelicProvider(deps, evaluator=evaluator)
+    # (cloudWatch comes here in Argo's order)
+    if provider.graphite is not None:
+        return GraphiteProvider(deps, evaluator=evaluator)
     # Iterating a model yields its extra (unmodelled) fields too; name them as the spec does.
     fields = type(provider).model_fields
     named = [

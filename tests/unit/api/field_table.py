@@ -201,6 +201,50 @@ def gateway_routes(kind: str) -> Table:
     }
 
 
+PROVIDERS = "tests/unit/analysis/providers/"
+
+
+def datadog_rows(p: str) -> Table:
+    tests = PROVIDERS + "test_datadog.py::"
+    return {
+        f"{p}.datadog.query": Acted(tests + "test_v1"),
+        f"{p}.datadog.interval": Acted(tests + "test_v2"),
+        f"{p}.datadog.apiVersion": Acted(
+            tests + "test_v1_is_the_default_version_and_5m_the_default_interval"
+        ),
+        f"{p}.datadog.aggregator": Acted(tests + "test_v2"),
+        f"{p}.datadog.queries": Acted(tests + "test_v2_queries_and_formula"),
+        f"{p}.datadog.formula": Acted(tests + "test_v2_queries_and_formula"),
+        f"{p}.datadog.secretRef.name": Acted(tests + "test_credentials"),
+        f"{p}.datadog.secretRef.namespaced": Acted(tests + "test_credentials"),
+    }
+
+
+def graphite_rows(p: str) -> Table:
+    tests = PROVIDERS + "test_graphite.py::"
+    return {
+        f"{p}.graphite.address": Acted(tests + "test_render_url"),
+        f"{p}.graphite.query": Acted(tests + "test_render"),
+    }
+
+
+def newrelic_rows(p: str) -> Table:
+    tests = PROVIDERS + "test_newrelic.py::"
+    return {
+        f"{p}.newRelic.query": Acted(tests + "test_nrql"),
+        f"{p}.newRelic.profile": Acted(tests + "test_profile_names_the_secret"),
+        f"{p}.newRelic.timeout": Acted(tests + "test_timeout_variable"),
+    }
+
+
+def wavefront_rows(p: str) -> Table:
+    tests = PROVIDERS + "test_wavefront.py::"
+    return {
+        f"{p}.wavefront.address": Acted(tests + "test_no_token_for_the_address"),
+        f"{p}.wavefront.query": Acted(tests + "test_chart_api"),
+    }
+
+
 def metric_rows(prefix: str) -> Table:
     """A metric, in an AnalysisRun or in the template its run is built from."""
     run = Acted(ANALYSIS_CONTROLLER + "test_three_successful_measurements_ten_seconds_apart")
@@ -262,18 +306,18 @@ def metric_rows(prefix: str) -> Table:
         f"{p}.job.metadata.**": Acted(
             "tests/unit/analysis/providers/test_job.py::test_run_creates_the_job_as_argo_does"
         ),
+        **datadog_rows(p),
+        **graphite_rows(p),
+        **newrelic_rows(p),
+        **wavefront_rows(p),
         # the providers this controller does not implement
         f"{p}.plugin": provider_refused("plugin"),
     }
     for name in (
         "cloudWatch",
-        "datadog",
-        "graphite",
         "influxdb",
         "kayenta",
-        "newRelic",
         "skywalking",
-        "wavefront",
     ):
         rows[f"{p}.{name}.**"] = provider_refused(name)
     return rows

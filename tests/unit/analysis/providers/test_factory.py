@@ -23,6 +23,22 @@ KNOWN = [
         {"web": {"url": "http://x"}, "prometheus": {}},
         "Prometheus",
     ),
+    ("datadog", {"datadog": {"query": "q"}}, "Datadog"),
+    ("wavefront", {"wavefront": {"query": "q"}}, "Wavefront"),
+    ("newRelic", {"newRelic": {"query": "q"}}, "NewRelic"),
+    ("graphite", {"graphite": {"query": "q"}}, "Graphite"),
+    (
+        "web, datadog, wavefront, newRelic, graphite: Argo's order",
+        {"graphite": {}, "newRelic": {"query": "q"}, "wavefront": {}, "datadog": {}},
+        "Datadog",
+    ),
+    (
+        "wavefront before newRelic",
+        {"graphite": {}, "newRelic": {"query": "q"}, "wavefront": {}},
+        "Wavefront",
+    ),
+    ("newRelic before graphite", {"graphite": {}, "newRelic": {"query": "q"}}, "NewRelic"),
+    ("web before datadog", {"datadog": {}, "web": {"url": "http://x"}}, "Web"),
 ]
 
 
@@ -34,14 +50,9 @@ def test_known(provider: dict[str, Any], kind: str) -> None:
 UNKNOWN = [
     ("none", {}, "no valid provider in metric 'x'"),
     (
-        "datadog",
-        {"datadog": {"query": "q"}},
-        "no valid provider in metric 'x': provider datadog is not supported",
-    ),
-    (
-        "named as the spec names it",
-        {"newRelic": {"query": "q"}},
-        "no valid provider in metric 'x': provider newRelic is not supported",
+        "plugin",
+        {"plugin": {"argoproj-labs/sample": {}}},
+        "no valid provider in metric 'x': provider plugin is not supported",
     ),
     (
         "unmodelled",
