@@ -416,6 +416,13 @@ class Settings(BaseSettings):
         """Where argo-rollouts-notification-configmap and -secret are read."""
         return self._notifications_namespace
 
+    @property
+    def controller_namespace(self) -> str:
+        """The controller's own namespace (Argo's `defaults.Namespace()`): $POD_NAMESPACE, else
+        the one namespace served, else argo-rollouts. Where provider Secrets such as `influxdb`
+        are read."""
+        return os.environ.get("POD_NAMESPACE") or self.kube.namespace or "argo-rollouts"
+
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain data, with secrets masked."""
         data: dict[str, Any] = self.model_dump(mode="json")

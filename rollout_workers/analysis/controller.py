@@ -477,6 +477,7 @@ def make_handler(runtime: Runtime) -> Handler:
         writer=writer,
         jobs=CachedJobReader(Lister(runtime.redis, prefix=prefix, resource=r.JOBS)),
         prometheus_address=settings.analysis.prometheus_address,
+        namespace=settings.controller_namespace,
     )
     controller = AnalysisRunController(
         runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),

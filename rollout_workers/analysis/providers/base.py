@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import urllib3
 
-from rollout_workers.analysis.providers.auth import AwsCredentials
+from rollout_workers.analysis.providers.auth import AwsCredentials, CloudWatchClients
 from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement, Metric
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
@@ -137,6 +137,11 @@ class ProviderDeps:
     environment variable; the caller reads it from its settings)."""
     aws: AwsCredentials = field(default_factory=AwsCredentials)
     """AWS credentials for prometheus `authentication.sigv4`, resolved once per few minutes."""
+    namespace: str = "argo-rollouts"
+    """The controller's namespace (`Settings.controller_namespace`), where provider Secrets
+    such as influxdb's profiles are read (Argo's `defaults.Namespace()`)."""
+    cloudwatch: CloudWatchClients = field(default_factory=CloudWatchClients)
+    """CloudWatch clients, kept a few minutes (building one loads the service model)."""
 
 
 class UnknownProvider(Exception):
