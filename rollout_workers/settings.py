@@ -428,8 +428,9 @@ class Settings(BaseSettings):
 
     @property
     def controller_namespace(self) -> str:
-        """The controller's own namespace (Argo's `defaults.Namespace()`): where the metric
-        providers' Secrets (datadog, newrelic, wavefront-api-tokens) are read."""
+        """The controller's own namespace (Argo's `defaults.Namespace()`): $POD_NAMESPACE, else
+        the one namespace served, else argo-rollouts. Where the metric providers' Secrets
+        (datadog, newrelic, wavefront-api-tokens, influxdb) are read."""
         return self._controller_namespace
 
     @property

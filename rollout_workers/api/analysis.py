@@ -1,17 +1,17 @@
 """AnalysisTemplate, ClusterAnalysisTemplate and AnalysisRun, as Argo Rollouts defines them.
 
 An AnalysisRun is what the analysis reconcile measures and judges; templates are what rollouts
-and experiments instantiate runs from. The metric providers this project implements (web,
-prometheus, job) are modelled; the others are carried as free-form objects so that a template
-written for Argo Rollouts survives being read and written back here.
-
-Datadog, New Relic, Graphite and Wavefront metrics are modelled too (providers/datadog.py,
-newrelic.py, graphite.py, wavefront.py).
+and experiments instantiate runs from. Every metric provider Argo Rollouts ships is modelled
+(providers/: web, prometheus, job, kayenta, datadog, wavefront, newRelic, cloudWatch, graphite,
+influxdb, skywalking); `plugin` is carried as a free-form object so that a template written for
+Argo Rollouts survives being read and written back here.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+
+from pydantic import Field
 
 from rollout_workers.api.base import (
     DurationString,
@@ -254,6 +254,106 @@ class GraphiteMetric(KubeModel):
     query: str | None = None
 
 
+class KayentaThreshold(KubeModel):
+    """The scores that pass a Kayenta judgement, and below which it fails."""
+
+    pass_: Int64 | None = Field(default=None, alias="pass")
+    """A score at least this is Successful."""
+    marginal: Int64 | None = None
+    """A score at least this (and below `pass`) is Inconclusive; below it, Failed."""
+
+
+class KayentaScopeDetail(KubeModel):
+    """Which metrics one side of a Kayenta comparison reads, and over which window."""
+
+    scope: str | None = None
+    region: str | None = None
+    """Sent to Kayenta as the scope's `location`."""
+    step: Int64 | None = None
+    start: str | None = None
+    """RFC 3339; empty: one metric interval before the measurement (`lookback`: the run's start)."""
+    end: str | None = None
+    """RFC 3339; empty: the measurement's time."""
+
+
+class KayentaScope(KubeModel):
+    name: str | None = None
+    control_scope: KayentaScopeDetail | None = None
+    experiment_scope: KayentaScopeDetail | None = None
+
+
+class KayentaMetric(KubeModel):
+    """A Kayenta canary judgement (started by one request, polled by later reconciles).
+
+    Argo's CRD requires most of these fields; as Go's decoding, the model does not, so that a
+    spec missing one is read (with empty values) rather than failing the whole object."""
+
+    address: str | None = None
+    application: str | None = None
+    canary_config_name: str | None = None
+    metrics_account_name: str | None = None
+    configuration_account_name: str | None = None
+    storage_account_name: str | None = None
+    threshold: KayentaThreshold | None = None
+    scopes: list[KayentaScope] | None = None
+    lookback: bool | None = None
+    """Scopes without a start begin at the run's start instead of one interval ago."""
+
+
+class CloudWatchDimension(KubeModel):
+    name: str | None = None
+    value: str | None = None
+
+
+class CloudWatchMetricStatMetric(KubeModel):
+    dimensions: list[CloudWatchDimension] | None = None
+    metric_name: str | None = None
+    namespace: str | None = None
+
+
+class CloudWatchMetricStat(KubeModel):
+    metric: CloudWatchMetricStatMetric | None = None
+    period: IntOrString | None = None
+    stat: str | None = None
+    unit: str | None = None
+
+
+class CloudWatchMetricDataQuery(KubeModel):
+    """One `MetricDataQuery` of CloudWatch's GetMetricData."""
+
+    id: str | None = None
+    expression: str | None = None
+    label: str | None = None
+    metric_stat: CloudWatchMetricStat | None = None
+    period: IntOrString | None = None
+    return_data: bool | None = None
+
+
+class CloudWatchMetric(KubeModel):
+    """A CloudWatch GetMetricData request over the last `interval`."""
+
+    interval: DurationString | None = None
+    """How far back the data is read (default 5m)."""
+    metric_data_queries: list[CloudWatchMetricDataQuery] | None = None
+
+
+class InfluxdbMetric(KubeModel):
+    """A Flux query to InfluxDB (v2 API)."""
+
+    profile: str | None = None
+    """The Secret in the controller's namespace with address, authToken, org (or `influxdb`)."""
+    query: str | None = None
+
+
+class SkyWalkingMetric(KubeModel):
+    """A GraphQL query to Apache SkyWalking's OAP server, given `$duration`."""
+
+    address: str | None = None
+    query: str | None = None
+    interval: DurationString | None = None
+    """How far back `$duration` starts (minute steps)."""
+
+
 class MetricProvider(OpenModel):
     """The system a metric is measured with; exactly one field is set. Providers this project
     does not implement are kept as free-form objects."""
@@ -261,14 +361,14 @@ class MetricProvider(OpenModel):
     prometheus: PrometheusMetric | None = None
     web: WebMetric | None = None
     job: JobMetric | None = None
-    kayenta: FreeForm | None = None
+    kayenta: KayentaMetric | None = None
     datadog: DatadogMetric | None = None
     wavefront: WavefrontMetric | None = None
     new_relic: NewRelicMetric | None = None
-    cloud_watch: FreeForm | None = None
+    cloud_watch: CloudWatchMetric | None = None
     graphite: GraphiteMetric | None = None
-    influxdb: FreeForm | None = None
-    skywalking: FreeForm | None = None
+    influxdb: InfluxdbMetric | None = None
+    skywalking: SkyWalkingMetric | None = None
     plugin: FreeForm | None = None
 
 

@@ -1,4 +1,5 @@
-"""Metric providers: how one measurement of a metric is taken (web, prometheus, job).
+"""Metric providers: how one measurement of a metric is taken (web, prometheus, job, kayenta,
+cloudWatch, influxdb, skywalking).
 
 `provider_for(metric, deps)` picks the provider; every provider implements `Provider`
 (base.py). `evaluate.calculate_phase` turns a measured value into a phase by the metric's

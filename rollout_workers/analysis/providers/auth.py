@@ -276,3 +276,70 @@ def sigv4_headers(
     except botocore.exceptions.ClientError as err:  # the STS call of an assumed role
         raise AuthError(f"failed to sign request: {err}") from None
     return {str(k): str(v) for k, v in request.headers.items()}
+
+
+# -- CloudWatch ----------------------------------------------------------------------------------
+
+#: The environment a CloudWatch client is built from; a client is kept per combination.
+_CLOUDWATCH_ENVIRONMENT = (
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_CLOUDWATCH",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_ROLE_ARN",
+)
+#: Bounds of one GetMetricData call: no retries (the next measurement is the retry).
+CLOUDWATCH_CONNECT_TIMEOUT_SECONDS = 10.0
+CLOUDWATCH_READ_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass
+class CloudWatchClients:
+    """boto3 CloudWatch clients built as the AWS SDK's default configuration is (Argo's
+    `config.LoadDefaultConfig`): credentials from the chain, the region from `AWS_REGION`, else
+    `AWS_DEFAULT_REGION` or the profile's config, the endpoint from `AWS_ENDPOINT_URL_CLOUDWATCH`
+    or `AWS_ENDPOINT_URL` when set. Building one loads the service model, so a client is kept a
+    few minutes (botocore clients are thread-safe; refreshable credentials refresh themselves)."""
+
+    clock: Callable[[], float] = time.monotonic
+    _entries: dict[tuple[str | None, ...], tuple[Any, float]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self) -> Any:
+        """A CloudWatch client; raises AuthError when no region is configured."""
+        key = tuple(os.environ.get(name) for name in _CLOUDWATCH_ENVIRONMENT)
+        now = self.clock()
+        with self._lock:
+            cached = self._entries.get(key)
+            if cached is not None and cached[1] > now:
+                return cached[0]
+        client = _cloudwatch_client()
+        with self._lock:
+            self._entries[key] = (client, now + CREDENTIALS_TTL_SECONDS)
+        return client
+
+
+def _cloudwatch_client() -> Any:
+    import boto3.session
+    import botocore.config
+    import botocore.exceptions
+
+    try:
+        session = boto3.session.Session()
+        # The AWS SDK for Go reads AWS_REGION first; botocore does not read it at all.
+        region = os.environ.get("AWS_REGION") or session.region_name
+        if not region:
+            raise AuthError(
+                "an AWS region is required, but was not found (set AWS_REGION in the "
+                "controller's environment)"
+            )
+        config = botocore.config.Config(
+            connect_timeout=CLOUDWATCH_CONNECT_TIMEOUT_SECONDS,
+            read_timeout=CLOUDWATCH_READ_TIMEOUT_SECONDS,
+            retries={"total_max_attempts": 1},
+        )
+        return session.client("cloudwatch", region_name=region, config=config)
+    except botocore.exceptions.BotoCoreError as err:
+        raise AuthError(f"could not create a CloudWatch client: {err}") from None

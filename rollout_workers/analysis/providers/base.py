@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import urllib3
 
-from rollout_workers.analysis.providers.auth import AwsCredentials
+from rollout_workers.analysis.providers.auth import AwsCredentials, CloudWatchClients
 from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement, Metric
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
@@ -142,11 +142,13 @@ class ProviderDeps:
     aws: AwsCredentials = field(default_factory=AwsCredentials)
     """AWS credentials for prometheus `authentication.sigv4`, resolved once per few minutes."""
     namespace: str = "argo-rollouts"
-    """The controller's namespace (Argo's `defaults.Namespace()`), where the Secrets of the
-    datadog, newRelic and wavefront providers are read (`Settings.controller_namespace`)."""
+    """The controller's namespace (Argo's `defaults.Namespace()`, `Settings.controller_namespace`),
+    where provider Secrets are read (datadog, newRelic, wavefront, influxdb)."""
     environ: Mapping[str, str] = field(default_factory=dict)
     """The controller's environment variables providers may read (Argo's datadog provider
     takes `DD_API_KEY`, `DD_APP_KEY` and `DD_ADDRESS` from it)."""
+    cloudwatch: CloudWatchClients = field(default_factory=CloudWatchClients)
+    """CloudWatch clients, kept a few minutes (building one loads the service model)."""
 
 
 class UnknownProvider(Exception):

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from rollout_workers.analysis.providers.base import Provider, ProviderDeps, UnknownProvider
+from rollout_workers.analysis.providers.cloudwatch import CloudWatchProvider
 from rollout_workers.analysis.providers.datadog import DatadogProvider
 from rollout_workers.analysis.providers.evaluate import Evaluator
 from rollout_workers.analysis.providers.graphite import GraphiteProvider
+from rollout_workers.analysis.providers.influxdb import InfluxdbProvider
 from rollout_workers.analysis.providers.job import JobProvider
+from rollout_workers.analysis.providers.kayenta import KayentaProvider
 from rollout_workers.analysis.providers.newrelic import NewRelicProvider
 from rollout_workers.analysis.providers.prometheus import PrometheusProvider
+from rollout_workers.analysis.providers.skywalking import SkyWalkingProvider
 from rollout_workers.analysis.providers.wavefront import WavefrontProvider
 from rollout_workers.analysis.providers.web import WebProvider
 from rollout_workers.api.analysis import Metric
@@ -27,6 +31,8 @@ def provider_for(
         return PrometheusProvider(deps, evaluator=evaluator)
     if provider.job is not None:
         return JobProvider.from_deps(deps)
+    if provider.kayenta is not None:
+        return KayentaProvider(deps)
     if provider.web is not None:
         return WebProvider(deps, evaluator=evaluator)
     if provider.datadog is not None:
@@ -35,9 +41,14 @@ def provider_for(
         return WavefrontProvider(deps, evaluator=evaluator)
     if provider.new_relic is not None:
         return NewRelicProvider(deps, evaluator=evaluator)
-    # (cloudWatch comes here in Argo's order)
+    if provider.cloud_watch is not None:
+        return CloudWatchProvider(deps, evaluator=evaluator)
     if provider.graphite is not None:
         return GraphiteProvider(deps, evaluator=evaluator)
+    if provider.influxdb is not None:
+        return InfluxdbProvider(deps, evaluator=evaluator)
+    if provider.skywalking is not None:
+        return SkyWalkingProvider(deps, evaluator=evaluator)
     # Iterating a model yields its extra (unmodelled) fields too; name them as the spec does.
     fields = type(provider).model_fields
     named = [

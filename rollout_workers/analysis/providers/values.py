@@ -9,6 +9,7 @@ runs written by Argo's own controller.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from decimal import Decimal
@@ -82,3 +83,49 @@ def decode_json(data: bytes | str) -> Any:
 def _reject_constant(name: str) -> Any:
     # Go rejects NaN and Infinity literals; so do we.
     raise ValueError(f"invalid character in literal {name}")
+
+
+def sprint_float(value: float) -> str:
+    """Go's `%v` of a float64 (`strconv.FormatFloat(value, 'g', -1, 64)`): the shortest digits,
+    with an exponent below 1e-4 and from 1e+06 on (`6.6`, `123456`, `1e+06`, `1.5e-05`)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    point = len(text) + exponent  # digits before the decimal point
+    magnitude = point - 1
+    if magnitude < -4 or magnitude >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        body = f"{mantissa}e{'-' if magnitude < 0 else '+'}{abs(magnitude):02d}"
+    elif point <= 0:
+        body = "0." + "0" * -point + text
+    elif point >= len(text):
+        body = text + "0" * (point - len(text))
+    else:
+        body = text[:point] + "." + text[point:]
+    return ("-" if sign else "") + body
+
+
+def sprint(value: Any) -> str:
+    """Go's `fmt.Sprint` of a decoded value: lists as `[a b]`, nil as `<nil>`, times as Go's
+    `time.Time.String()` in UTC."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return sprint_float(value)
+    if isinstance(value, dt.datetime):
+        moment = value.astimezone(dt.UTC)
+        fraction = f".{moment.microsecond:06d}".rstrip("0").rstrip(".")
+        return moment.strftime("%Y-%m-%d %H:%M:%S") + fraction + " +0000 UTC"
+    if isinstance(value, list | tuple):
+        return "[" + " ".join(sprint(v) for v in value) + "]"
+    return str(value)

@@ -245,6 +245,71 @@ def wavefront_rows(p: str) -> Table:
     }
 
 
+KAYENTA = "tests/unit/analysis/providers/test_kayenta.py::"
+CLOUDWATCH = "tests/unit/analysis/providers/test_cloudwatch.py::"
+INFLUXDB = "tests/unit/analysis/providers/test_influxdb.py::"
+SKYWALKING = "tests/unit/analysis/providers/test_skywalking.py::"
+
+
+def provider_rows_b(p: str) -> Table:
+    """The kayenta, cloudWatch, influxdb and skywalking providers of metric `p`."""
+    judgement = Acted(KAYENTA + "test_run_starts_a_judgement_and_leaves_it_running")
+    scope = f"{p}.kayenta.scopes[]"
+    window = Acted(KAYENTA + "test_an_omitted_window_is_filled_in")
+    query = f"{p}.cloudWatch.metricDataQueries[]"
+    converted = Acted(CLOUDWATCH + "test_convert_type")
+    rows: Table = {
+        f"{p}.kayenta.lookback": window,
+        f"{p}.kayenta.threshold.**": Acted(KAYENTA + "test_scores"),
+        f"{scope}.name": judgement,
+        f"{p}.cloudWatch.interval": Acted(CLOUDWATCH + "test_the_interval_is_the_window_read"),
+        f"{query}.id": Acted(CLOUDWATCH + "test_conditions_see_the_results_with_gos_field_names"),
+        f"{query}.label": Acted(
+            CLOUDWATCH + "test_conditions_see_the_results_with_gos_field_names"
+        ),
+        f"{query}.expression": Acted(CLOUDWATCH + "test_an_expression_over_hidden_statistics"),
+        f"{query}.returnData": Acted(CLOUDWATCH + "test_an_expression_over_hidden_statistics"),
+        f"{query}.period": converted,
+        f"{query}.metricStat.metric.dimensions[].name": converted,
+        f"{query}.metricStat.metric.dimensions[].value": converted,
+        f"{query}.metricStat.metric.metricName": Acted(
+            CLOUDWATCH + "test_the_values_of_each_result"
+        ),
+        f"{query}.metricStat.metric.namespace": Acted(
+            CLOUDWATCH + "test_the_values_of_each_result"
+        ),
+        f"{query}.metricStat.period": Acted(CLOUDWATCH + "test_the_values_of_each_result"),
+        f"{query}.metricStat.stat": Acted(CLOUDWATCH + "test_the_values_of_each_result"),
+        f"{query}.metricStat.unit": converted,
+        f"{p}.influxdb.query": Acted(
+            INFLUXDB + "test_the_query_is_sent_with_the_token_for_the_org"
+        ),
+        f"{p}.influxdb.profile": Acted(
+            INFLUXDB + "test_the_profile_names_the_secret_in_the_controllers_namespace"
+        ),
+        f"{p}.skywalking.address": Acted(SKYWALKING + "test_measured"),
+        f"{p}.skywalking.query": Acted(
+            SKYWALKING + "test_the_query_carries_the_interval_as_minute_times"
+        ),
+        f"{p}.skywalking.interval": Acted(
+            SKYWALKING + "test_the_query_carries_the_interval_as_minute_times"
+        ),
+    }
+    for name in (
+        "address",
+        "application",
+        "canaryConfigName",
+        "metricsAccountName",
+        "configurationAccountName",
+        "storageAccountName",
+    ):
+        rows[f"{p}.kayenta.{name}"] = judgement
+    for side in ("controlScope", "experimentScope"):
+        for name in ("scope", "region", "step", "start", "end"):
+            rows[f"{scope}.{side}.{name}"] = judgement
+    return rows
+
+
 def metric_rows(prefix: str) -> Table:
     """A metric, in an AnalysisRun or in the template its run is built from."""
     run = Acted(ANALYSIS_CONTROLLER + "test_three_successful_measurements_ten_seconds_apart")
@@ -310,16 +375,10 @@ def metric_rows(prefix: str) -> Table:
         **graphite_rows(p),
         **newrelic_rows(p),
         **wavefront_rows(p),
-        # the providers this controller does not implement
+        **provider_rows_b(p),
+        # the one provider this controller does not implement
         f"{p}.plugin": provider_refused("plugin"),
     }
-    for name in (
-        "cloudWatch",
-        "influxdb",
-        "kayenta",
-        "skywalking",
-    ):
-        rows[f"{p}.{name}.**"] = provider_refused(name)
     return rows
 
 

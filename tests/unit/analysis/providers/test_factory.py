@@ -39,6 +39,14 @@ KNOWN = [
     ),
     ("newRelic before graphite", {"graphite": {}, "newRelic": {"query": "q"}}, "NewRelic"),
     ("web before datadog", {"datadog": {}, "web": {"url": "http://x"}}, "Web"),
+    ("kayenta", {"kayenta": {}}, "Kayenta"),
+    ("cloudWatch", {"cloudWatch": {"metricDataQueries": []}}, "CloudWatch"),
+    ("influxdb", {"influxdb": {"query": "q"}}, "Influxdb"),
+    ("skywalking", {"skywalking": {"query": "q"}}, "skywalking"),
+    ("kayenta before web, as Argo", {"web": {"url": "http://x"}, "kayenta": {}}, "Kayenta"),
+    ("web before cloudWatch, as Argo", {"cloudWatch": {}, "web": {"url": "http://x"}}, "Web"),
+    ("cloudWatch before influxdb, as Argo", {"influxdb": {}, "cloudWatch": {}}, "CloudWatch"),
+    ("influxdb before skywalking, as Argo", {"skywalking": {}, "influxdb": {}}, "Influxdb"),
 ]
 
 
