@@ -1,9 +1,12 @@
-"""Metric providers: how one measurement of a metric is taken (web, prometheus, job, kayenta,
-cloudWatch, influxdb, skywalking).
+"""Metric providers: how one measurement of a metric is taken (prometheus, job, kayenta, web,
+datadog, wavefront, newRelic, cloudWatch, graphite, influxdb, skywalking).
 
 `provider_for(metric, deps)` picks the provider; every provider implements `Provider`
 (base.py). `evaluate.calculate_phase` turns a measured value into a phase by the metric's
-success and failure conditions.
+success and failure conditions. The providers that measure in one request (datadog,
+wavefront, newRelic, cloudWatch, graphite, influxdb, skywalking) share `InstantProvider`
+(instant.py); kayenta, which starts a judgement and reads it on later reconciles, shares only
+`BaseProvider` (base.py).
 """
 
 from rollout_workers.analysis.providers.base import (

@@ -23,7 +23,7 @@ import binascii
 import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import urllib3
 
@@ -149,6 +149,33 @@ class ProviderDeps:
     takes `DD_API_KEY`, `DD_APP_KEY` and `DD_ADDRESS` from it)."""
     cloudwatch: CloudWatchClients = field(default_factory=CloudWatchClients)
     """CloudWatch clients, kept a few minutes (building one loads the service model)."""
+
+
+class BaseProvider:
+    """The parts of `Provider` that most providers share: the deps, `type` from the class's
+    `provider_type`, no metadata, and nothing to stop on `terminate` (a started measurement is
+    left to finish on its own, as Argo's providers do) or to delete on `garbage_collect`.
+    Subclasses implement `run` and `resume`, and `metadata` when they have some."""
+
+    provider_type: ClassVar[str]
+    """Argo's provider type name, which `type` returns."""
+
+    def __init__(self, deps: ProviderDeps) -> None:
+        self.deps = deps
+
+    def type(self) -> str:
+        return self.provider_type
+
+    def metadata(self, metric: Metric) -> dict[str, str]:
+        return {}
+
+    def terminate(
+        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
+    ) -> Measurement:
+        return measurement
+
+    def garbage_collect(self, run: AnalysisRun, metric: Metric, limit: int) -> None:
+        return None
 
 
 class UnknownProvider(Exception):

@@ -30,14 +30,9 @@ import datetime as dt
 from typing import Any
 
 from rollout_workers.analysis.providers.auth import AuthError
-from rollout_workers.analysis.providers.base import (
-    ProviderDeps,
-    format_time,
-    mark_error,
-    started,
-)
-from rollout_workers.analysis.providers.evaluate import Evaluator, calculate_phase
-from rollout_workers.analysis.providers.values import sprint
+from rollout_workers.analysis.providers.base import mark_error, started
+from rollout_workers.analysis.providers.instant import InstantProvider
+from rollout_workers.analysis.providers.values import condition_time, sprint
 from rollout_workers.api.analysis import (
     AnalysisRun,
     CloudWatchMetric,
@@ -57,16 +52,8 @@ class QueryError(Exception):
     pass
 
 
-class CloudWatchProvider:
-    def __init__(self, deps: ProviderDeps, *, evaluator: Evaluator | None = None) -> None:
-        self.deps = deps
-        self.evaluator = evaluator
-
-    def type(self) -> str:
-        return PROVIDER_TYPE
-
-    def metadata(self, metric: Metric) -> dict[str, str]:
-        return {}
+class CloudWatchProvider(InstantProvider):
+    provider_type = PROVIDER_TYPE
 
     def run(self, run: AnalysisRun, metric: Metric, now: dt.datetime) -> Measurement:
         measurement = started(now)
@@ -81,18 +68,18 @@ class CloudWatchProvider:
         except (QueryError, AuthError) as err:
             return mark_error(measurement, str(err), now)
         results = [calculate_result(r) for r in response.get("MetricDataResults") or []]
-        update: dict[str, Any] = {
-            "value": "[" + " ".join(sprint(r["Values"]) for r in results) + "]",
-        }
+        update: dict[str, Any] = {}
         messages = response.get("Messages") or []
         if messages:
             update["metadata"] = {MESSAGES_KEY: format_messages(messages)}
-        measurement = measurement.model_copy(update=update)
-        verdict = calculate_phase(metric, results, evaluator=self.evaluator)
-        if verdict.error is not None:
-            return mark_error(measurement, verdict.error, now)
-        return measurement.model_copy(
-            update={"phase": verdict.phase, "finished_at": format_time(self.deps.clock())}
+        return self.judged(
+            measurement,
+            metric,
+            result=results,
+            value="[" + " ".join(sprint(r["Values"]) for r in results) + "]",
+            now=now,
+            keep_value_on_error=True,
+            **update,
         )
 
     def query(
@@ -111,19 +98,6 @@ class CloudWatchProvider:
         except (botocore.exceptions.BotoCoreError, ValueError) as err:
             raise QueryError(f"{OPERATION}, {err}") from None
         return response
-
-    def resume(
-        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
-    ) -> Measurement:
-        return measurement
-
-    def terminate(
-        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
-    ) -> Measurement:
-        return measurement
-
-    def garbage_collect(self, run: AnalysisRun, metric: Metric, limit: int) -> None:
-        return None
 
 
 def calculate_interval(spec: CloudWatchMetric) -> float:
@@ -201,8 +175,7 @@ def format_messages(messages: list[dict[str, Any]]) -> str:
 
 def _timestamp(value: Any) -> str:
     if isinstance(value, dt.datetime):
-        moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-        return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+        return condition_time(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
     return str(value)
 
 

@@ -64,11 +64,7 @@ class DatadogError(Exception):
 
 
 class DatadogProvider(InstantProvider):
-    def type(self) -> str:
-        return PROVIDER_TYPE
-
-    def metadata(self, metric: Metric) -> dict[str, str]:
-        return {}
+    provider_type = PROVIDER_TYPE
 
     def run(self, run: AnalysisRun, metric: Metric, now: dt.datetime) -> Measurement:
         measurement = started(now)

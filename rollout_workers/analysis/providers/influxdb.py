@@ -24,15 +24,10 @@ from typing import Any
 
 import urllib3
 
-from rollout_workers.analysis.providers.base import (
-    ProviderDeps,
-    SecretError,
-    format_time,
-    mark_error,
-    started,
-)
-from rollout_workers.analysis.providers.evaluate import Evaluator, calculate_phase
-from rollout_workers.analysis.providers.values import sprint
+from rollout_workers.analysis.providers.base import SecretError, mark_error, started
+from rollout_workers.analysis.providers.instant import InstantProvider
+from rollout_workers.analysis.providers.secretdata import read_keys
+from rollout_workers.analysis.providers.values import condition_time, sprint
 from rollout_workers.api.analysis import AnalysisRun, InfluxdbMetric, Measurement, Metric
 from rollout_workers.kube.errors import KubeError, NotFound
 
@@ -46,16 +41,8 @@ class QueryError(Exception):
     pass
 
 
-class InfluxdbProvider:
-    def __init__(self, deps: ProviderDeps, *, evaluator: Evaluator | None = None) -> None:
-        self.deps = deps
-        self.evaluator = evaluator
-
-    def type(self) -> str:
-        return PROVIDER_TYPE
-
-    def metadata(self, metric: Metric) -> dict[str, str]:
-        return {}
+class InfluxdbProvider(InstantProvider):
+    provider_type = PROVIDER_TYPE
 
     def run(self, run: AnalysisRun, metric: Metric, now: dt.datetime) -> Measurement:
         measurement = started(now)
@@ -67,17 +54,12 @@ class InfluxdbProvider:
             return mark_error(measurement, str(err), now)
         if not values:
             return mark_error(measurement, "no results returned from flux query", now)
-        verdict = calculate_phase(
-            metric, [_condition_value(v) for v in values], evaluator=self.evaluator
-        )
-        if verdict.error is not None:
-            return mark_error(measurement, verdict.error, now)
-        return measurement.model_copy(
-            update={
-                "phase": verdict.phase,
-                "value": sprint(values),
-                "finished_at": format_time(self.deps.clock()),
-            }
+        return self.judged(
+            measurement,
+            metric,
+            result=[_condition_value(v) for v in values],
+            value=sprint(values),
+            now=now,
         )
 
     def account(self, spec: InfluxdbMetric) -> tuple[str, str, str]:
@@ -85,32 +67,20 @@ class InfluxdbProvider:
         if self.deps.secrets is None:
             raise QueryError("the influxdb provider needs a secret reader")
         name = spec.profile or DEFAULT_PROFILE
-        fields: dict[str, str] = {}
-        for key in (ADDRESS_KEY, TOKEN_KEY, ORG_KEY):
-            try:
-                fields[key] = self.deps.secrets.read(self.deps.namespace, name, key)
-            except SecretError:
-                fields[key] = ""  # as Go reads a key the Secret lacks: empty
-            except NotFound as err:
-                raise QueryError(err.message or f'secrets "{name}" not found') from None
-            except KubeError as err:
-                raise QueryError(err.message or str(err)) from None
-        if not all(fields.values()):
+        keys = (ADDRESS_KEY, TOKEN_KEY, ORG_KEY)
+        try:
+            fields = read_keys(
+                self.deps.secrets, namespace=self.deps.namespace, name=name, keys=keys
+            )
+        except SecretError:
+            fields = {}  # undecodable data: as Go reads a key the Secret lacks, empty
+        except NotFound as err:
+            raise QueryError(err.message or f'secrets "{name}" not found') from None
+        except KubeError as err:
+            raise QueryError(err.message or str(err)) from None
+        if not all(fields.get(key) for key in keys):
             raise QueryError("authToken, org, or address not found")
         return fields[ADDRESS_KEY], fields[TOKEN_KEY], fields[ORG_KEY]
-
-    def resume(
-        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
-    ) -> Measurement:
-        return measurement
-
-    def terminate(
-        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
-    ) -> Measurement:
-        return measurement
-
-    def garbage_collect(self, run: AnalysisRun, metric: Metric, limit: int) -> None:
-        return None
 
 
 def query(*, address: str, token: str, org: str, flux: str) -> list[Any]:
@@ -164,7 +134,7 @@ def _reason(err: Exception) -> str:
 
 def _condition_value(value: Any) -> Any:
     if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+        return condition_time(value)
     return value
 
 

@@ -1,20 +1,26 @@
 """What the providers that take a measurement in one request share (datadog, newRelic,
-graphite, wavefront): `run` does all the work, so `resume`, `terminate` and `garbage_collect`
-have nothing to do (Argo's providers only log a warning there)."""
+graphite, wavefront, cloudWatch, influxdb, skywalking): `run` does all the work, so `resume`
+has nothing to do (Argo's providers only log a warning there), and every one of them ends the
+same way, judging what it measured by the metric's conditions (`judged`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
 
-from rollout_workers.analysis.providers.base import ProviderDeps, format_time, mark_error
+from rollout_workers.analysis.providers.base import (
+    BaseProvider,
+    ProviderDeps,
+    format_time,
+    mark_error,
+)
 from rollout_workers.analysis.providers.evaluate import Evaluator, calculate_phase
 from rollout_workers.api.analysis import AnalysisRun, Measurement, Metric
 
 
-class InstantProvider:
+class InstantProvider(BaseProvider):
     def __init__(self, deps: ProviderDeps, *, evaluator: Evaluator | None = None) -> None:
-        self.deps = deps
+        super().__init__(deps)
         self.evaluator = evaluator
 
     def judged(
@@ -30,7 +36,7 @@ class InstantProvider:
     ) -> Measurement:
         """The measurement finished with `value`, its phase from the metric's conditions on
         `result`; an Error with the evaluator's message when a condition cannot be evaluated
-        (the value kept only where Argo keeps it)."""
+        (the value kept only where Argo keeps it). `update` is applied in both cases."""
         verdict = calculate_phase(metric, result, evaluator=self.evaluator)
         if verdict.error is not None:
             if keep_value_on_error:
@@ -49,11 +55,3 @@ class InstantProvider:
         self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
     ) -> Measurement:
         return measurement
-
-    def terminate(
-        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
-    ) -> Measurement:
-        return measurement
-
-    def garbage_collect(self, run: AnalysisRun, metric: Metric, limit: int) -> None:
-        return None

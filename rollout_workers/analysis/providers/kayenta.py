@@ -22,6 +22,7 @@ Behaviour of Argo Rollouts' `metricproviders/kayenta`, over Kayenta's REST API:
   `threshold.marginal` on, Failed below. The metric's conditions are not used. No `complete`
   is `Missing Complete Status`, no score `Missing Score`, another status than 200
   `Invalid Response`.
+- `terminate` leaves a started judgement to finish on its own, as Argo does.
 - Requests are bounded by 15 s, as Argo's client.
 
 Deviations: the config lookup sends the metric's `configurationAccountName` (Argo sends the
@@ -38,7 +39,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from rollout_workers.analysis.providers.base import (
-    ProviderDeps,
+    BaseProvider,
     format_time,
     mark_error,
     started,
@@ -67,15 +68,8 @@ class JudgementError(Exception):
     pass
 
 
-class KayentaProvider:
-    def __init__(self, deps: ProviderDeps) -> None:
-        self.deps = deps
-
-    def type(self) -> str:
-        return PROVIDER_TYPE
-
-    def metadata(self, metric: Metric) -> dict[str, str]:
-        return {}
+class KayentaProvider(BaseProvider):
+    provider_type = PROVIDER_TYPE
 
     def run(self, run: AnalysisRun, metric: Metric, now: dt.datetime) -> Measurement:
         measurement = started(now)
@@ -134,12 +128,7 @@ class KayentaProvider:
         )
         if response.status != 200:
             raise JudgementError("Invalid Response")
-        answer = _decode(response.data)
-        if not isinstance(answer, dict):
-            raise JudgementError(
-                f"json: cannot unmarshal {_json_kind(answer)} into Go value of type "
-                "map[string]interface {}"
-            )
+        answer = _decode_object(response.data)
         execution_id = answer.get(EXECUTION_ID_KEY)
         if isinstance(execution_id, float):
             execution_id = sprint_float(execution_id)
@@ -159,12 +148,7 @@ class KayentaProvider:
             response = send(self.deps.http, "GET", url, headers={}, timeout=TIMEOUT_SECONDS)
             if response.status != 200:
                 raise JudgementError("Invalid Response")
-            execution = _decode(response.data)
-            if not isinstance(execution, dict):
-                raise JudgementError(
-                    f"json: cannot unmarshal {_json_kind(execution)} into Go value of type "
-                    "map[string]interface {}"
-                )
+            execution = _decode_object(response.data)
             complete = _nested(execution, "complete", kind=bool, missing="Missing Complete Status")
             if not complete:
                 return measurement.model_copy(
@@ -185,14 +169,6 @@ class KayentaProvider:
                 "finished_at": format_time(now),
             }
         )
-
-    def terminate(
-        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
-    ) -> Measurement:
-        return measurement  # as Argo: a started judgement is left to finish on its own
-
-    def garbage_collect(self, run: AnalysisRun, metric: Metric, limit: int) -> None:
-        return None
 
 
 def calculate_judgement(score: int, passing: int, marginal: int) -> AnalysisPhase:
@@ -280,6 +256,17 @@ def _decode(data: bytes) -> Any:
         return decode_json(data)
     except ValueError as err:
         raise JudgementError(f"invalid JSON in Kayenta's answer: {err}") from None
+
+
+def _decode_object(data: bytes) -> dict[str, Any]:
+    """A JSON object, as Go decodes one into a `map[string]interface {}`."""
+    decoded = _decode(data)
+    if not isinstance(decoded, dict):
+        raise JudgementError(
+            f"json: cannot unmarshal {_json_kind(decoded)} into Go value of type "
+            "map[string]interface {}"
+        )
+    return decoded
 
 
 def _field(obj: dict[str, Any], name: str) -> Any:

@@ -80,8 +80,7 @@ class NewRelicError(Exception):
 
 
 class NewRelicProvider(InstantProvider):
-    def type(self) -> str:
-        return PROVIDER_TYPE
+    provider_type = PROVIDER_TYPE
 
     def metadata(self, metric: Metric) -> dict[str, str]:
         query = _spec(metric).query

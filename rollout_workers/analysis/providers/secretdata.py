@@ -1,4 +1,4 @@
-"""Reading several keys of one Secret, as the datadog, newRelic and wavefront providers do
+"""Reading several keys of one Secret, as the datadog, newRelic and influxdb providers do
 (Argo reads the whole Secret and looks keys up in its data: an absent key is empty, an absent
 Secret an error)."""
 

@@ -22,13 +22,8 @@ import datetime as dt
 import json
 from typing import Any
 
-from rollout_workers.analysis.providers.base import (
-    ProviderDeps,
-    format_time,
-    mark_error,
-    started,
-)
-from rollout_workers.analysis.providers.evaluate import Evaluator, calculate_phase
+from rollout_workers.analysis.providers.base import mark_error, started
+from rollout_workers.analysis.providers.instant import InstantProvider
 from rollout_workers.analysis.providers.values import decode_json, go_json
 from rollout_workers.analysis.providers.web import RequestError, send
 from rollout_workers.api.analysis import AnalysisRun, Measurement, Metric, SkyWalkingMetric
@@ -43,16 +38,8 @@ class QueryError(Exception):
     pass
 
 
-class SkyWalkingProvider:
-    def __init__(self, deps: ProviderDeps, *, evaluator: Evaluator | None = None) -> None:
-        self.deps = deps
-        self.evaluator = evaluator
-
-    def type(self) -> str:
-        return PROVIDER_TYPE
-
-    def metadata(self, metric: Metric) -> dict[str, str]:
-        return {}
+class SkyWalkingProvider(InstantProvider):
+    provider_type = PROVIDER_TYPE
 
     def run(self, run: AnalysisRun, metric: Metric, now: dt.datetime) -> Measurement:
         measurement = started(now)
@@ -63,17 +50,7 @@ class SkyWalkingProvider:
             return mark_error(measurement, str(err), now)
         if data is None:
             return mark_error(measurement, "no results returned from SkyWalking query", now)
-        value = go_json(data)
-        verdict = calculate_phase(metric, data, evaluator=self.evaluator)
-        if verdict.error is not None:
-            return mark_error(measurement, verdict.error, now)
-        return measurement.model_copy(
-            update={
-                "phase": verdict.phase,
-                "value": value,
-                "finished_at": format_time(self.deps.clock()),
-            }
-        )
+        return self.judged(measurement, metric, result=data, value=go_json(data), now=now)
 
     def query(self, spec: SkyWalkingMetric, now: dt.datetime) -> Any:
         """The answer's `data`; raises QueryError or RequestError."""
@@ -109,19 +86,6 @@ class SkyWalkingProvider:
             first = errors[0] if isinstance(errors[0], dict) else {}
             raise QueryError(f"graphql: {first.get('message', '')}")
         return answer.get("data")
-
-    def resume(
-        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
-    ) -> Measurement:
-        return measurement
-
-    def terminate(
-        self, run: AnalysisRun, metric: Metric, measurement: Measurement, now: dt.datetime
-    ) -> Measurement:
-        return measurement
-
-    def garbage_collect(self, run: AnalysisRun, metric: Metric, limit: int) -> None:
-        return None
 
 
 def calculate_duration(now: dt.datetime, interval_nanos: int) -> dict[str, str]:

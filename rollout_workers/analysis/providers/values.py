@@ -111,6 +111,12 @@ def sprint_float(value: float) -> str:
     return ("-" if sign else "") + body
 
 
+def condition_time(value: dt.datetime) -> str:
+    """A time as conditions see it where Go hands them a `time.Time`, which the conditions'
+    sandbox does not carry: RFC 3339 in UTC (`2024-05-01T12:00:00.5Z`)."""
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
 def sprint(value: Any) -> str:
     """Go's `fmt.Sprint` of a decoded value: lists as `[a b]`, nil as `<nil>`, times as Go's
     `time.Time.String()` in UTC."""

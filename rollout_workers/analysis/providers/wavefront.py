@@ -46,11 +46,7 @@ class WavefrontError(Exception):
 
 
 class WavefrontProvider(InstantProvider):
-    def type(self) -> str:
-        return PROVIDER_TYPE
-
-    def metadata(self, metric: Metric) -> dict[str, str]:
-        return {}
+    provider_type = PROVIDER_TYPE
 
     def run(self, run: AnalysisRun, metric: Metric, now: dt.datetime) -> Measurement:
         measurement = started(now)
