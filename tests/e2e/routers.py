@@ -1,4 +1,4 @@
-"""The traffic-router scenarios (nginx, SMI, Istio, Gateway API), run concurrently with the
+"""The traffic-router scenarios (nginx, SMI, Istio, Gateway API, Traefik), run concurrently with the
 scenarios of test_rollouts.py by the RBAC audit (test_rbac.py) on both CRD shapes, with real
 watcher, beat and worker processes. The routers' CRDs are installed through the embedded API's CRD
 support (tests/support/routercrds.py); the weights are read from the router's own object:
@@ -7,8 +7,8 @@ support (tests/support/routercrds.py); the weights are read from the router's ow
   Service on the new pod hash;
 - on abort the weight goes back to the stable before the canary is scaled down;
 - Istio and Gateway API: a header route and a mirror route appear at their steps and are gone
-  at the end; nginx and SMI: setCanaryScale keeps the canary at its replicas while the weight
-  moves.
+  at the end; nginx, SMI and Traefik: setCanaryScale keeps the canary at its replicas while
+  the weight moves.
 """
 
 from __future__ import annotations
@@ -264,6 +264,38 @@ GATEWAY = Router(
     weight=gateway_weight,
     managed_routes=True,
     routes=gateway_routes,
+)
+
+
+# -- Traefik -----------------------------------------------------------------------------------
+
+
+def traefik_objects(name: str, ns: str) -> list[Obj]:
+    """A weighted TraefikService `<name>-ts` of the stable and canary Services."""
+    return [{
+        "apiVersion": "traefik.io/v1alpha1", "kind": "TraefikService",
+        "metadata": {"name": f"{name}-ts"},
+        "spec": {"weighted": {"services": [
+            {"name": f"{name}-stable", "port": 80, "weight": 100},
+            {"name": f"{name}-canary", "port": 80, "weight": 0},
+        ]}},
+    }]  # fmt: skip
+
+
+def traefik_weight(w: World, name: str) -> int | None:
+    ts = get(w, r.TRAEFIKSERVICES[0], f"{name}-ts")
+    if ts is None:
+        return None
+    weights = {s["name"]: int(s["weight"]) for s in ts["spec"]["weighted"]["services"]}
+    return weights.get(f"{name}-canary")
+
+
+TRAEFIK = Router(
+    "traefik",
+    objects=traefik_objects,
+    routing=lambda name, ns: {"traefik": {"weightedTraefikServiceName": f"{name}-ts"}},
+    weight=traefik_weight,
+    routes=lambda w, name: 0,
 )
 
 

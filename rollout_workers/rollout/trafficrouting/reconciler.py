@@ -32,6 +32,7 @@ from rollout_workers.rollout.trafficrouting.gatewayapi import GatewayAPIRouter, 
 from rollout_workers.rollout.trafficrouting.istio import IstioRouter
 from rollout_workers.rollout.trafficrouting.nginx import NginxRouter
 from rollout_workers.rollout.trafficrouting.smi import SMIRouter
+from rollout_workers.rollout.trafficrouting.traefik import TraefikRouter
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
         routers.append(SMIRouter(ctx, routing.smi))
     if routing.istio is not None:
         routers.append(IstioRouter(ctx, routing.istio))
+    if routing.traefik is not None:
+        routers.append(TraefikRouter(ctx, routing.traefik))
     gateway_api = config_of(routing)
     if gateway_api is not None:
         routers.append(GatewayAPIRouter(ctx, gateway_api))
