@@ -119,6 +119,7 @@ ROUTER_OBJECTS: dict[str, tuple[Resource, ...]] = {
         TCPROUTES,
         TLSROUTES,
         TRAEFIKSERVICES,
+        APISIXROUTES,
     )
 }
 PODS = Resource("pods", "", "v1", "Pod")

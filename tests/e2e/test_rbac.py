@@ -72,6 +72,12 @@ UNUSED_BUT_NEEDED = {
         for verb in verbs
     },
     **{
+        ("worker", "apisix.apache.org", "apisixroutes", verb): ({"argo", "status-everywhere"},
+            "APISIX header routes (ApisixRoutes the rollout creates and deletes): no e2e scenario "
+            "sets one (unit-tested in test_apisix.py)")
+        for verb in ("create", "delete")
+    },
+    **{
         (who, "traefik.containo.us", "traefikservices", verb): ({"argo", "status-everywhere"},
             "Traefik before v2.10 serves TraefikService only as traefik.containo.us (the embedded "
             "API serves traefik.io; unit-tested in test_traefik.py)")
@@ -91,6 +97,7 @@ SOMETIMES_USED = {
         ("networking.istio.io", "destinationrules"),
         ("gateway.networking.k8s.io", "httproutes"),
         ("traefik.io", "traefikservices"),
+        ("apisix.apache.org", "apisixroutes"),
     )
 }
 
@@ -266,10 +273,16 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
 
     scenarios = [
         *e2e.SCENARIOS,
-        # Traffic routing (nginx, SMI, Istio host- and subset-level, Gateway API, Traefik): the
-        # routers' reflectors started on demand, the worker's writes to their objects.
+        # Traffic routing (nginx, SMI, Istio host- and subset-level, Gateway API, Traefik,
+        # APISIX): the routers' reflectors started on demand, the worker's writes to their
+        # objects.
         *routers.scenarios(
-            routers.NGINX, routers.SMI, routers.ISTIO, routers.GATEWAY, routers.TRAEFIK
+            routers.NGINX,
+            routers.SMI,
+            routers.ISTIO,
+            routers.GATEWAY,
+            routers.TRAEFIK,
+            routers.APISIX,
         ),
         # Fields acted on as Argo does: pods patched with ephemeral metadata.
         *fields.SCENARIOS,

@@ -21,6 +21,7 @@ WORKER_WRITES = {
     "TCPRoute": {"patch"},
     "TLSRoute": {"patch"},
     "TraefikService": {"patch"},  # the user's: its weights changed in place
+    "ApisixRoute": {"create", "patch", "delete"},  # the user's, and the header routes' own
 }
 
 
