@@ -332,6 +332,33 @@ class SMITrafficRouting(KubeModel):
     traffic_split_name: str | None = None
 
 
+class TraefikTrafficRouting(KubeModel):
+    """Canary weights through a weighted TraefikService."""
+
+    weighted_traefik_service_name: str
+    """The TraefikService whose `spec.weighted.services` list the stable and canary Services."""
+
+
+class AmbassadorTrafficRouting(KubeModel):
+    """Canary weights through Ambassador Mappings: a `<mapping>-canary` copy of each, weighted."""
+
+    mappings: list[str]
+
+
+class ApisixRoute(KubeModel):
+    """The ApisixRoute whose HTTP rules split between the stable and canary Services."""
+
+    name: str
+    rules: list[str] | None = None
+    """The HTTP rules (by name) to weight; by default the one named as the route."""
+
+
+class ApisixTrafficRouting(KubeModel):
+    """Canary weights (and header routes) through an APISIX ingress controller ApisixRoute."""
+
+    route: ApisixRoute | None = None
+
+
 class TLSRoute(KubeModel):
     """A TLS route of a VirtualService, found by its one port and its SNI hosts."""
 
@@ -423,13 +450,16 @@ class GatewayAPITrafficRouting(OpenModel):
 
 
 class RolloutTrafficRouting(OpenModel):
-    """The traffic router(s) a canary uses. Routers this project does not implement (ambassador,
-    appMesh, traefik, apisix, ...) are kept as given."""
+    """The traffic router(s) a canary uses. Routers this project does not implement (alb is
+    modelled and refused, appMesh is kept as given) are refused by the controller."""
 
     nginx: NginxTrafficRouting | None = None
     alb: ALBTrafficRouting | None = None
     smi: SMITrafficRouting | None = None
     istio: IstioTrafficRouting | None = None
+    traefik: TraefikTrafficRouting | None = None
+    ambassador: AmbassadorTrafficRouting | None = None
+    apisix: ApisixTrafficRouting | None = None
     gateway_api: GatewayAPITrafficRouting | None = Field(default=None, alias="gatewayAPI")
     """The Gateway API router, configured as Argo's gatewayAPI plugin is."""
     managed_routes: list[ManagedRoute] | None = None

@@ -9,6 +9,9 @@ Ingresses are always cached, see cache/indexers.py).
 - SMI: the TrafficSplit `trafficSplitName`, by default the rollout's name;
 - Istio: each VirtualService (`virtualService` or `virtualServices`) and the DestinationRule;
   a name `<name>.<namespace>` names one in another namespace, as in Argo;
+- Traefik: the TraefikService `weightedTraefikServiceName`;
+- APISIX: the ApisixRoute `route.name`, and one per `managedRoutes` name (a header route is an
+  ApisixRoute of its own, which the rollout creates);
 - Gateway API: the HTTPRoutes, GRPCRoutes, TCPRoutes and TLSRoutes of `gatewayAPI`, or of the
   config of Argo's gatewayAPI plugin (`plugins["argoproj-labs/gatewayAPI"]`), in its
   `namespace` when set, else the rollout's.
@@ -94,6 +97,19 @@ def router_refs(obj: Obj) -> list[RouterRef]:
         name = rule.get("name") if isinstance(rule, dict) else None
         if isinstance(name, str) and name:
             refs.add(RouterRef("DestinationRule", *split_namespaced(name, namespace)))
+    traefik = routing.get("traefik")
+    if isinstance(traefik, dict):
+        name = traefik.get("weightedTraefikServiceName")
+        if isinstance(name, str) and name:
+            refs.add(RouterRef("TraefikService", namespace, name))
+    apisix = routing.get("apisix")
+    if isinstance(apisix, dict):
+        route = apisix.get("route")
+        names = [route.get("name") if isinstance(route, dict) else None]
+        names += [m.get("name") for m in routing.get("managedRoutes") or [] if isinstance(m, dict)]
+        refs.update(
+            RouterRef("ApisixRoute", namespace, n) for n in names if isinstance(n, str) and n
+        )
     config = gateway_api_config(routing)
     if config is not None:
         where = config.get("namespace") if isinstance(config.get("namespace"), str) else ""

@@ -81,6 +81,31 @@ HTTPROUTES = _versions("httproutes", "gateway.networking.k8s.io", "HTTPRoute", "
 GRPCROUTES = _versions("grpcroutes", "gateway.networking.k8s.io", "GRPCRoute", "v1", "v1alpha2")
 TCPROUTES = _versions("tcproutes", "gateway.networking.k8s.io", "TCPRoute", "v1alpha2")
 TLSROUTES = _versions("tlsroutes", "gateway.networking.k8s.io", "TLSRoute", "v1alpha3", "v1alpha2")
+#: Traefik's TraefikService: group traefik.io since Traefik v2.10 (v3 serves only it), before
+#: that traefik.containo.us. A group after the kind's first is cached under
+#: `<plural>.<group>-<version>`, so the two v1alpha1 caches stay apart.
+TRAEFIKSERVICES = (
+    Resource(
+        "traefikservices",
+        "traefik.io",
+        "v1alpha1",
+        "TraefikService",
+        cache="traefikservices-v1alpha1",
+    ),
+    Resource(
+        "traefikservices",
+        "traefik.containo.us",
+        "v1alpha1",
+        "TraefikService",
+        cache="traefikservices.traefik.containo.us-v1alpha1",
+    ),
+)
+#: Ambassador's (Emissary-ingress's) Mapping: getambassador.io v3alpha1 (Emissary 2 and 3) and
+#: v2 (Ambassador 1, Argo's default).
+MAPPINGS = _versions("mappings", "getambassador.io", "Mapping", "v3alpha1", "v2")
+#: Apache APISIX ingress controller's ApisixRoute: apisix.apache.org v2 (Argo's default) and
+#: v2beta3 before it.
+APISIXROUTES = _versions("apisixroutes", "apisix.apache.org", "ApisixRoute", "v2", "v2beta3")
 #: The objects of traffic routers that are CRDs (optional, in several versions), by kind: the
 #: versions a cluster may serve, newest first. The controller speaks the newest one served.
 ROUTER_OBJECTS: dict[str, tuple[Resource, ...]] = {
@@ -93,6 +118,8 @@ ROUTER_OBJECTS: dict[str, tuple[Resource, ...]] = {
         GRPCROUTES,
         TCPROUTES,
         TLSROUTES,
+        TRAEFIKSERVICES,
+        APISIXROUTES,
     )
 }
 PODS = Resource("pods", "", "v1", "Pod")

@@ -1,14 +1,15 @@
-"""The traffic-router scenarios (nginx, SMI, Istio, Gateway API), run concurrently with the
-scenarios of test_rollouts.py by the RBAC audit (test_rbac.py) on both CRD shapes, with real
-watcher, beat and worker processes. The routers' CRDs are installed through the embedded API's CRD
-support (tests/support/routercrds.py); the weights are read from the router's own object:
+"""The traffic-router scenarios (nginx, SMI, Istio, Gateway API, Traefik, APISIX), run concurrently
+with the scenarios of test_rollouts.py by the RBAC audit (test_rbac.py) on both CRD shapes, with
+real watcher, beat and worker processes. The routers' CRDs are installed through the embedded
+API's CRD support (tests/support/routercrds.py); the weights are read from the router's own
+object:
 
 - the weights follow setWeight step by step, and end 0/100 after promotion with the stable
   Service on the new pod hash;
 - on abort the weight goes back to the stable before the canary is scaled down;
 - Istio and Gateway API: a header route and a mirror route appear at their steps and are gone
-  at the end; nginx and SMI: setCanaryScale keeps the canary at its replicas while the weight
-  moves.
+  at the end; nginx, SMI, Traefik and APISIX: setCanaryScale keeps the canary at its replicas while
+  the weight moves.
 """
 
 from __future__ import annotations
@@ -264,6 +265,75 @@ GATEWAY = Router(
     weight=gateway_weight,
     managed_routes=True,
     routes=gateway_routes,
+)
+
+
+# -- Traefik -----------------------------------------------------------------------------------
+
+
+def traefik_objects(name: str, ns: str) -> list[Obj]:
+    """A weighted TraefikService `<name>-ts` of the stable and canary Services."""
+    return [{
+        "apiVersion": "traefik.io/v1alpha1", "kind": "TraefikService",
+        "metadata": {"name": f"{name}-ts"},
+        "spec": {"weighted": {"services": [
+            {"name": f"{name}-stable", "port": 80, "weight": 100},
+            {"name": f"{name}-canary", "port": 80, "weight": 0},
+        ]}},
+    }]  # fmt: skip
+
+
+def traefik_weight(w: World, name: str) -> int | None:
+    ts = get(w, r.TRAEFIKSERVICES[0], f"{name}-ts")
+    if ts is None:
+        return None
+    weights = {s["name"]: int(s["weight"]) for s in ts["spec"]["weighted"]["services"]}
+    return weights.get(f"{name}-canary")
+
+
+TRAEFIK = Router(
+    "traefik",
+    objects=traefik_objects,
+    routing=lambda name, ns: {"traefik": {"weightedTraefikServiceName": f"{name}-ts"}},
+    weight=traefik_weight,
+    routes=lambda w, name: 0,
+)
+
+
+# -- APISIX ------------------------------------------------------------------------------------
+
+
+def apisix_objects(name: str, ns: str) -> list[Obj]:
+    """An ApisixRoute `<name>-route` whose rule (of the same name) splits between the stable
+    and canary Services."""
+    return [{
+        "apiVersion": "apisix.apache.org/v2", "kind": "ApisixRoute",
+        "metadata": {"name": f"{name}-route"},
+        "spec": {"http": [{
+            "name": f"{name}-route",
+            "match": {"hosts": [f"{name}.example"], "paths": ["/*"]},
+            "backends": [
+                {"serviceName": f"{name}-stable", "servicePort": 80, "weight": 100},
+                {"serviceName": f"{name}-canary", "servicePort": 80, "weight": 0},
+            ],
+        }]},
+    }]  # fmt: skip
+
+
+def apisix_weight(w: World, name: str) -> int | None:
+    route = get(w, r.APISIXROUTES[0], f"{name}-route")
+    if route is None:
+        return None
+    backends = {b["serviceName"]: int(b["weight"]) for b in route["spec"]["http"][0]["backends"]}
+    return backends.get(f"{name}-canary")
+
+
+APISIX = Router(
+    "apisix",
+    objects=apisix_objects,
+    routing=lambda name, ns: {"apisix": {"route": {"name": f"{name}-route"}}},
+    weight=apisix_weight,
+    routes=lambda w, name: 0,
 )
 
 

@@ -1,6 +1,7 @@
-"""The traffic routers' CRDs (SMI, Istio, Gateway API), as a cluster that runs those routers
-has them: the groups, kinds and versions the real projects publish, with open schemas (the
-embedded API does not validate values), installed through the API as `kubectl apply` would."""
+"""The traffic routers' CRDs (SMI, Istio, Gateway API, Traefik, ...), as a cluster that runs
+those routers has them: the groups, kinds and versions the real projects publish, with open
+schemas (the embedded API does not validate values), installed through the API as `kubectl
+apply` would."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ _OPEN = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fi
 
 
 def router_crd(versions: tuple[r.Resource, ...], *, storage: str | None = None) -> Obj:
-    """The CRD serving the router kind at each of `versions` (stored at `storage`, by default
-    the newest)."""
+    """The CRD serving the router kind at each of `versions` of the first one's group (stored at
+    `storage`, by default the newest)."""
     first = versions[0]
+    versions = tuple(res for res in versions if res.group == first.group)
     storage = storage or first.version
     # Gateway API's group is under k8s.io: its published CRDs carry the API-review approval.
     annotations = (
@@ -56,7 +58,8 @@ def router_crd(versions: tuple[r.Resource, ...], *, storage: str | None = None) 
     }
 
 
-#: Each router kind's CRD, by kind.
+#: Each router kind's CRD, by kind (in its newest group: Traefik's traefik.io; the older
+#: traefik.containo.us is `router_crd(r.TRAEFIKSERVICES[1:])`).
 ROUTER_CRDS: dict[str, Obj] = {
     kind: router_crd(versions) for kind, versions in r.ROUTER_OBJECTS.items()
 }

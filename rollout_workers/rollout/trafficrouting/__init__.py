@@ -1,13 +1,14 @@
 """Traffic routers: the one interface the canary's traffic step drives.
 
 Mirrors argo-rollouts' `TrafficRoutingReconciler` (rollout/trafficrouting/): a router applies a
-canary weight (and header or mirror routes) to whatever carries the traffic, reports whether
-the weight is verified (None: the router cannot tell), and removes the routes it manages once
-the update is over or aborted. The nginx (`nginx.py`), SMI (`smi.py`), Istio (`istio.py`) and
-Gateway API (`gatewayapi.py`: the first-class `gatewayAPI` field, or Argo's
-`argoproj-labs/gatewayAPI` plugin entry, which is the only plugin accepted) routers are
-implemented; every other router a rollout may name is reported by `unsupported_router` so the
-controller can refuse the spec with a message naming it, rather than act on it half-way.
+canary weight (and header or mirror routes) to whatever carries the traffic, reports whether the
+weight is verified (None: the router cannot tell), and removes the routes it manages once the
+update is over or aborted. The nginx (`nginx.py`), SMI (`smi.py`), Istio (`istio.py`), Traefik
+(`traefik.py`), APISIX (`apisix.py`) and Gateway API (`gatewayapi.py`: the first-class
+`gatewayAPI` field, or Argo's `argoproj-labs/gatewayAPI` plugin entry, which is the only plugin
+accepted) routers are implemented; every other router a rollout may name is reported by
+`unsupported_router` so the controller can refuse the spec with a message naming it, rather than
+act on it half-way.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from rollout_workers.api.rollout import (
 )
 from rollout_workers.kube import resources as r
 
-#: The routers Argo knows besides nginx, SMI and Istio, by their field in trafficRouting (of
-#: the plugins, only the Gateway API one is driven).
-OTHER_ROUTERS = ("alb", "ambassador", "appMesh", "traefik", "apisix", "plugins")
+#: The routers Argo knows besides those implemented, by their field in trafficRouting (of the
+#: plugins, only the Gateway API one is driven).
+OTHER_ROUTERS = ("alb", "ambassador", "appMesh", "plugins")
 UNSUPPORTED_ROUTER_MESSAGE = "trafficRouting.{} is not supported by this controller yet"
 #: The plugin this controller implements natively (trafficrouting/gatewayapi.py).
 SUPPORTED_PLUGINS = frozenset({"argoproj-labs/gatewayAPI"})

@@ -28,10 +28,12 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError
 from rollout_workers.rollout.trafficrouting import weights as w
+from rollout_workers.rollout.trafficrouting.apisix import ApisixRouter
 from rollout_workers.rollout.trafficrouting.gatewayapi import GatewayAPIRouter, config_of
 from rollout_workers.rollout.trafficrouting.istio import IstioRouter
 from rollout_workers.rollout.trafficrouting.nginx import NginxRouter
 from rollout_workers.rollout.trafficrouting.smi import SMIRouter
+from rollout_workers.rollout.trafficrouting.traefik import TraefikRouter
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,10 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
         routers.append(SMIRouter(ctx, routing.smi))
     if routing.istio is not None:
         routers.append(IstioRouter(ctx, routing.istio))
+    if routing.traefik is not None:
+        routers.append(TraefikRouter(ctx, routing.traefik))
+    if routing.apisix is not None:
+        routers.append(ApisixRouter(ctx, routing.apisix))
     gateway_api = config_of(routing)
     if gateway_api is not None:
         routers.append(GatewayAPIRouter(ctx, gateway_api))

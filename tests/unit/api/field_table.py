@@ -657,12 +657,22 @@ ROLLOUT: Table = {
     f"{ROUTING}.gatewayAPI.disableInProgressLabel": Acted(GATEWAY + "test_in_progress_label"),
     f"{ROUTING}.gatewayAPI.inProgressLabelKey": Acted(GATEWAY + "test_in_progress_label"),
     f"{ROUTING}.gatewayAPI.inProgressLabelValue": Acted(GATEWAY + "test_in_progress_label"),
+    f"{ROUTING}.traefik.weightedTraefikServiceName": Acted(
+        "tests/unit/rollout/test_traefik.py::test_weights_step_by_step_then_back_to_the_stable"
+    ),
+    f"{ROUTING}.apisix.route.name": Acted(
+        "tests/unit/rollout/test_apisix.py::"
+        "test_weights_step_by_step_with_a_header_route_removed_at_the_end"
+    ),
+    f"{ROUTING}.apisix.route.rules": Acted(
+        "tests/unit/rollout/test_apisix.py::test_set_weight_of_the_named_rules_only"
+    ),
     # Routers this controller does not implement.
     f"{ROUTING}.alb.**": Refused(router_refused("alb").message, example={"servicePort": 80}),
-    f"{ROUTING}.ambassador.**": router_refused("ambassador"),
-    f"{ROUTING}.apisix.**": router_refused("apisix"),
+    f"{ROUTING}.ambassador.**": Refused(
+        router_refused("ambassador").message, example={"mappings": ["m"]}
+    ),
     f"{ROUTING}.appMesh.**": router_refused("appMesh"),
-    f"{ROUTING}.traefik.**": router_refused("traefik"),
 }
 
 #: Rollout rows of the Gateway API plugin's config that neither Argo's CRD nor ours lists: they are

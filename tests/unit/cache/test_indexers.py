@@ -183,6 +183,14 @@ ROUTED = {
             ("routerkind", "HTTPRoute"),
         ],
     ),
+    "traefik: the weighted TraefikService": (
+        {"traefik": {"weightedTraefikServiceName": "ts"}},
+        [
+            ("ns", "prod"),
+            ("router", "TraefikService/prod/ts"),
+            ("routerkind", "TraefikService"),
+        ],
+    ),
     "nginx: Ingresses are their own index, no router object": (
         {"nginx": {"stableIngress": "ing"}},
         [("ns", "prod"), ("ing", "prod/ing")],
@@ -209,5 +217,14 @@ def test_router_kinds_are_cached_per_version() -> None:
     for versions in r.ROUTER_OBJECTS.values():
         names = [v.cache_name for v in versions]
         assert len(set(names)) == len(names)
-        assert all(v.cache_name == f"{v.plural}-{v.version}" for v in versions)
+        # The kind's first group by version alone; another group (Traefik's older one) by both.
+        assert all(
+            v.cache_name
+            == (
+                f"{v.plural}-{v.version}"
+                if v.group == versions[0].group
+                else f"{v.plural}.{v.group}-{v.version}"
+            )
+            for v in versions
+        )
         assert all(r.watch_selector(v, "a") is None for v in versions)  # all, as Argo's
