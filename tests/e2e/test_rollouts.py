@@ -333,7 +333,10 @@ def analysis_1_job_steps_then_promote(w: World) -> None:
         for x in runs_of(w, "Step")
         if x["metadata"]["name"].startswith(f"jobs-{status(done)['currentPodHash']}-")
     ]
-    assert len(mine) == 3 and all(x["status"]["phase"] == "Successful" for x in mine), mine
+    # One run per analysis step; a reconcile killed after creating one and before recording
+    # it may leave a completed run and its `.1` sibling (Argo's collision counter).
+    steps = {x["metadata"]["name"].split(".")[0] for x in mine}
+    assert len(steps) == 3 and all(x["status"]["phase"] == "Successful" for x in mine), mine
     assert len(w.list(r.JOBS)) >= 3
 
 
