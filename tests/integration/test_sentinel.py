@@ -32,6 +32,9 @@ from tests.integration.conftest import SentLog, trace
 from tests.support.procs import Processes, wait_for
 from tests.support.sentinel import SentinelGroup, timed_failover
 
+# Real failovers take seconds each; the e2e tier runs them (and test_redis_failover.py).
+pytestmark = pytest.mark.slow
+
 PASSWORD, SENTINEL_PASSWORD = "master-secret", "sentinel-secret"
 
 
