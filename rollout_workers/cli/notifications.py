@@ -65,7 +65,7 @@ from rollout_workers.notifications.source import (
     SECRET_NAME,
     config_from_objects,
 )
-from rollout_workers.notifications.state import Destination
+from rollout_workers.notifications.subscriptions import Destination
 from rollout_workers.notifications.triggers import ExprEvaluator, run_conditions
 from rollout_workers.settings import Settings
 

@@ -45,8 +45,8 @@ from rollout_workers.notifications.outbox import REVISION_ANNOTATION, Job, job_h
 from rollout_workers.notifications.render import RenderError, notification_vars, render
 from rollout_workers.notifications.services import SendContext, SendError, retry_policy, send
 from rollout_workers.notifications.source import ConfigCache, config_cache
-from rollout_workers.notifications.state import Destination, should_send, state_item_key
-from rollout_workers.notifications.subscriptions import destinations
+from rollout_workers.notifications.state import should_send, state_item_key
+from rollout_workers.notifications.subscriptions import Destination, destinations
 from rollout_workers.notifications.triggers import ExprEvaluator, run_conditions
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest
 from rollout_workers.pool.runtime import Runtime
@@ -164,8 +164,7 @@ class Delivery:
         for scoped in self._configs.for_object(job.namespace):
             config = scoped.config
             own = scoped.namespace != self._configs.controller_namespace
-            for found in destinations(config, job.object, job.trigger):
-                dest = Destination(found.service, found.recipient)
+            for dest in destinations(config, job.object, job.trigger):
                 base = notification_vars(job.object, dest.service, dest.recipient, analysis_runs)
                 conditions = config.triggers.get(job.trigger)
                 if conditions is None:  # nothing to run: reported as a failure of each

@@ -22,21 +22,13 @@ names each destination's condition (delivery.py).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
+from rollout_workers.notifications.subscriptions import Destination
 from rollout_workers.notifications.triggers import ConditionResult, condition_key
 
 NOTIFIED_ANNOTATION = "notified.notifications.argoproj.io"
 NOTIFIED_HISTORY_MAX_SIZE = 100
 EMPTY_CONDITION = condition_key(0, "").split(".", 1)[1]
-
-
-@dataclass(frozen=True)
-class Destination:
-    """A service name (what subscriptions say) and a recipient."""
-
-    service: str
-    recipient: str
 
 
 def should_send(result: ConditionResult) -> bool:

@@ -9,11 +9,11 @@ import pytest
 
 from rollout_workers.notifications.state import (
     NOTIFIED_ANNOTATION,
-    Destination,
     NotificationsState,
     should_send,
     state_item_key,
 )
+from rollout_workers.notifications.subscriptions import Destination
 from rollout_workers.notifications.triggers import ConditionResult, condition_key
 
 DEST = Destination("slack", "my-channel")
