@@ -118,7 +118,7 @@ class QueueSettings(BaseModel):
         default=15.0,
         gt=0,
         description="Seconds a claim on a key lives without a heartbeat before it is requeued "
-        "(extended every lease_ttl/3 while the reconcile runs).",
+        "(extended every lease_ttl/3, or host_lapse/2 if shorter, while the reconcile runs).",
     )
     host_heartbeat: float = Field(
         default=1.0,
@@ -128,8 +128,9 @@ class QueueSettings(BaseModel):
     host_lapse: float = Field(
         default=5.0,
         gt=0,
-        description="Seconds without a heartbeat after which a worker host counts as dead and "
-        "the messages it had reserved or was publishing are sent again.",
+        description="Seconds without a heartbeat after which a worker host counts as dead: the "
+        "messages it had reserved or was publishing are sent again, and the keys it held whose "
+        "leases were not extended for as long are queued again.",
     )
     backoff_base: float = Field(
         default=0.005, gt=0, description="Seconds of the first retry delay after a failure."

@@ -48,12 +48,11 @@ from rollout_workers import redisclient
 from rollout_workers.health import Clock, Status
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.pool import outage
-from rollout_workers.pool.runner import token_prefix
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime, sync_task_name
 from rollout_workers.pool.transport import HELD_OPTION, HOST_OPTION
 from rollout_workers.settings import KINDS, Settings
-from rollout_workers.workqueue import Hosts, held_key
+from rollout_workers.workqueue import Hosts, held_key, token_prefix
 
 log = logging.getLogger(__name__)
 
@@ -184,12 +183,11 @@ class WorkerHost:
             return [int(pid) for pid in self._worker.pool.info.get("processes", [])]
         return []
 
-    def release_held(self, pids: list[int]) -> int:
-        """Hand back the keys the children still hold, fencing them; returns how many."""
-        prefixes = [token_prefix(pid) for pid in pids]
+    def release_held(self) -> int:
+        """Hand back the keys this host's processes still hold, fencing them; returns how many."""
         released = 0
         for kind in KINDS:
-            keys = self.runtime().queue(kind).release(prefixes)
+            keys = self.runtime().queue(kind).release([token_prefix(self.id)])
             released += len(keys)
             if keys:
                 log.warning(
@@ -211,7 +209,7 @@ class WorkerHost:
                 break
         pids = self.child_pids()
         try:
-            self.release_held([os.getpid(), *pids])  # the main process too, under -P solo
+            self.release_held()  # the children's keys, and the main process' under -P solo
         except Exception:
             log.exception("cannot release the keys in hand")
         for pid in pids:

@@ -22,7 +22,7 @@ import redis
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.metrics.store import Increment, PendingCounts, reconcile_increments
 from rollout_workers.pool.handlers import Handler, LeaseLost, Result, SyncRequest
-from rollout_workers.workqueue import Claim, Outcome, WorkQueue
+from rollout_workers.workqueue import Claim, Outcome, WorkQueue, token_prefix
 
 log = logging.getLogger(__name__)
 
@@ -30,14 +30,12 @@ log = logging.getLogger(__name__)
 _HOST = socket.gethostname()
 
 
-def new_token() -> str:
-    """An owner token: readable (host:pid) and unique per claim."""
-    return f"{token_prefix(os.getpid())}{uuid.uuid4().hex[:12]}"
-
-
-def token_prefix(pid: int) -> str:
-    """The start of every token taken by process `pid` of this host (to release its keys)."""
-    return f"{_HOST}:{pid}:"
+def new_token(host: str | None) -> str:
+    """An owner token, readable and unique per claim: `<host>/<pid>:<unique>`, where the host is
+    this process' worker host (whose lapse lets the tick take the claim back), or the process
+    itself outside one."""
+    pid = os.getpid()
+    return f"{token_prefix(host or f'{_HOST}:{pid}', pid)}{uuid.uuid4().hex[:12]}"
 
 
 class HeldLease:
@@ -152,7 +150,7 @@ def run_sync(
     except InvalidKey as err:
         log.error("dropping %s message: %s", queue.kind, err)
         return SyncReport("invalid", repr(raw_key))
-    token = new_token()
+    token = new_token(queue.host)
     try:
         # With fairness on, the message is a wake-up for whichever key's turn it is.
         claim, key = queue.claim(key, token)

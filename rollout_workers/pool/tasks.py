@@ -68,7 +68,9 @@ class ProcessState:
         self._pid = -1
         self._runtime: Runtime | None = None
         self._handlers: dict[str, Handler] = {}
-        self.keeper = LeaseKeeper(interval=settings.queue.lease_ttl / 3)
+        # Often enough that a live holder's lease is never `host_lapse` old (see tick.lua).
+        q = settings.queue
+        self.keeper = LeaseKeeper(interval=min(q.lease_ttl / 3, q.host_lapse / 2))
 
     @property
     def runtime(self) -> Runtime:
@@ -108,12 +110,15 @@ def run_tick(runtime: Runtime) -> dict[str, Any]:
     """Due timers, expired leases and stale messages of every kind back onto the queues."""
     report: dict[str, Any] = {}
     record_tick(runtime)
+    every = runtime.settings.beat.tick_interval
     for kind, queue in runtime.queues.items():
-        result = queue.tick()
+        result = queue.tick(every)
         if result.sent or result.expired or result.resent:
             report[kind] = vars(result)
         if result.expired:
             log.warning("%d expired %s leases requeued", result.expired, kind)
+        if result.taken:
+            log.warning("%d %s keys held by lapsed hosts requeued", result.taken, kind)
         if result.lost:
             log.warning("%d %s messages lost on the way to a host sent again", result.lost, kind)
     return report

@@ -32,14 +32,20 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
 * Dead workers: a lease not extended by heartbeat expires and `tick` queues the key again. The
   old holder is fenced off: its heartbeat and its `done` find another token and change nothing.
 * Dead hosts: a key whose worker host dies (kill -9, lost node) is reconciled again within
-  `lease_ttl` + 2 s at default settings, whether the host held it (claimed: its lease expires)
-  or only had its message in hand: reserved or prefetched (the transport records key -> host in
-  the `held` hash as it takes the message off the broker, in the pipeline that already records
-  the unacked message), or being published (a worker host's add/done/requeue/release records
-  `host|pub` in the script that queues the key, cleared once sent). Hosts stamp a heartbeat
-  every `host_heartbeat`; once one is `host_lapse` old, `tick` sends again every still-queued
-  key recorded against that host. `claim` clears the record, so the common path costs one
-  HSET and one HDEL inside calls that are made anyway, and no round trip.
+  `host_lapse` + 2 s at default settings, whether the host held it or only had its message in
+  hand. Hosts stamp a heartbeat every `host_heartbeat`; once one is `host_lapse` old:
+  - claimed keys: an owner token names its host (`<host>/<pid>:<unique>`). A key held by a
+    lapsed host whose lease was not extended for `host_lapse` either (a live holder extends it
+    every `host_lapse`/2 at most) is taken back by `tick` as if its lease had expired. Right
+    after a gap in the ticks (a Redis failover, a beat restart) every host looks lapsed until
+    it stamps again, so claims are taken back only once the ticks have run for `host_lapse`;
+    until then the lease TTL bounds the wait.
+  - messages in hand: reserved or prefetched (the transport records key -> host in the `held`
+    hash as it takes the message off the broker, in the pipeline that already records the
+    unacked message), or being published (a worker host's add/done/requeue/release records
+    `host|pub` in the script that queues the key, cleared once sent). `tick` sends again every
+    still-queued key recorded against the lapsed host. `claim` clears the record, so the common
+    path costs one HSET and one HDEL inside calls that are made anyway, and no round trip.
 * Lost or duplicated messages: a duplicate finds the key not queued and is dropped (`stale`);
   a message lost otherwise (a publisher that is not a worker host dying between queuing a key
   and sending it, a host dying between popping a message and recording it) leaves the key
@@ -75,6 +81,7 @@ from rollout_workers.workqueue.queue import (
     WorkQueue,
     held_key,
     hosts_key,
+    token_prefix,
 )
 
 __all__ = [
@@ -91,4 +98,5 @@ __all__ = [
     "WorkQueue",
     "held_key",
     "hosts_key",
+    "token_prefix",
 ]

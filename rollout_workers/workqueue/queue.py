@@ -72,6 +72,7 @@ class TickResult:
     resent: int
     lapsed: int = 0  # keys sent again because the host holding their message lapsed
     lost: int = 0  # keys sent again because their message was nowhere (see tick.lua)
+    taken: int = 0  # keys a lapsed host held, queued again before their leases expired
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,13 @@ def hosts_key(prefix: str) -> str:
     return f"{prefix}:wq:hosts"
 
 
+def token_prefix(host: str, pid: int | None = None) -> str:
+    """The start of the owner tokens (`<host>/<pid>:<unique>`) of process `pid` of worker host
+    `host`, or of all its processes. tick.lua reads the host back, up to the last '/', to take
+    back the claims of a host that lapsed."""
+    return f"{host}/" if pid is None else f"{host}/{pid}:"
+
+
 def publisher(host: str) -> str:
     """How a worker host records itself as the publisher of a key's message."""
     return f"{host}|pub"
@@ -158,6 +166,7 @@ class WorkQueue:
         self._redis = client
         self._settings = settings
         self._send = send
+        self.host = host
         self._holder = publisher(host) if host else ""
         self._prefix = prefix
         base = f"{prefix}:wq:{kind}"
@@ -177,6 +186,7 @@ class WorkQueue:
         self.k_metrics = MetricKeys(prefix).workqueue(kind)
         self.k_fair = f"{base}:fair"
         self.k_tenants = f"{base}:tenants"
+        self.k_ticked = f"{base}:ticked"
         # The tenant rings and the key -> tenant queue hash that fair.lua names under k_fair,
         # declared after the keys a script indexes (unused by index: see fair.lua).
         self.k_fair_fixed = [f"{self.k_fair}:of", *(f"{self.k_fair}:{p.value}" for p in Priority)]
@@ -432,8 +442,11 @@ class WorkQueue:
 
     # -- system ----------------------------------------------------------------------------
 
-    def tick(self) -> TickResult:
-        """Queue due timers, requeue expired leases, resend messages of stale queued keys."""
+    def tick(self, every: float = 1.0) -> TickResult:
+        """Queue due timers, requeue expired leases and the claims of lapsed hosts, resend
+        messages of stale queued keys. `every`: the seconds between ticks; a gap of more than
+        twice that plus a second (Redis or the beat was down) holds back taking claims from
+        lapsed hosts until they have had `host_lapse` to stamp their heartbeats again."""
         limit = self._settings.tick_batch
         reply = self._tick(
             keys=[
@@ -452,6 +465,7 @@ class WorkQueue:
                 self.k_tenants,
                 # kombu's Redis transport keeps a queue's messages in a list of its name.
                 self._settings.for_kind(self.kind),
+                self.k_ticked,
                 *self.k_fair_fixed,
             ],
             args=[
@@ -460,9 +474,11 @@ class WorkQueue:
                 _ms(self._settings.host_lapse),
                 _ms(FORGET_LAPSED * self._settings.host_lapse),
                 _ms(self._settings.lost_after),
+                _ms(self._settings.lease_ttl),
+                _ms(2 * every + 1),
             ],
         )
-        *keys, due, expired, resent, lapsed, lost = reply
+        *keys, due, expired, resent, lapsed, lost, taken = reply
         to_send = [ObjectKey(_text(k)) for k in keys]
         if to_send:
             self._publish(to_send)
@@ -473,6 +489,7 @@ class WorkQueue:
             resent=int(resent),
             lapsed=int(lapsed),
             lost=int(lost),
+            taken=int(taken),
         )
 
     def held(self) -> dict[ObjectKey, str]:

@@ -1,9 +1,13 @@
--- tick(limit, stale_ms, lapse_ms, forget_ms, lost_ms): move work whose time has come onto the
+-- tick(limit, stale_ms, lapse_ms, forget_ms, lost_ms, ttl_ms, gap_ms): move work whose time has come onto the
 -- queue.
 --   due timers      -> added (dirty if a worker holds the key)
 --   expired leases  -> the dead or stalled holder loses the key; it is queued again
 --   lapsed hosts    -> a still-queued key whose message a host without a heartbeat for lapse_ms
---                      had reserved (or was publishing) is sent again
+--                      had reserved (or was publishing) is sent again; a key such a host holds
+--                      whose lease was not extended for lapse_ms either is taken back and
+--                      queued again, as if its lease had expired (the holder is fenced by its
+--                      token). Only once the ticks have run without a gap for lapse_ms: after a
+--                      Redis failover or a beat restart every host looks lapsed until it stamps.
 --   lost messages   -> while no message waits on the broker list, a key queued longer than
 --                      lost_ms whose message no host has in hand was lost (a host killed
 --                      between popping it and recording it): sent again
@@ -12,17 +16,42 @@
 --       held(hash key->host, or host|pub while that host publishes the key's message),
 --       hosts(zset host->last heartbeat ms, shared by every kind), dirty_own(hash, see add.lua),
 --       fair prefix, tenants (see fair.lua), broker(the Celery queue's list that carries this
---       kind's messages), fair.lua's fixed keys
+--       kind's messages), ticked(hash: `last` tick ms, `since`: when the ticks last resumed
+--       after a gap longer than gap_ms), fair.lua's fixed keys
+-- Owner tokens are `<host>/<pid>:<unique>` (workqueue.token_prefix): the host is read back here.
 -- With fairness on, a lapsed host's message whose key was claimed by another message stood for
 -- another queued key: one is sent for the oldest queued key not already sent (fair_fill).
--- Returns {keys to send..., } followed by five counts: due, expired, stale, lapsed, lost.
+-- Returns {keys to send..., } followed by six counts: due, expired, stale, lapsed, lost, and
+-- taken (claims of lapsed hosts queued again).
 local limit, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
 local lapse, forget, lost = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local ttl, gap = tonumber(ARGV[6]), tonumber(ARGV[7])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 fair_keys(KEYS[12], KEYS[13])
 local send = {}
 local adds = 0
+local ticked = redis.call('HMGET', KEYS[15], 'last', 'since')
+local since = tonumber(ticked[2] or '0')
+if now - tonumber(ticked[1] or '0') > gap then
+  since = now
+  redis.call('HSET', KEYS[15], 'last', now, 'since', now)
+else
+  redis.call('HSET', KEYS[15], 'last', now)
+end
+-- k's holder lost it (lease expired, or its host lapsed): fence it and queue k again.
+local function take_back(k)
+  redis.call('HDEL', KEYS[2], k)
+  redis.call('ZREM', KEYS[3], k)
+  redis.call('SREM', KEYS[4], k)
+  redis.call('HDEL', KEYS[11], k)
+  redis.call('HDEL', KEYS[7], k)
+  if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
+    adds = adds + 1
+    send[#send + 1] = k
+    fair_push(k, 'e', now)
+  end
+end
 local due = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, limit)
 for _, k in ipairs(due) do
   redis.call('ZREM', KEYS[5], k)
@@ -37,21 +66,12 @@ for _, k in ipairs(due) do
 end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
 for _, k in ipairs(expired) do
-  redis.call('HDEL', KEYS[2], k)
-  redis.call('ZREM', KEYS[3], k)
-  redis.call('SREM', KEYS[4], k)
-  redis.call('HDEL', KEYS[11], k)
-  redis.call('HDEL', KEYS[7], k)
   redis.call('HINCRBY', KEYS[6], 'lease_expired', 1)
-  if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
-    adds = adds + 1
-    send[#send + 1] = k
-    fair_push(k, 'e', now)
-  end
+  take_back(k)
 end
 -- Only when some host has lapsed is the (small: one entry per message in hand) held hash read.
 -- A lapsed host stays listed for forget_ms so that every kind's tick sees it.
-local resent_lapsed = 0
+local resent_lapsed, taken = 0, 0
 local lapsed = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', now - lapse, 'LIMIT', 0, limit)
 if #lapsed > 0 then
   local dead, sending = {}, {}
@@ -74,6 +94,21 @@ if #lapsed > 0 then
     end
   end
   resent_lapsed = resent_lapsed + fair_fill(KEYS[1], now, send, sending, missing)
+  -- A live holder extends its lease every lapse/2 at most, so one not extended for lapse_ms on a
+  -- lapsed host is as dead as its host: two signals, not one stalled heartbeat thread.
+  if now - since >= lapse then
+    local extended_before = now + ttl - lapse
+    local active = redis.call('HGETALL', KEYS[2])
+    for i = 1, #active, 2 do
+      local k, host = active[i], string.match(active[i + 1], '^(.*)/[^/]*$')
+      if host and dead[host]
+          and tonumber(redis.call('ZSCORE', KEYS[3], k) or '0') <= extended_before then
+        take_back(k)
+        taken = taken + 1
+      end
+    end
+    if taken > 0 then redis.call('HINCRBY', KEYS[6], 'host_lapsed_claims', taken) end
+  end
   redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now - forget)
   if resent_lapsed > 0 then redis.call('HINCRBY', KEYS[6], 'host_lapsed', resent_lapsed) end
 end
@@ -105,4 +140,5 @@ send[#send + 1] = #expired
 send[#send + 1] = #old
 send[#send + 1] = resent_lapsed
 send[#send + 1] = resent_lost
+send[#send + 1] = taken
 return send

@@ -54,6 +54,7 @@ KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
     "HGET": (1, 1, 1),
     "HGETALL": (1, 1, 1),
     "HINCRBY": (1, 1, 1),
+    "HMGET": (1, 1, 1),
     "HSET": (1, 1, 1),
     "HSETNX": (1, 1, 1),
     "INCR": (1, 1, 1),

@@ -315,17 +315,17 @@ def test_release_hands_back_a_hosts_keys_and_fences_the_holders(
 ) -> None:
     C = ObjectKey("default/c")
     wq.add([A, B, C])
-    wq.claim(A, "host-1:100:aaa")
-    wq.claim(B, "host-1:101:bbb")
-    wq.claim(C, "host-1:1000:ccc")  # another process whose pid starts alike
+    wq.claim(A, "host-1:9/100:aaa")
+    wq.claim(B, "host-1:9/101:bbb")
+    wq.claim(C, "host-1:9/1000:ccc")  # another process whose pid starts alike
     wq.add([A])  # dirty: the release queues it once, not twice
-    assert sorted(wq.release(["host-1:100:", "host-1:101:"])) == [A, B]
+    assert sorted(wq.release(["host-1:9/100:", "host-1:9/101:"])) == [A, B]
     assert sorted(sent.sent[3:]) == [A, B]
     assert not rdb.sismember(wq.k_dirty, A)
-    assert rdb.hget(wq.k_active, C) == b"host-1:1000:ccc"
-    assert wq.heartbeat(A, "host-1:100:aaa") is False  # fenced
-    assert wq.done(B, "host-1:101:bbb", Outcome.OK) is False
-    assert wq.claim(A, "host-2:7:x") == (Claim.CLAIMED, A)
+    assert rdb.hget(wq.k_active, C) == b"host-1:9/1000:ccc"
+    assert wq.heartbeat(A, "host-1:9/100:aaa") is False  # fenced
+    assert wq.done(B, "host-1:9/101:bbb", Outcome.OK) is False
+    assert wq.claim(A, "host-2:7/1:x") == (Claim.CLAIMED, A)
     assert int(rdb.hget(wq.k_stats, "released") or 0) == 2
     assert wq.release([]) == []
 
@@ -342,7 +342,7 @@ def _host_queue(wq: WorkQueue, rdb: redis.Redis, settings: Settings, host: str) 
     )
 
 
-def test_a_lapsed_hosts_reserved_keys_are_sent_again_and_its_claimed_ones_left_to_the_lease(
+def test_a_lapsed_hosts_reserved_keys_are_sent_again_and_its_fresh_claims_kept(
     fifo: WorkQueue, sent: SentLog, rdb: redis.Redis
 ) -> None:
     hosts = Hosts(rdb, prefix="t")
@@ -351,18 +351,124 @@ def test_a_lapsed_hosts_reserved_keys_are_sent_again_and_its_claimed_ones_left_t
     hosts.alive("h2")
     # h1 reserved A and C (the transport's record), h2 reserved B; h1 then claimed C.
     rdb.hset(fifo.k_held, mapping={A: "h1", B: "h2", C: "h1"})
-    assert fifo.claim(C, "h1:7:x") == (Claim.CLAIMED, C)
+    assert fifo.claim(C, "h1/7:x") == (Claim.CLAIMED, C)
     assert fifo.held() == {A: "h1", B: "h2"}, "a claim clears the record"
     assert fifo.tick().lapsed == 0, "both hosts are alive"
 
     rdb.zadd(hosts.key, {"h1": 1})  # h1's last heartbeat was long ago: it died
     result = fifo.tick()
     assert result.lapsed == 1 and result.expired == 0
+    assert result.taken == 0, "C's lease was just taken: its holder may be alive"
     assert sent.sent == [A, B, C, A]
     assert fifo.held() == {B: "h2"}
     assert fifo.tick().lapsed == 0, "sent once"
-    assert fifo.claim(A, "h2:8:y") == (Claim.CLAIMED, A)
-    assert fifo.claim(A, "h2:8:z") == (Claim.STALE, A), "h1's message, if it ever came back"
+    assert fifo.claim(A, "h2/8:y") == (Claim.CLAIMED, A)
+    assert fifo.claim(A, "h2/8:z") == (Claim.STALE, A), "h1's message, if it ever came back"
+
+
+@pytest.fixture
+def shipped(rdb: redis.Redis, settings: Settings, sent: SentLog) -> WorkQueue:
+    """The FIFO queue with the shipped lease TTL (15 s), longer than `host_lapse` (5 s)."""
+    queue = settings.queue.model_copy(update={"fairness": "off", "lease_ttl": 15.0})
+    return WorkQueue(rdb, kind="rollouts", prefix="t", settings=queue, send=sent)
+
+
+def _redis_ms(rdb: redis.Redis) -> int:
+    s, us = rdb.time()
+    return int(s) * 1000 + int(us) // 1000
+
+
+def _ticking_for(wq: WorkQueue, rdb: redis.Redis, seconds: float) -> None:
+    """As if the ticks had run without a gap for `seconds`."""
+    now = _redis_ms(rdb)
+    rdb.hset(wq.k_ticked, mapping={"last": now, "since": now - round(seconds * 1000)})
+
+
+def _extended_ago(wq: WorkQueue, rdb: redis.Redis, key: str, s: float) -> None:
+    """As if `key`'s lease (the shipped 15 s) had last been taken or extended `s` seconds ago."""
+    rdb.zadd(wq.k_leases, {key: _redis_ms(rdb) + round((15 - s) * 1000)})
+
+
+def test_a_lapsed_hosts_claims_not_extended_since_are_taken_back_and_fenced(
+    shipped: WorkQueue, sent: SentLog, rdb: redis.Redis
+) -> None:
+    hosts = Hosts(rdb, prefix="t")
+    shipped.add([A, B, C])
+    for h in ("node:1", "node:2"):
+        hosts.alive(h)
+    assert shipped.claim(A, "node:1/11:a") == (Claim.CLAIMED, A)
+    assert shipped.claim(B, "node:1/12:b") == (Claim.CLAIMED, B)
+    assert shipped.claim(C, "node:2/21:c") == (Claim.CLAIMED, C)
+    shipped.add([A])  # dirty: taken back, A is queued once
+    for k in (A, B, C):
+        _extended_ago(shipped, rdb, k, 6)
+    _ticking_for(shipped, rdb, 10)
+    assert shipped.tick().taken == 0, "every host is alive"
+
+    rdb.zadd(hosts.key, {"node:1": _redis_ms(rdb) - 6000})  # node:1 died 6 s ago
+    _ticking_for(shipped, rdb, 10)
+    result = shipped.tick()
+    assert (result.taken, result.expired) == (2, 0)
+    assert sorted(sent.sent[3:]) == [A, B]
+    assert shipped.heartbeat(A, "node:1/11:a") is False, "the old holder is fenced"
+    assert shipped.done(B, "node:1/12:b", Outcome.OK) is False
+    assert rdb.hget(shipped.k_active, C) == b"node:2/21:c", "another host's claim is kept"
+    assert not rdb.sismember(shipped.k_dirty, A)
+    assert int(rdb.hget(shipped.k_stats, "host_lapsed_claims") or 0) == 2
+    assert shipped.claim(A, "node:2/21:d") == (Claim.CLAIMED, A)
+    _ticking_for(shipped, rdb, 10)
+    assert shipped.tick().taken == 0, "taken once"
+
+
+def test_a_lapsed_hosts_claim_still_being_extended_is_kept(
+    shipped: WorkQueue, rdb: redis.Redis, settings: Settings
+) -> None:
+    """A heartbeat thread that stalled is not a dead host while its leases are extended."""
+    hosts = Hosts(rdb, prefix="t")
+    shipped.add([A, B])
+    hosts.alive("node:1")
+    shipped.claim(A, "node:1/11:a")
+    shipped.claim(B, "node:1/11:b")
+    _extended_ago(shipped, rdb, A, 3)  # within the keeper's period (lapse/2 = 2.5 s + delay)
+    _extended_ago(shipped, rdb, B, 5.5)
+    rdb.zadd(hosts.key, {"node:1": _redis_ms(rdb) - 6000})
+    _ticking_for(shipped, rdb, 10)
+    assert shipped.tick().taken == 1
+    assert rdb.hget(shipped.k_active, A) == b"node:1/11:a"
+    assert rdb.hget(shipped.k_active, B) is None
+
+
+def test_after_a_gap_in_the_ticks_claims_wait_until_the_hosts_could_stamp_again(
+    shipped: WorkQueue, rdb: redis.Redis, settings: Settings
+) -> None:
+    """After a Redis failover every host looks lapsed and every lease unextended: the claims
+    are kept until the ticks have run for `host_lapse`, by when live hosts have stamped."""
+    hosts = Hosts(rdb, prefix="t")
+    shipped.add([A])
+    hosts.alive("node:1")
+    shipped.claim(A, "node:1/11:a")
+    _extended_ago(shipped, rdb, A, 8)
+    rdb.zadd(hosts.key, {"node:1": _redis_ms(rdb) - 8000})
+    rdb.hset(shipped.k_ticked, mapping={"last": _redis_ms(rdb) - 8000, "since": 0})
+    assert shipped.tick().taken == 0, "the first tick after the gap"
+    assert shipped.tick().taken == 0, "and the next ones, for host_lapse"
+    now = _redis_ms(rdb)
+    assert int(rdb.hget(shipped.k_ticked, "since") or 0) >= now - 1000
+    _ticking_for(shipped, rdb, settings.queue.host_lapse)
+    assert shipped.tick().taken == 1, "still lapsed once the ticks ran for host_lapse"
+
+
+def test_a_token_without_a_host_is_left_to_its_lease(
+    shipped: WorkQueue, rdb: redis.Redis, settings: Settings
+) -> None:
+    hosts = Hosts(rdb, prefix="t")
+    shipped.add([A])
+    hosts.alive("node:1")
+    shipped.claim(A, "node:1:11:a")  # not `<host>/<pid>:`: a holder of an older version
+    _extended_ago(shipped, rdb, A, 8)
+    rdb.zadd(hosts.key, {"node:1": _redis_ms(rdb) - 8000})
+    _ticking_for(shipped, rdb, 10)
+    assert shipped.tick().taken == 0
 
 
 def test_a_lapsed_host_is_forgotten_after_every_kind_could_see_it(
