@@ -59,7 +59,8 @@ def metrics(*, state_dir: Path | None) -> None:
 def metrics_server(
     *, state_dir: Path | None, host: str, port: int, kubeconfig: Path | None, rules: tuple[str, ...]
 ) -> None:
-    """Serve made-up app metrics over Prometheus' query API and plain JSON until interrupted."""
+    """Serve made-up app metrics over Prometheus' and Datadog's query APIs and plain JSON until
+    interrupted."""
     from rollout_workers.kube.client import Kube
     from rollout_workers.kube.config import ClusterNotFound, api_client, find_kubeconfig
     from rollout_workers.metricsserver import server as ms

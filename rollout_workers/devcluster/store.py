@@ -784,7 +784,7 @@ class Store:
         meta["creationTimestamp"] = self.now_timestamp()
         if rt.has_generation:
             meta["generation"] = 1
-        obj = self._defaults_on_create(rt, obj)
+        obj = _fold_string_data(rt, self._defaults_on_create(rt, obj))
         obj = self._prune(rt, obj, schema)
         self._validate(rt, obj, None)
         if dry_run:
@@ -792,6 +792,7 @@ class Store:
         return self._commit(ts, event_type="ADDED", namespace=ns, name=name, obj=obj, previous=None)
 
     def _defaults_on_create(self, rt: ResourceType, obj: JSONDict) -> JSONDict:
+        """What the real server defaults on create, per type."""
         if rt.status_subresource:
             obj.pop("status", None)
         spec = obj.get("spec")
@@ -1031,6 +1032,7 @@ class Store:
                 new["spec"] = prev.get("spec", {})
             if rt.key == CRD_KEY:
                 new = crds.calculate_defaults(new)
+            new = _fold_string_data(rt, new)
             new = self._prune(rt, new, schema if schema is not None else rt.schema)
             self._validate(rt, new, prev)
             if rt.key == CRD_KEY:
@@ -1488,3 +1490,17 @@ def gone_line(since: int, oldest: int) -> bytes:
     """The ERROR event a real server sends in a watch stream for a too old resourceVersion."""
     status = errors.expired(f"too old resource version: {since} ({oldest})").status()
     return b'{"type":"ERROR","object":' + _dumps(status) + b"}\n"
+
+
+def _fold_string_data(rt: ResourceType, obj: JSONDict) -> JSONDict:
+    """A Secret's write-only `stringData` merged into `data` (base64), as the API server does on
+    every write: a key in both takes the `stringData` value, and `stringData` is never stored."""
+    if rt.key != "secrets" or "stringData" not in obj:
+        return obj
+    folded = {k: v for k, v in obj.items() if k != "stringData"}
+    data = dict(obj.get("data") or {})
+    for key, value in (obj.get("stringData") or {}).items():
+        data[key] = base64.b64encode(str(value).encode()).decode()
+    if data:
+        folded["data"] = data
+    return folded

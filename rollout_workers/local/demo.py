@@ -2,14 +2,16 @@
 
 It brings the local stack up in its own state dir (with the metrics server as analysis' default
 Prometheus) and applies the examples from deploy/examples/: a canary with weighted steps and
-pauses, a blue-green with manual promotion, two canaries with an analysis step, and a canary
-whose traffic moves by weight through the nginx router (its canary Ingress's weight is shown
+pauses, a blue-green with manual promotion, two canaries with an analysis step, a canary whose
+analysis is measured by Datadog (the `datadog` Secret it creates names the metrics server's
+Datadog-compatible API as the address), and a canary whose traffic moves by weight through
+the nginx router (its canary Ingress's weight is shown
 beside the weight in the rollout's status). Then, through the `rollouts` CLI exactly as a user
 would type it, it changes every image (the second analysed canary gets a "flaky" one, which
 the metrics server scores at a 60% success rate), aborts and retries the first canary at its
 pause, and promotes it, the blue-green and the routed canary, printing each rollout's state
-as it changes. Meanwhile the analysis lets one canary through and aborts
-the other. The first canary is subscribed to notifications (deploy/examples/notifications/: a
+as it changes. Meanwhile the analysis lets two canaries through (one measured by Datadog) and
+aborts the other. The first canary is subscribed to notifications (deploy/examples/notifications/: a
 webhook aimed at the metrics server's /hooks), and what arrived is printed: each step, the abort,
 the completion. It ends when those outcomes are reached and the others are Healthy on the new
 revision, with a summary of the reconciles: how many, how long (p50/p99), and how many per
@@ -49,8 +51,9 @@ NOTIFICATIONS = EXAMPLES / "notifications" / "argo-rollouts-notification-configm
 HOOK_SERVICE = "service.webhook.demo-hook"
 CANARY, BLUEGREEN = "canary-demo", "bluegreen-demo"
 PASSING, FAILING = "canary-pass", "canary-fail"  # the canaries with an analysis step
+DATADOG = "canary-datadog"  # the canary whose analysis step queries the datadog provider
 ROUTED = "canary-nginx"  # the canary whose traffic moves by weight (nginx)
-ROLLOUT_NAMES = (CANARY, BLUEGREEN, PASSING, FAILING, ROUTED)
+ROLLOUT_NAMES = (CANARY, BLUEGREEN, PASSING, FAILING, DATADOG, ROUTED)
 #: The canary Ingress the nginx router makes of the stable one, and its weight annotation.
 ROUTED_INGRESS = f"{ROUTED}-{ROUTED}-canary"
 NGINX_WEIGHT = "nginx.ingress.kubernetes.io/canary-weight"
@@ -114,6 +117,7 @@ class Demo:
         self.wait_until(lambda: redis.exists(leader_key), "a watcher leads")
 
         self.apply_notifications(s.notifications_namespace)
+        self.apply_datadog_secret(s.controller_namespace)
         self.echo(f"== applying deploy/examples/ to namespace {NAMESPACE}")
         manifests.ensure_namespace(self.kube, NAMESPACE)
         files = sorted(EXAMPLES.glob("*.yaml"))
@@ -123,25 +127,28 @@ class Demo:
             manifests.apply(self.kube, doc, NAMESPACE)
         self.wait_for(CANARY, lambda o: phase(o) == "Healthy", "the canary's first deploy")
         self.wait_for(BLUEGREEN, lambda o: phase(o) == "Healthy", "the blue-green's first deploy")
-        for name in (PASSING, FAILING, ROUTED):
+        for name in (PASSING, FAILING, DATADOG, ROUTED):
             self.wait_for(name, lambda o: phase(o) == "Healthy", f"{name}'s first deploy")
 
         before = self.reconciles()
-        self.echo(f"== new image {NEW_IMAGE} for {CANARY}, {BLUEGREEN} and {PASSING}")
+        self.echo(f"== new image {NEW_IMAGE} for {CANARY}, {BLUEGREEN}, {PASSING} and {DATADOG}")
         self.echo(f"   and {FLAKY_IMAGE} for {FAILING}; {self.stack.metrics_url} measures both")
         self.cli("set", "image", CANARY, f"app={NEW_IMAGE}")
         self.cli("set", "image", BLUEGREEN, f"app={NEW_IMAGE}")
         self.cli("set", "image", PASSING, f"app={NEW_IMAGE}")
         self.cli("set", "image", FAILING, f"app={FLAKY_IMAGE}")
+        self.cli("set", "image", DATADOG, f"app={NEW_IMAGE}")
         self.cli("set", "image", ROUTED, f"app={NEW_IMAGE}")
         self.wait_for(CANARY, self.at_indefinite_pause, "the canary pauses at setWeight 50")
         self.wait_for(
             BLUEGREEN, lambda o: phase(o) == "Paused", "the blue-green waits for promotion"
         )
 
-        self.echo("== meanwhile, analysis decided the other two canaries")
+        self.echo("== meanwhile, analysis decided the other three canaries")
         self.wait_for(PASSING, healthy_on_new_revision, f"{PASSING} passes its analysis and is "
                       "Healthy on revision 2")  # fmt: skip
+        self.wait_for(DATADOG, healthy_on_new_revision, f"{DATADOG} passes its analysis, "
+                      "measured by Datadog, and is Healthy on revision 2")  # fmt: skip
         self.wait_for(FAILING, aborted_by_analysis, f"{FAILING} fails its analysis and is "
                       "aborted")  # fmt: skip
         self.wait_until(lambda: self.event(FAILING, "AnalysisRunFailed"),
@@ -210,6 +217,20 @@ class Demo:
                   f"webhook {self.stack.metrics_url}/hooks/demo")  # fmt: skip
         manifests.ensure_namespace(self.kube, namespace)
         manifests.apply(self.kube, doc, namespace)
+
+    def apply_datadog_secret(self, namespace: str) -> None:
+        """The `datadog` Secret the datadog provider reads in the controller's namespace, with
+        the metrics server (which answers Datadog's query API) as the address."""
+        secret = {
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "datadog", "namespace": namespace},
+            "stringData": {"address": self.stack.metrics_url, "api-key": "demo",
+                           "app-key": "demo"},
+        }  # fmt: skip
+        self.echo(f"== datadog: Secret datadog in namespace {namespace}, "
+                  f"address {self.stack.metrics_url}")  # fmt: skip
+        manifests.ensure_namespace(self.kube, namespace)
+        manifests.apply(self.kube, secret, namespace)
 
     def notifications(self) -> list[Obj]:
         """What the local webhook received for the canary, once its completion has arrived."""

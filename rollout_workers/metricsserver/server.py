@@ -8,6 +8,8 @@
 - `PUT /metrics/<name>?<label>=<value>...` with `{"value": <number>}` sets a value by hand (it
   overrides the derived series whose labels include those); `DELETE` removes it again.
 - `GET /metrics`: every series in Prometheus' text exposition format. `GET /-/healthy`: 200.
+- Datadog's `GET /api/v1/query` (told from Prometheus' by its `DD-API-KEY` header) and
+  `POST /api/v2/query/scalar` over the same series (`datadog.py`), for the `datadog` provider.
 - `<any method> /hooks/<name>`: a webhook receiver for notifications (the local stack's
   `service.webhook` target): it keeps the last 1,000 requests; `GET /hooks` lists them, oldest
   first, as `[{"time", "method", "path", "body"}]`.
@@ -39,6 +41,7 @@ from rollout_workers.kube.client import Kube
 from rollout_workers.kube.errors import KubeError
 from rollout_workers.kube.resources import REPLICASETS
 from rollout_workers.local.pids import pid_alive
+from rollout_workers.metricsserver import datadog
 from rollout_workers.metricsserver.query import (
     Number,
     QueryError,
@@ -260,7 +263,11 @@ class Handler(BaseHTTPRequestHandler):
         body = self._body()
         path = urlsplit(self.path).path
         store = self.server.store
-        if path == "/api/v1/query" and method in ("GET", "POST"):
+        if path in ("/api/v1/query", "/api/v2/query/scalar") and datadog.API_KEY_HEADER in (
+            self.headers
+        ):
+            self._json(self._datadog(path, method, body))
+        elif path == "/api/v1/query" and method in ("GET", "POST"):
             form = method == "POST" and self.headers.get_content_type() == (
                 "application/x-www-form-urlencoded"
             )
@@ -293,6 +300,23 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, b"Metrics server is Healthy.\n", "text/plain; charset=utf-8")
         else:
             self._json((404, {"error": f"no such endpoint: {method} {path}"}))
+
+    def _datadog(self, path: str, method: str, body: bytes) -> Reply:
+        if not datadog.authorized({k.upper(): v for k, v in self.headers.items()}):
+            return datadog.errors(403, "Forbidden")
+        try:
+            series = self.server.store.all()
+        except SourceUnavailable as err:
+            return datadog.errors(503, str(err))
+        if path == "/api/v1/query" and method == "GET":
+            return datadog.v1_query(self._params(), series=series)
+        if path == "/api/v2/query/scalar" and method == "POST":
+            try:
+                request = json.loads(body or b"null")
+            except ValueError:
+                return datadog.errors(400, "Invalid JSON body")
+            return datadog.v2_scalar(request, series=series)
+        return datadog.errors(405, f"{method} is not allowed on {path}")
 
     def do_GET(self) -> None:
         self._route("GET")

@@ -163,13 +163,15 @@ def test_demo_runs_to_the_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     summary = out.strip().splitlines()[-1]
-    assert summary.startswith("summary: rollouts 5, reconciles ")
-    assert "analysis runs 1 Successful + 1 Failed" in summary
+    assert summary.startswith("summary: rollouts 6, reconciles ")
+    assert "analysis runs 2 Successful + 1 Failed" in summary
     for step in ("the canary pauses at setWeight 50", "the canary is aborted",
                  "the blue-green waits for promotion", "the canary is Healthy on revision 2",
                  "the blue-green is Healthy on revision 2",
                  "canary-pass passes its analysis and is Healthy on revision 2",
                  "canary-fail fails its analysis and is aborted",
+                 "canary-datadog passes its analysis, measured by Datadog, and is Healthy on "
+                 "revision 2",
                  "canary-nginx pauses with canary-weight 50 on canary-nginx-canary-nginx-canary",
                  "canary-nginx is Healthy on revision 2, all traffic back on the stable Service",
                  ):  # fmt: skip
@@ -181,6 +183,9 @@ def test_demo_runs_to_the_end(tmp_path: Path) -> None:
     assert re.search(r"analysisrun canary-pass-\w+-2-1: Successful \(success-rate \[0\.99\] "
                      r"\[0\.99\] \[0\.99\]\)", out), out  # fmt: skip
     assert re.search(r"analysisrun canary-fail-\w+-2-1: Failed \(success-rate \[0\.6\]\)", out)
+    # The Datadog canary's formula over its two queries, through the Datadog-compatible API.
+    assert re.search(r"analysisrun canary-datadog-\w+-2-1: Successful \(success-rate 0\.99 "
+                     r"0\.99 0\.99\)", out), out  # fmt: skip
     assert re.search(r"event canary-fail AnalysisRunFailed: Step Analysis Run 'canary-fail-\w+-2-1'"
                      r" Status New: 'Failed'", out), out  # fmt: skip
     assert re.search(r"canary-fail +Degraded .*RolloutAborted: Rollout aborted update to revision "

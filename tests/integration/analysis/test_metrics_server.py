@@ -1,6 +1,7 @@
 """The metrics server over HTTP, with series derived from a real (embedded) API server's
 ReplicaSets, measured by the real prometheus and web providers and the real condition
-evaluator, exactly as the AnalysisRun controller measures deploy/examples/' template."""
+evaluator, exactly as the AnalysisRun controller measures deploy/examples/' templates
+(Prometheus, and Datadog through the server's Datadog-compatible API)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from rollout_workers.analysis.providers import ProviderDeps
+from rollout_workers.analysis.providers.datadog import DatadogProvider
 from rollout_workers.analysis.providers.prometheus import PrometheusProvider
 from rollout_workers.analysis.providers.web import WebProvider
 from rollout_workers.api.analysis import AnalysisPhase as P
@@ -31,6 +33,7 @@ from rollout_workers.notifications.config import Service
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext, send
 from rollout_workers.settings import Settings
+from tests.support.metricapis import FakeSecrets
 from tests.unit.analysis.providers.stubs import NOW
 
 NS = "metrics"
@@ -169,3 +172,49 @@ def test_webhook_notifications_are_kept_and_listed(server: MetricsServer) -> Non
     assert (hook["method"], hook["path"], hook["body"]) == (
         "GET", "/hooks/demo", "Rollout web has been completed."
     )  # fmt: skip
+
+
+def datadog(server: MetricsServer, spec: dict[str, Any]) -> Measurement:
+    """The datadog provider with the Secret the demo creates: the server as its address."""
+    secret = {"address": server.url, "api-key": "demo", "app-key": "demo"}
+    deps = ProviderDeps(namespace="argo-rollouts", secrets=FakeSecrets({
+        ("argo-rollouts", "datadog"): secret}))  # fmt: skip
+    metric = Metric.from_dict({"name": "m", "provider": {"datadog": spec},
+                               "successCondition": "default(result, 0) >= 0.95"})  # fmt: skip
+    run = AnalysisRun.from_dict(
+        {"metadata": {"name": "r", "namespace": NS}, "spec": {"metrics": [metric.to_dict()]}}
+    )
+    return DatadogProvider(deps).run(run, metric, NOW)
+
+
+DD_QUERY = "avg:demo.success_rate{app:web,rollouts_pod_template_hash:%s}"
+
+
+def test_datadog_provider_measures_each_version_through_both_apis(server: MetricsServer) -> None:
+    for spec in ({"query": DD_QUERY % "good"},
+                 {"apiVersion": "v2", "query": DD_QUERY % "good"},
+                 {"apiVersion": "v2", "queries": {"a": DD_QUERY % "good", "b": DD_QUERY % "bad"},
+                  "formula": "(a + b) / 2 + 0.2"}):  # fmt: skip
+        good = datadog(server, spec)
+        assert good.phase == P.SUCCESSFUL, (spec, good.message)
+    assert datadog(server, {"query": DD_QUERY % "good"}).value == "0.99"
+    bad = datadog(server, {"apiVersion": "v2", "query": DD_QUERY % "bad"})
+    assert (bad.phase, bad.value) == (P.FAILED, "0.6")
+    every = datadog(server, {"query": "max:demo.success_rate{app:web}"})
+    assert every.value == "0.99"
+    none = datadog(server, {"query": DD_QUERY % "gone"})
+    assert (none.phase, none.value) == (P.FAILED, "[]")  # no data: default(result, 0)
+
+
+def test_datadog_requests_need_keys_and_a_query_the_server_reads(server: MetricsServer) -> None:
+    status, body = http("GET", f"{server.url}/api/v1/query?query=x&from=1&to=2", **{
+        "DD-API-KEY": "k"})  # fmt: skip
+    assert (status, body) == (403, {"errors": ["Forbidden"]})
+    m = datadog(server, {"query": "rate(demo.success_rate)"})
+    assert m.phase == P.ERROR
+    assert m.message == (
+        'received non 2xx response code: 400 {"errors": ["Error parsing query: unable to parse '
+        'rate(demo.success_rate)"]}'
+    )
+    status, body = http("GET", f"{server.url}/api/v1/query?query=up")  # no key: Prometheus'
+    assert (status, body["status"]) == (200, "success")

@@ -108,6 +108,19 @@ def test_create_sets_metadata_and_increments_resource_version(store: Store) -> N
     assert second.obj["kind"] == "ConfigMap" and second.obj["apiVersion"] == "v1"
 
 
+def test_secret_string_data_is_folded_into_data_on_every_write(store: Store) -> None:
+    secrets = rt("", "v1", "secrets")
+    made = store.create(secrets, namespace="default", body={
+        "metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eQ=="},
+        "stringData": {"b": "two", "c": "three"}})  # fmt: skip
+    assert "stringData" not in made.obj
+    assert made.obj["data"] == {"a": "eA==", "b": "dHdv", "c": "dGhyZWU="}
+    patched = store.patch(secrets, namespace="default", name="s", patch_type=MERGE_PATCH,
+                          patch={"stringData": {"a": "one"}})  # fmt: skip
+    assert "stringData" not in patched.obj
+    assert patched.obj["data"]["a"] == "b25l"
+
+
 def test_create_errors(store: Store) -> None:
     store.create(CONFIGMAPS, namespace="default", body={"metadata": {"name": "a"}})
     err = expect_error(
