@@ -301,12 +301,16 @@ def post_promotion_blocks_stable(ctx: RolloutContext) -> bool:
     return run_phase(current_bluegreen_run(ctx, "post")) != AnalysisPhase.SUCCESSFUL
 
 
-def skip_pre_promotion(ctx: RolloutContext) -> bool:
+def skip_pre_promotion(ctx: RolloutContext, run: Obj | None) -> bool:
     status = ctx.rollout.status or RolloutStatus()
     current = rsutil.pod_hash(ctx.new_rs or {}) or ""
     active = (status.blue_green.active_selector if status.blue_green else None) or ""
     if status.stable_rs == current or not active or active == current or not current:
         return True
+    if run is not None:
+        # Started: not cancelled, nor left unreplaced after a retry, because the preview lost a
+        # pod (or was scaled down by the abort).
+        return False
     preview: int | None = ctx.blue_green.preview_replica_count
     if preview is not None:
         return (
@@ -316,16 +320,13 @@ def skip_pre_promotion(ctx: RolloutContext) -> bool:
     return not ann.is_saturated(rollout_replicas=ctx.replicas, rs=ctx.new_rs)
 
 
-def skip_post_promotion(ctx: RolloutContext) -> bool:
+def skip_post_promotion(ctx: RolloutContext, run: Obj | None) -> bool:
     status = ctx.rollout.status or RolloutStatus()
     current = rsutil.pod_hash(ctx.new_rs or {}) or ""
     active = (status.blue_green.active_selector if status.blue_green else None) or ""
-    return (
-        status.stable_rs == current
-        or active != current
-        or not current
-        or not ann.is_saturated(rollout_replicas=ctx.replicas, rs=ctx.new_rs)
-    )
+    if status.stable_rs == current or active != current or not current:
+        return True
+    return run is None and not ann.is_saturated(rollout_replicas=ctx.replicas, rs=ctx.new_rs)
 
 
 def reconcile_bluegreen_analysis(ctx: RolloutContext) -> None:
@@ -336,8 +337,10 @@ def reconcile_bluegreen_analysis(ctx: RolloutContext) -> None:
         cancel(ctx, ctx.analysis_runs)
         ctx.bluegreen_runs = {"pre": pre, "post": post}
         return
-    pre = _reconcile_promotion_run(ctx, "pre", pre, skip_pre_promotion(ctx))
-    post = _reconcile_promotion_run(ctx, "post", post, skip_post_promotion(ctx))
+    # Argo's skip{Pre,Post}PromotionAnalysisRun: a run once started is not skipped because
+    # the new ReplicaSet became unsaturated.
+    pre = _reconcile_promotion_run(ctx, "pre", pre, skip_pre_promotion(ctx, pre))
+    post = _reconcile_promotion_run(ctx, "post", post, skip_post_promotion(ctx, post))
     ctx.bluegreen_runs = {"pre": pre, "post": post}
     previous = status.blue_green
     emit_changes(

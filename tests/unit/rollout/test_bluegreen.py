@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rollout_workers.api.analysis import AnalysisTemplateSpec
 from rollout_workers.kube import resources as r
 from tests.unit.rollout.onesync import NS, OneSync, rollout, service, template
 
@@ -119,3 +120,46 @@ def test_a_return_to_an_aborted_template_is_not_fast_tracked() -> None:
     assert [p["reason"] for p in status["pauseConditions"]] == ["BlueGreenPause"]
     assert status["stableRS"] == stable
     assert sim.services()["active"]["spec"]["selector"]["rollouts-pod-template-hash"] == stable
+
+
+GATE = AnalysisTemplateSpec.from_dict(
+    {"metrics": [{"name": "ok", "provider": {"web": {"url": "http://example.test/ok"}}}]}
+)
+
+
+def pre_promotion_failed(sim: OneSync) -> Obj:
+    """Deploy, update, and let the pre-promotion run fail: the rollout aborts. The run."""
+    sim.settle()
+    sim.set_image("web:2")
+    sim.settle()
+    (run,) = sim.of(r.ANALYSISRUNS).values()
+    run["status"] = {"phase": "Failed", "message": "gate failed"}
+    sim.settle()
+    assert sim.rollout["status"]["abort"] is True
+    return run
+
+
+def test_a_retry_after_a_failed_pre_promotion_run_analyses_again_with_the_preview_unsaturated() -> (
+    None
+):
+    """Argo's skipPrePromotionAnalysisRun cases "should not skip when currentAr is not nil"
+    (even if the ReplicaSet is unsaturated): a retry after a failed run starts a new run even
+    when the preview lost a pod meanwhile. Skipping left the failed run current, and the next
+    reconcile aborted the retried rollout again (seen under kill -9 chaos)."""
+    sim = OneSync(
+        rollout(replicas=1, strategy={"blueGreen": {
+            "activeService": "active", "autoPromotionEnabled": False,
+            "prePromotionAnalysis": {"templates": [{"templateName": "gate"}]}}}),
+        [service("active")],
+        template_lookup=lambda name, cluster: GATE if name == "gate" else None,
+    )  # fmt: skip
+    failed = pre_promotion_failed(sim)
+    sim.capped["web:2"] = 0  # the preview's pod is gone: the new ReplicaSet is unsaturated
+    sim.settle()
+    sim.writer.patch(r.ROLLOUTS, NS, "web", {"status": {"abort": False}}, status=True)
+    sim.settle()
+    runs = sorted(sim.of(r.ANALYSISRUNS))
+    assert len(runs) == 2, runs
+    current = sim.rollout["status"]["blueGreen"]["prePromotionAnalysisRunStatus"]
+    assert current["name"] != failed["metadata"]["name"]
+    assert not sim.rollout["status"].get("abort")
