@@ -486,7 +486,7 @@ def make_handler(runtime: Runtime) -> Handler:
         },
         listed=lambda res: is_synced(runtime.redis, prefix, res),
         written=written,
-        writer=KubeWriter(kube, on_written=written.record),
+        writer=KubeWriter(kube, on_written=written.record, on_deleted=written.forget),
         step_plugins=step_plugin_registry(settings.plugins),
         outbox=make_outbox(runtime),
     )
