@@ -23,6 +23,12 @@ def format_time(value: dt.datetime) -> str:
     return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def format_micro_time(value: dt.datetime) -> str:
+    """RFC 3339 with microseconds (metav1.MicroTime's format), for a time a few seconds are
+    measured from; `parse_time` reads it back."""
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def duration_seconds(value: int | str) -> int | None:
     """Whole seconds of an int or a digits-only string (seconds), or of a Go duration string;
     None when unreadable."""

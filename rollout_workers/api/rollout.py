@@ -343,6 +343,35 @@ class AmbassadorTrafficRouting(KubeModel):
     """Canary weights through Ambassador Mappings: a `<mapping>-canary` copy of each, weighted."""
 
     mappings: list[str]
+    """The Mappings to the stable Service; each gets a canary copy, deleted at weight 0."""
+
+
+class AppMeshVirtualService(KubeModel):
+    """The App Mesh VirtualService whose provider names the VirtualRouter to weight."""
+
+    name: str
+    routes: list[str] | None = None
+    """The VirtualRouter's routes (by name) to weight; all of them when unset."""
+
+
+class AppMeshVirtualNodeReference(KubeModel):
+    """An App Mesh VirtualNode, by name (in the rollout's namespace)."""
+
+    name: str
+
+
+class AppMeshVirtualNodeGroup(KubeModel):
+    """The VirtualNodes the route targets; their pod selectors follow the pod hashes."""
+
+    canary_virtual_node_ref: AppMeshVirtualNodeReference
+    stable_virtual_node_ref: AppMeshVirtualNodeReference
+
+
+class AppMeshTrafficRouting(KubeModel):
+    """Canary weights through AWS App Mesh: a VirtualRouter's weighted targets."""
+
+    virtual_service: AppMeshVirtualService | None = None
+    virtual_node_group: AppMeshVirtualNodeGroup | None = None
 
 
 class ApisixRoute(KubeModel):
@@ -450,8 +479,8 @@ class GatewayAPITrafficRouting(OpenModel):
 
 
 class RolloutTrafficRouting(OpenModel):
-    """The traffic router(s) a canary uses. Routers this project does not implement (alb is
-    modelled and refused, appMesh is kept as given) are refused by the controller."""
+    """The traffic router(s) a canary uses. A router this project does not implement (alb) is
+    modelled and refused by the controller; unknown fields are kept as given."""
 
     nginx: NginxTrafficRouting | None = None
     alb: ALBTrafficRouting | None = None
@@ -459,6 +488,7 @@ class RolloutTrafficRouting(OpenModel):
     istio: IstioTrafficRouting | None = None
     traefik: TraefikTrafficRouting | None = None
     ambassador: AmbassadorTrafficRouting | None = None
+    app_mesh: AppMeshTrafficRouting | None = None
     apisix: ApisixTrafficRouting | None = None
     gateway_api: GatewayAPITrafficRouting | None = Field(default=None, alias="gatewayAPI")
     """The Gateway API router, configured as Argo's gatewayAPI plugin is."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from rollout_workers.cache.routerrefs import router_refs
+from rollout_workers.cache.routerrefs import router_kinds, router_refs
 from rollout_workers.kube.resources import EXPERIMENTS, ROLLOUTS, Resource
 
 Obj = dict[str, Any]
@@ -147,5 +147,5 @@ def index_values(resource: Resource, obj: Obj) -> list[tuple[str, str]]:
     if resource == ROLLOUTS:
         refs_ = router_refs(obj)
         values.extend((ROUTER, router_value(ref.kind, ref.namespace, ref.name)) for ref in refs_)
-        values.extend((ROUTER_KIND, kind) for kind in dict.fromkeys(ref.kind for ref in refs_))
+        values.extend((ROUTER_KIND, kind) for kind in router_kinds(obj))
     return values

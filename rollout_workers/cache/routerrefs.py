@@ -12,6 +12,12 @@ Ingresses are always cached, see cache/indexers.py).
 - Traefik: the TraefikService `weightedTraefikServiceName`;
 - APISIX: the ApisixRoute `route.name`, and one per `managedRoutes` name (a header route is an
   ApisixRoute of its own, which the rollout creates);
+- Ambassador: each Mapping of `mappings`, and its canary copy `<mapping>-canary`, which the
+  rollout creates;
+- App Mesh: the VirtualService `virtualService.name` and the two VirtualNodes of
+  `virtualNodeGroup`. The VirtualRouter it weights is named by the VirtualService's provider, not
+  by the rollout: `dependent_router_refs` finds it in the objects read, and a VirtualRouter
+  change wakes the rollouts whose VirtualNodes its routes target (`routed_through`).
 - Gateway API: the HTTPRoutes, GRPCRoutes, TCPRoutes and TLSRoutes of `gatewayAPI`, or of the
   config of Argo's gatewayAPI plugin (`plugins["argoproj-labs/gatewayAPI"]`), in its
   `namespace` when set, else the rollout's.
@@ -19,8 +25,11 @@ Ingresses are always cached, see cache/indexers.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from rollout_workers.kube.resources import APPMESH_VIRTUAL_SERVICE
 
 Obj = dict[str, Any]
 
@@ -35,11 +44,39 @@ GATEWAY_ROUTE_FIELDS = {
 }
 
 
+#: Router kinds a rollout reaches through the objects it names: the App Mesh VirtualService's
+#: VirtualRouter (its reflector must run too).
+IMPLIED_KINDS = {APPMESH_VIRTUAL_SERVICE: ("VirtualRouter",)}
+#: Argo keeps a Mapping's name within 253 characters once `-canary` is added.
+CANARY_MAPPING_BASE_MAX = 246
+
+
 @dataclass(frozen=True, order=True)
 class RouterRef:
     kind: str
     namespace: str
     name: str
+
+
+def canary_mapping_name(mapping: str) -> str:
+    """The Ambassador canary Mapping of a Mapping (Argo's buildCanaryMappingName)."""
+    return f"{mapping[:CANARY_MAPPING_BASE_MAX]}-canary"
+
+
+def virtual_router_ref(virtual_service: Obj) -> RouterRef | None:
+    """The VirtualRouter an App Mesh VirtualService's provider names (its namespace by default);
+    None when the provider is not a VirtualRouter."""
+    provider = (virtual_service.get("spec") or {}).get("provider")
+    router = provider.get("virtualRouter") if isinstance(provider, dict) else None
+    ref = router.get("virtualRouterRef") if isinstance(router, dict) else None
+    name = ref.get("name") if isinstance(ref, dict) else None
+    if not isinstance(name, str) or not name:
+        return None
+    namespace = ref.get("namespace") if isinstance(ref, dict) else None
+    default = str((virtual_service.get("metadata") or {}).get("namespace") or "")
+    return RouterRef(
+        "VirtualRouter", namespace if isinstance(namespace, str) and namespace else default, name
+    )
 
 
 def traffic_routing(obj: Obj) -> Obj:
@@ -110,10 +147,72 @@ def router_refs(obj: Obj) -> list[RouterRef]:
         refs.update(
             RouterRef("ApisixRoute", namespace, n) for n in names if isinstance(n, str) and n
         )
+    ambassador = routing.get("ambassador")
+    if isinstance(ambassador, dict):
+        for name in ambassador.get("mappings") or []:
+            if isinstance(name, str) and name:
+                refs.add(RouterRef("Mapping", namespace, name))
+                refs.add(RouterRef("Mapping", namespace, canary_mapping_name(name)))
+    app_mesh = routing.get("appMesh")
+    if isinstance(app_mesh, dict):
+        vs = app_mesh.get("virtualService")
+        name = vs.get("name") if isinstance(vs, dict) else None
+        if isinstance(name, str) and name:
+            refs.add(RouterRef(APPMESH_VIRTUAL_SERVICE, namespace, name))
+        group = app_mesh.get("virtualNodeGroup")
+        for field in ("canaryVirtualNodeRef", "stableVirtualNodeRef"):
+            node = group.get(field) if isinstance(group, dict) else None
+            name = node.get("name") if isinstance(node, dict) else None
+            if isinstance(name, str) and name:
+                refs.add(RouterRef("VirtualNode", namespace, name))
     config = gateway_api_config(routing)
     if config is not None:
         where = config.get("namespace") if isinstance(config.get("namespace"), str) else ""
         for kind in GATEWAY_ROUTE_FIELDS:
             for name in gateway_route_names(config, kind):
                 refs.add(RouterRef(kind, where or namespace, name))
+    return sorted(refs)
+
+
+def router_kinds(obj: Obj) -> list[str]:
+    """The router kinds the rollout names, and those it reaches through them (IMPLIED_KINDS):
+    the reflectors the watcher must run for it."""
+    kinds = dict.fromkeys(ref.kind for ref in router_refs(obj))
+    for kind in list(kinds):
+        kinds.update(dict.fromkeys(IMPLIED_KINDS.get(kind, ())))
+    return list(kinds)
+
+
+def dependent_router_refs(found: Mapping[RouterRef, Obj]) -> list[RouterRef]:
+    """The router objects named by those found (the VirtualRouter of each App Mesh
+    VirtualService), sorted, unique."""
+    refs = {
+        ref
+        for key, obj in found.items()
+        if key.kind == APPMESH_VIRTUAL_SERVICE and (ref := virtual_router_ref(obj)) is not None
+    }
+    return sorted(refs)
+
+
+def routed_through(kind: str, obj: Obj) -> list[RouterRef]:
+    """The router objects through which a rollout reaches `obj` when it does not name it: the
+    VirtualNodes an App Mesh VirtualRouter's routes target (in its namespace by default). A
+    change to `obj` wakes the rollouts that name them."""
+    if kind != "VirtualRouter":
+        return []
+    default = str((obj.get("metadata") or {}).get("namespace") or "")
+    refs: set[RouterRef] = set()
+    for route in (obj.get("spec") or {}).get("routes") or []:
+        if not isinstance(route, dict):
+            continue
+        for rule in route.values():
+            action = rule.get("action") if isinstance(rule, dict) else None
+            targets = action.get("weightedTargets") if isinstance(action, dict) else None
+            for target in targets if isinstance(targets, list) else []:
+                node = target.get("virtualNodeRef") if isinstance(target, dict) else None
+                name = node.get("name") if isinstance(node, dict) else None
+                if isinstance(name, str) and name:
+                    where = node.get("namespace") if isinstance(node, dict) else None
+                    namespace = where if isinstance(where, str) and where else default
+                    refs.add(RouterRef("VirtualNode", namespace, name))
     return sorted(refs)

@@ -103,3 +103,9 @@ class WrittenVersions:
             return []
         written = self._redis.mget([self._key(plural, k) for k in absent])
         return [k for k, value in zip(absent, written, strict=True) if value is not None]
+
+    def forget(self, plural: str, key: str) -> None:
+        """A worker deleted the object: the cache is no longer expected to hold it (else a
+        router object created, then deleted, such as Ambassador's canary Mapping, would read
+        as created and not cached yet until the record expired)."""
+        self._redis.delete(self._key(plural, key))

@@ -101,13 +101,34 @@ TRAEFIKSERVICES = (
     ),
 )
 #: Ambassador's (Emissary-ingress's) Mapping: getambassador.io v3alpha1 (Emissary 2 and 3) and
-#: v2 (Ambassador 1, Argo's default).
-MAPPINGS = _versions("mappings", "getambassador.io", "Mapping", "v3alpha1", "v2")
+#: v2 (Ambassador 1, Argo's default), then the AmbassadorMapping that Emissary 2's developer
+#: previews served as x.getambassador.io/v3alpha1 (Argo's `--ambassador-api-version` picks one
+#: of them; here the first one served). One router kind, "Mapping", whatever the group.
+MAPPINGS = (
+    *_versions("mappings", "getambassador.io", "Mapping", "v3alpha1", "v2"),
+    *_versions("ambassadormappings", "x.getambassador.io", "AmbassadorMapping", "v3alpha1"),
+)
+#: AWS App Mesh controller's objects, appmesh.k8s.aws/v1beta2 (the one version Argo speaks).
+#: Its VirtualService shares Istio's kind (and plural), so as a router kind it is named
+#: `VirtualService.appmesh.k8s.aws`, and cached apart from Istio's.
+APPMESH_VIRTUAL_SERVICE = "VirtualService.appmesh.k8s.aws"
+APPMESH_VIRTUALSERVICES = (
+    Resource(
+        "virtualservices",
+        "appmesh.k8s.aws",
+        "v1beta2",
+        "VirtualService",
+        cache="virtualservices.appmesh.k8s.aws-v1beta2",
+    ),
+)
+APPMESH_VIRTUALROUTERS = _versions("virtualrouters", "appmesh.k8s.aws", "VirtualRouter", "v1beta2")
+APPMESH_VIRTUALNODES = _versions("virtualnodes", "appmesh.k8s.aws", "VirtualNode", "v1beta2")
 #: Apache APISIX ingress controller's ApisixRoute: apisix.apache.org v2 (Argo's default) and
 #: v2beta3 before it.
 APISIXROUTES = _versions("apisixroutes", "apisix.apache.org", "ApisixRoute", "v2", "v2beta3")
-#: The objects of traffic routers that are CRDs (optional, in several versions), by kind: the
-#: versions a cluster may serve, newest first. The controller speaks the newest one served.
+#: The objects of traffic routers that are CRDs (optional, in several versions), by router
+#: kind (the Kubernetes kind, or `Kind.group` for a kind two routers share): the versions a
+#: cluster may serve, newest first. The controller speaks the newest one served.
 ROUTER_OBJECTS: dict[str, tuple[Resource, ...]] = {
     versions[0].kind: versions
     for versions in (
@@ -120,8 +141,26 @@ ROUTER_OBJECTS: dict[str, tuple[Resource, ...]] = {
         TLSROUTES,
         TRAEFIKSERVICES,
         APISIXROUTES,
+        MAPPINGS,
+        APPMESH_VIRTUALROUTERS,
+        APPMESH_VIRTUALNODES,
     )
 }
+ROUTER_OBJECTS[APPMESH_VIRTUAL_SERVICE] = APPMESH_VIRTUALSERVICES
+_ROUTER_KINDS = {res: kind for kind, versions in ROUTER_OBJECTS.items() for res in versions}
+_ROUTER_KINDS_BY_TYPE = {(res.api_version, res.kind): kind for res, kind in _ROUTER_KINDS.items()}
+
+
+def router_kind(resource: Resource) -> str | None:
+    """The router kind (ROUTER_OBJECTS key) a resource is a version of; None: not a router's."""
+    return _ROUTER_KINDS.get(resource)
+
+
+def router_kind_of(obj: dict[str, object]) -> str | None:
+    """The router kind of an object, by its apiVersion and kind (None: not a router's)."""
+    return _ROUTER_KINDS_BY_TYPE.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))))
+
+
 PODS = Resource("pods", "", "v1", "Pod")
 CONFIGMAPS = Resource("configmaps", "", "v1", "ConfigMap")
 SECRETS = Resource("secrets", "", "v1", "Secret")

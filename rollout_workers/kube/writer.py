@@ -46,12 +46,16 @@ def fenced(patch: Obj, resource_version: str | None) -> Obj:
 
 #: Called after each successful write with (resource plural, namespace/name, resourceVersion).
 OnWritten = Callable[[str, str, str], None]
+#: Called after each delete (the object is gone) with (resource plural, namespace/name).
+OnDeleted = Callable[[str, str], None]
 
 
 class KubeWriter:
-    def __init__(self, kube: Kube, on_written: OnWritten | None = None) -> None:
+    def __init__(
+        self, kube: Kube, on_written: OnWritten | None = None, on_deleted: OnDeleted | None = None
+    ) -> None:
         self.kube = kube
-        self._on_written = on_written
+        self._on_written, self._on_deleted = on_written, on_deleted
 
     def _written(self, resource: r.Resource, namespace: str, obj: Obj) -> Obj:
         if self._on_written is not None:
@@ -106,6 +110,8 @@ class KubeWriter:
     ) -> None:
         with contextlib.suppress(NotFound):
             self.kube.delete(resource, namespace, name, propagation=propagation)
+        if self._on_deleted is not None:
+            self._on_deleted(resource.plural, f"{namespace}/{name}")
 
 
 @dataclass

@@ -63,7 +63,12 @@ from rollout_workers.rollout.stepplugins.registry import (
 )
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, unsupported_router
 from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
-from rollout_workers.rollout.trafficrouting.refs import router_refs
+from rollout_workers.rollout.trafficrouting.reconciler import router_reference_error
+from rollout_workers.rollout.trafficrouting.refs import (
+    RouterRef,
+    dependent_router_refs,
+    router_refs,
+)
 from rollout_workers.settings import PluginSettings
 from rollout_workers.timefmt import format_time, utcnow
 
@@ -161,6 +166,7 @@ class RolloutController:
             ingresses=ingresses,
             router_objects=routed.objects,
             served_router_kinds=frozenset(routed.served) if self.router_objects else None,
+            router_versions=routed.served,
             analysis_templates=self._templates(self.templates, namespace, obj, TEMPLATE),
             cluster_analysis_templates=self._templates(
                 self.cluster_templates, None, obj, CLUSTER_TEMPLATE
@@ -241,12 +247,19 @@ class RolloutController:
         return {str(i["metadata"]["name"]): i for i in found}, canary_keys
 
     def _router_objects(self, obj: Obj) -> RouterObjects:
-        """The router objects the rollout names (refs.py) that exist, at the version of each
-        kind the API server serves; a kind it does not serve is left out."""
+        """The router objects the rollout names (refs.py) that exist, then those they name
+        (App Mesh's VirtualRouter), at the version of each kind the API server serves; a kind
+        it does not serve is left out."""
         routed = RouterObjects()
         if self.router_objects is None:
             return routed
-        for ref in router_refs(obj):
+        self._read_router_objects(router_refs(obj), routed)
+        self._read_router_objects(dependent_router_refs(routed.objects), routed)
+        return routed
+
+    def _read_router_objects(self, refs: list[RouterRef], routed: RouterObjects) -> None:
+        assert self.router_objects is not None
+        for ref in refs:
             resource = routed.served.get(ref.kind) or self.router_objects.served(ref.kind)
             if resource is None:
                 continue
@@ -254,14 +267,13 @@ class RolloutController:
             found = self.router_objects.get(resource, ref.namespace, ref.name)
             if found is not None:
                 routed.objects[ref] = found
-        return routed
 
     def _routers_stale(self, obj: Obj, routed: RouterObjects) -> bool:
         """A router object read older than our last write to it, or one we wrote (created: the
         TrafficSplit) that the cache does not hold yet: acting now would undo our own write or
         create it again. Objects read from the API are never older than our writes."""
         by_kind: dict[str, tuple[list[Obj], list[str], set[str]]] = {}
-        for ref in router_refs(obj):
+        for ref in [*router_refs(obj), *dependent_router_refs(routed.objects)]:
             if ref.kind not in routed.served:
                 continue
             found, keys, have = by_kind.setdefault(ref.kind, ([], [], set()))
@@ -352,6 +364,10 @@ def reconcile(
     if message:
         invalid_spec(ctx, message)
         return
+    failure = router_reference_error(ctx)
+    if failure:
+        # Argo's sync fails on it before anything is reconciled, with no condition: retried.
+        raise TrafficRoutingError(failure)
     c.remove_condition(ctx.status, T.INVALID_SPEC)
     workload.persist_workload_generation(ctx)
     sync.check_paused_conditions(ctx)
@@ -470,7 +486,7 @@ def make_handler(runtime: Runtime) -> Handler:
         },
         listed=lambda res: is_synced(runtime.redis, prefix, res),
         written=written,
-        writer=KubeWriter(kube, on_written=written.record),
+        writer=KubeWriter(kube, on_written=written.record, on_deleted=written.forget),
         step_plugins=step_plugin_registry(settings.plugins),
         outbox=make_outbox(runtime),
     )

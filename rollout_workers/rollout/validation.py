@@ -20,8 +20,15 @@ Argo's field paths are kept even where they look odd: `ValidateRolloutStrategyCa
 with the path `spec.strategy`, so canary errors read `spec.strategy.steps[0].setWeight`, and a
 missing strategy reads `spec.strategy.strategy`.
 
-Traffic routers other than nginx, SMI and Gateway API are refused by the controller
-(`trafficrouting.unsupported_router`), not here: such a spec is valid Argo. The Gateway API
+The referenced objects of the Ambassador router (each Mapping exists and defines no weight) and
+of the App Mesh router (the VirtualService and the VirtualRouter its provider names exist, and
+every route of that VirtualRouter has exactly two weighted targets) are checked as Argo's
+controller checks them. App Mesh's `virtualNodeGroup`, which Argo dereferences without a check
+(a nil one panics its reconcile), is required here.
+
+Traffic routers this controller does not implement (ALB, plugins other than Gateway API) are
+refused by the controller (`trafficrouting.unsupported_router`), not here: such a spec is valid
+Argo. The Gateway API
 router's config (the gatewayAPI plugin's) is checked here as the plugin would fail on it: a
 config naming no route (the plugin's message), a route kind the API server does not serve, and a
 route that does not exist (the API server's NotFound message, which the plugin reports). Its
@@ -61,8 +68,11 @@ from rollout_workers.api.rollout import (
     SetMirrorRoute,
     StringMatch,
 )
+from rollout_workers.kube import resources as r
 from rollout_workers.rollout.trafficrouting import (
     TrafficRoutingError,
+    ambassador,
+    appmesh,
     gatewayapi,
     not_served_message,
 )
@@ -73,6 +83,7 @@ from rollout_workers.rollout.trafficrouting.refs import (
     GATEWAY_API_PLUGIN,
     RouterRef,
     split_namespaced,
+    virtual_router_ref,
 )
 
 # -- Argo's messages (validation.go) -----------------------------------------------------------
@@ -188,6 +199,17 @@ VIRTUAL_SERVICE_WITHOUT_ROUTES = (
     "Unable to get any of the HTTP, TCP or TLS routes for the Istio VirtualService"
 )
 VIRTUAL_SERVICE_INVALID_ROUTES = "Istio VirtualService has invalid {} routes. Error: {}"
+AMBASSADOR_NO_MAPPINGS = "must provide at least one mapping"
+APP_MESH_NO_VIRTUAL_SERVICE = "must provide virtual-service"
+APP_MESH_NO_ROUTES = "No routes defined for AppMesh virtual-router {}"
+APP_MESH_INVALID_ROUTE = "Invalid route was found for AppMesh virtual-router {} at index {}"
+APP_MESH_ROUTE_DETAILS = (
+    "Error getting route details for AppMesh virtual-router {} and route {}. Error: {}"
+)
+APP_MESH_INVALID_ACTION = "Invalid route action found for AppMesh virtual-router {} and route {}"
+APP_MESH_TARGET_COUNT = (
+    "Invalid number of weightedTargets ({}) for AppMesh virtual-router {} and route {}, expected 2"
+)
 
 # -- defaults (utils/defaults/defaults.go) ---------------------------------------------------
 
@@ -247,6 +269,9 @@ class ReferencedResources:
     #: the API server serves; None when they were not looked up (nothing to check against).
     router_objects: Mapping[RouterRef, Mapping[str, Any]] = dataclass_field(default_factory=dict)
     served_router_kinds: frozenset[str] | None = None
+    #: The version spoken of each served router kind (its group and plural name what is not
+    #: found); a kind absent here is named at its newest version.
+    router_versions: Mapping[str, r.Resource] = dataclass_field(default_factory=dict)
 
 
 def invalid_spec_message(name: str, error: ValidationError) -> str:
@@ -565,6 +590,7 @@ def _spec_errors(rollout: Rollout) -> Iterator[ValidationError]:
 
     yield from _strategy_errors(rollout, "spec.strategy")
     yield from _gateway_api_unsupported_errors(rollout)
+    yield from _app_mesh_required_errors(rollout)
 
 
 def _gateway_api_path(routing: RolloutTrafficRouting) -> str:
@@ -589,6 +615,14 @@ def _gateway_api_unsupported_errors(rollout: Rollout) -> Iterator[ValidationErro
     for field in gatewayapi.route_selectors(config):
         message = gatewayapi.route_selector_message(field)
         yield ValidationError(f"{path}.{field}", message, ErrorType.FORBIDDEN)
+
+
+def _app_mesh_required_errors(rollout: Rollout) -> Iterator[ValidationError]:
+    """App Mesh's virtualNodeGroup, which Argo's reconciler dereferences unchecked."""
+    routing = _routing(rollout)
+    app_mesh = routing.app_mesh if routing is not None else None
+    if app_mesh is not None and app_mesh.virtual_node_group is None:
+        yield _required(f"{_ROUTING_PATH}.appMesh.virtualNodeGroup", "")
 
 
 def _selector_valid(selector: LabelSelector | None) -> bool:
@@ -1078,6 +1112,12 @@ def reference_errors(rollout: Rollout, references: ReferencedResources) -> list[
     virtual_service_lookup = _virtual_service_lookup_errors(rollout, references)
     if virtual_service_lookup:
         return virtual_service_lookup
+    mapping_lookup = _ambassador_lookup_errors(rollout, references)
+    if mapping_lookup:
+        return mapping_lookup
+    app_mesh_lookup = _app_mesh_lookup_errors(rollout, references)
+    if app_mesh_lookup:
+        return app_mesh_lookup
     gateway_lookup = _gateway_api_errors(rollout, references)
     if gateway_lookup:
         return gateway_lookup
@@ -1089,6 +1129,8 @@ def reference_errors(rollout: Rollout, references: ReferencedResources) -> list[
         errors.extend(_analysis_template_errors(rollout, ref, templates))
     errors.extend(_ingress_errors(rollout, references))
     errors.extend(_virtual_service_errors(rollout, references))
+    errors.extend(_ambassador_errors(rollout, references))
+    errors.extend(_app_mesh_errors(rollout, references))
     return errors
 
 
@@ -1254,6 +1296,150 @@ def _check_istio_routes(
         istiorouter.validate_tls_routes(wanted=vs.tls_routes or [], tls=routes, targets=targets)
     else:
         istiorouter.validate_tcp_routes(wanted=vs.tcp_routes or [], tcp=routes, targets=targets)
+
+
+def _routing(rollout: Rollout) -> RolloutTrafficRouting | None:
+    strategy = rollout.spec.strategy
+    return strategy.canary.traffic_routing if strategy and strategy.canary else None
+
+
+def _router_version(references: ReferencedResources, kind: str) -> r.Resource:
+    return references.router_versions.get(kind) or r.ROUTER_OBJECTS[kind][0]
+
+
+_AMBASSADOR_PATH = f"{_ROUTING_PATH}.ambassador.mappings"
+
+
+def _ambassador_lookup_errors(
+    rollout: Rollout, references: ReferencedResources
+) -> list[ValidationError]:
+    """Argo's getAmbassadorMappings: at least one Mapping, each found (the API server's
+    NotFound; a kind not served reads the same, as from Argo's dynamic client)."""
+    routing = _routing(rollout)
+    config = routing.ambassador if routing else None
+    if config is None:
+        return []
+    if not config.mappings:
+        return [_invalid(_AMBASSADOR_PATH, "null", AMBASSADOR_NO_MAPPINGS)]
+    if references.served_router_kinds is None:
+        return []
+    namespace = rollout.metadata.namespace or ""
+    resource = _router_version(references, ambassador.KIND)
+    for name in config.mappings:
+        ref = RouterRef(ambassador.KIND, namespace, name)
+        if ambassador.KIND not in references.served_router_kinds or (
+            ref not in references.router_objects
+        ):
+            message = ambassador.not_found_message(resource, name)
+            return [_invalid(_AMBASSADOR_PATH, go_quote(name), message)]
+    return []
+
+
+def _ambassador_errors(rollout: Rollout, references: ReferencedResources) -> list[ValidationError]:
+    """Argo's ValidateAmbassadorMapping: a Mapping the canary copies must not set a weight
+    (the field path is Argo's, the Mapping's own)."""
+    routing = _routing(rollout)
+    config = routing.ambassador if routing else None
+    if config is None:
+        return []
+    namespace = rollout.metadata.namespace or ""
+    errors = []
+    for name in config.mappings:
+        mapping = references.router_objects.get(RouterRef(ambassador.KIND, namespace, name))
+        if mapping is not None and ambassador.mapping_weight(dict(mapping)) != 0:
+            message = ambassador.WEIGHT_DEFINED_MESSAGE.format(name)
+            errors.append(_invalid("spec.weight", go_quote(name), message))
+    return errors
+
+
+#: Argo's path, in lower case as it writes it.
+_APP_MESH_PATH = f"{_ROUTING_PATH}.appmesh.virtualService"
+
+
+def _app_mesh_router(
+    rollout: Rollout, references: ReferencedResources
+) -> tuple[list[ValidationError], Mapping[str, Any] | None]:
+    """Argo's getReferencedAppMeshResources: (its error, the VirtualRouter found). A
+    VirtualService whose provider is not a VirtualRouter fails Argo's sync without a spec error:
+    left to the reconcile (appmesh.reference_error)."""
+    routing = _routing(rollout)
+    config = routing.app_mesh if routing else None
+    if config is None:
+        return [], None
+    if config.virtual_service is None:
+        return [_invalid(_APP_MESH_PATH, "null", APP_MESH_NO_VIRTUAL_SERVICE)], None
+    served = references.served_router_kinds
+    if served is None:
+        return [], None
+    namespace = rollout.metadata.namespace or ""
+    name = config.virtual_service.name
+    value = go_quote(f"{name}.{namespace}")
+    vs = references.router_objects.get(RouterRef(appmesh.VIRTUAL_SERVICE, namespace, name))
+    if appmesh.VIRTUAL_SERVICE not in served or vs is None:
+        resource = _router_version(references, appmesh.VIRTUAL_SERVICE)
+        message = f'{resource.plural}.{resource.group} "{name}" not found'
+        return [_invalid(_APP_MESH_PATH, value, message)], None
+    ref = virtual_router_ref(dict(vs))
+    if ref is None:
+        return [], None
+    router = references.router_objects.get(ref)
+    if appmesh.VIRTUAL_ROUTER not in served or router is None:
+        resource = _router_version(references, appmesh.VIRTUAL_ROUTER)
+        message = f'{resource.plural}.{resource.group} "{ref.name}" not found'
+        return [_invalid(_APP_MESH_PATH, value, message)], None
+    return [], router
+
+
+def _app_mesh_lookup_errors(
+    rollout: Rollout, references: ReferencedResources
+) -> list[ValidationError]:
+    return _app_mesh_router(rollout, references)[0]
+
+
+def _go_any(value: Any) -> str:
+    """Go's `%s` of a decoded JSON value (a route's name)."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "%!s(<nil>)"
+    if isinstance(value, bool):
+        return f"%!s(bool={_go_bool(value)})"
+    if isinstance(value, int | float):
+        return f"%!s({'int64' if isinstance(value, int) else 'float64'}={value})"
+    return _go_value(value)
+
+
+def _app_mesh_errors(rollout: Rollout, references: ReferencedResources) -> list[ValidationError]:
+    """Argo's ValidateAppMeshVirtualRouter: routes, each of a supported type with exactly two
+    weighted targets (the first error only, as Argo returns)."""
+    _, router = _app_mesh_router(rollout, references)
+    if router is None:
+        return []
+    name = str((router.get("metadata") or {}).get("name", ""))
+    value = go_quote(name)
+    routes = (router.get("spec") or {}).get("routes")
+    if not isinstance(routes, list) or not routes:
+        return [_invalid("spec.routes", value, APP_MESH_NO_ROUTES.format(name))]
+    for index, route in enumerate(routes):
+        path = f"spec.routes[{index}]"
+        if not isinstance(route, dict):
+            return [_invalid(path, value, APP_MESH_INVALID_ROUTE.format(name, index))]
+        route_name = _go_any(route.get("name"))
+        try:
+            rule, route_type = appmesh.route_rule(route)
+        except TrafficRoutingError as err:
+            message = APP_MESH_ROUTE_DETAILS.format(name, route_name, err)
+            return [_invalid(path, value, message)]
+        targets_path = f"{path}.{route_type}.action.weightedTargets"
+        action = rule.get("action")
+        targets = action.get("weightedTargets") if isinstance(action, dict) else None
+        if not isinstance(targets, list):
+            message = APP_MESH_INVALID_ACTION.format(name, route_name)
+            return [_invalid(targets_path, value, message)]
+        if len(targets) != 2:
+            message = APP_MESH_TARGET_COUNT.format(len(targets), name, route_name)
+            return [_invalid(targets_path, value, message)]
+    return []
 
 
 def _gateway_api_errors(rollout: Rollout, references: ReferencedResources) -> list[ValidationError]:

@@ -42,7 +42,7 @@ from rollout_workers.cache.indexers import (
     group_kind,
     workload_reference,
 )
-from rollout_workers.cache.routerrefs import router_refs
+from rollout_workers.cache.routerrefs import router_kinds
 from rollout_workers.cache.synced import synced_key
 from rollout_workers.kube.resources import ROUTER_OBJECTS, WATCHED, WORKLOADS, Resource
 from rollout_workers.watcher.reflector import Reflector
@@ -71,12 +71,10 @@ def referenced_kinds(changes: Iterable[Change]) -> set[str]:
 
 
 def referenced_router_kinds(changes: Iterable[Change]) -> set[str]:
-    """The router kinds (`VirtualService`) these rollout changes name."""
+    """The router kinds (`VirtualService`) these rollout changes name, or reach through the
+    objects they name (App Mesh's VirtualRouter)."""
     return {
-        ref.kind
-        for change in changes
-        if change.type != "DELETED"
-        for ref in router_refs(change.obj)
+        kind for change in changes if change.type != "DELETED" for kind in router_kinds(change.obj)
     }
 
 

@@ -19,6 +19,7 @@ from rollout_workers.cache.indexers import (
     router_value,
     workload_value,
 )
+from rollout_workers.cache.routerrefs import routed_through
 from rollout_workers.kube import resources as r
 
 #: Reverse lookup into the cache: (type plural, index, value) -> keys of objects of that type.
@@ -110,14 +111,16 @@ def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
             str(meta.get("name", "")),
         )
         referencing(WORKLOAD, value, "rollouts")
-    elif resource in r.ROUTER_OBJECTS.get(resource.kind, ()):
+    elif (kind := r.router_kind(resource)) is not None:
         # A traffic-router object (reflector started on demand): the rollouts that route
         # through it, and the Rollout that owns it (a TrafficSplit it created). A change
         # someone else makes to a managed route is thus corrected on the next reconcile.
         meta = change.obj.get("metadata") or {}
-        value = router_value(
-            resource.kind, str(meta.get("namespace", "")), str(meta.get("name", ""))
-        )
+        value = router_value(kind, str(meta.get("namespace", "")), str(meta.get("name", "")))
         referencing(ROUTER, value, "rollouts")
+        # An object no rollout names (App Mesh's VirtualRouter, named by a VirtualService):
+        # the rollouts naming what it routes to.
+        for ref in routed_through(kind, change.obj):
+            referencing(ROUTER, router_value(ref.kind, ref.namespace, ref.name), "rollouts")
         owner("Rollout", "rollouts")
     return {kind: found for kind, found in keys.items() if found}

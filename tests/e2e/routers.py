@@ -1,15 +1,19 @@
-"""The traffic-router scenarios (nginx, SMI, Istio, Gateway API, Traefik, APISIX), run concurrently
-with the scenarios of test_rollouts.py by the RBAC audit (test_rbac.py) on both CRD shapes, with
-real watcher, beat and worker processes. The routers' CRDs are installed through the embedded
-API's CRD support (tests/support/routercrds.py); the weights are read from the router's own
-object:
+"""The traffic-router scenarios (nginx, SMI, Istio, Gateway API, Traefik, APISIX, Ambassador,
+App Mesh), run concurrently with the scenarios of test_rollouts.py by the RBAC audit
+(test_rbac.py) on both CRD shapes, with real watcher, beat and worker processes. The routers'
+CRDs are installed through the embedded API's CRD support (tests/support/routercrds.py); the
+weights are read from the router's own object:
 
 - the weights follow setWeight step by step, and end 0/100 after promotion with the stable
   Service on the new pod hash;
 - on abort the weight goes back to the stable before the canary is scaled down;
 - Istio and Gateway API: a header route and a mirror route appear at their steps and are gone
-  at the end; nginx, SMI, Traefik and APISIX: setCanaryScale keeps the canary at its replicas while
-  the weight moves.
+  at the end; nginx, SMI, Traefik, APISIX, Ambassador and App Mesh: setCanaryScale keeps the
+  canary at its replicas while the weight moves;
+- Ambassador and App Mesh: someone else's edit of the weight (and App Mesh's VirtualNode hash)
+  is put back while paused, and what the router made goes at the end (Ambassador's canary
+  Mapping, 5 s after its weight went to 0). App Mesh's edit is of its VirtualRouter, which no
+  rollout names: it reaches the rollout through the VirtualNodes its routes target.
 """
 
 from __future__ import annotations
@@ -49,6 +53,11 @@ class Router:
     subsets: Callable[[World, str], dict[str, str]] | None = None
     #: Header and mirror routes (Istio, Gateway API); the others run setCanaryScale instead.
     managed_routes: bool = False
+    #: Someone else's edit of the router's objects (the canary's weight to 90, ...), which the
+    #: controller puts back: the edit scenario runs for the routers that have one.
+    tamper: Callable[[World, str], None] | None = None
+    #: What the router made for the update is gone (checked after promotion), else None.
+    cleaned: Callable[[World, str], bool] | None = None
 
 
 def services(name: str) -> list[Obj]:
@@ -337,6 +346,141 @@ APISIX = Router(
 )
 
 
+# -- Ambassador --------------------------------------------------------------------------------
+
+
+def ambassador_objects(name: str, ns: str) -> list[Obj]:
+    """A Mapping `<name>-mapping` to the stable Service (the canary copy is the rollout's)."""
+    return [{
+        "apiVersion": "getambassador.io/v3alpha1", "kind": "Mapping",
+        "metadata": {"name": f"{name}-mapping"},
+        "spec": {"hostname": f"{name}.example", "prefix": "/", "service": f"{name}-stable:80"},
+    }]  # fmt: skip
+
+
+def ambassador_canary(w: World, name: str) -> Obj | None:
+    return get(w, r.MAPPINGS[0], f"{name}-mapping-canary")
+
+
+def ambassador_weight(w: World, name: str) -> int | None:
+    """The canary Mapping's weight (0 while there is none: all to the stable Mapping)."""
+    canary = ambassador_canary(w, name)
+    return 0 if canary is None else int(canary["spec"].get("weight") or 0)
+
+
+def ambassador_tamper(w: World, name: str) -> None:
+    w.kube.patch(r.MAPPINGS[0], w.namespace, f"{name}-mapping-canary", {"spec": {"weight": 90}})
+
+
+AMBASSADOR = Router(
+    "ambassador",
+    objects=ambassador_objects,
+    routing=lambda name, ns: {"ambassador": {"mappings": [f"{name}-mapping"]}},
+    weight=ambassador_weight,
+    routes=lambda w, name: 0,
+    tamper=ambassador_tamper,
+    cleaned=lambda w, name: ambassador_canary(w, name) is None,
+)
+
+
+# -- App Mesh -----------------------------------------------------------------------------------
+
+
+def appmesh_targets(name: str, canary: int, stable: int) -> list[Obj]:
+    return [
+        {"virtualNodeRef": {"name": f"{name}-vn-canary"}, "weight": canary},
+        {"virtualNodeRef": {"name": f"{name}-vn-stable"}, "weight": stable},
+    ]
+
+
+def appmesh_objects(name: str, ns: str) -> list[Obj]:
+    """A VirtualService `<name>-vs` provided by the VirtualRouter `<name>-vr`, whose route
+    splits between the VirtualNodes `<name>-vn-canary` and `<name>-vn-stable`."""
+    api = "appmesh.k8s.aws/v1beta2"
+    nodes = [
+        {
+            "apiVersion": api,
+            "kind": "VirtualNode",
+            "metadata": {"name": f"{name}-vn-{role}"},
+            "spec": {
+                "podSelector": {
+                    "matchLabels": {"app": name, r.POD_TEMPLATE_HASH_LABEL: f"{role}-tbd"}
+                },
+                "listeners": [{"portMapping": {"port": 80, "protocol": "http"}}],
+                "serviceDiscovery": {"dns": {"hostname": f"{name}-{role}.{ns}.svc.cluster.local"}},
+            },
+        }
+        for role in ("canary", "stable")
+    ]
+    return [{
+        "apiVersion": api, "kind": "VirtualService", "metadata": {"name": f"{name}-vs"},
+        "spec": {"provider": {"virtualRouter": {"virtualRouterRef": {"name": f"{name}-vr"}}}},
+    }, {
+        "apiVersion": api, "kind": "VirtualRouter", "metadata": {"name": f"{name}-vr"},
+        "spec": {
+            "listeners": [{"portMapping": {"port": 80, "protocol": "http"}}],
+            "routes": [{"name": "primary", "httpRoute": {
+                "match": {"prefix": "/"},
+                "action": {"weightedTargets": appmesh_targets(name, 0, 100)},
+            }}],
+        },
+    }, *nodes]  # fmt: skip
+
+
+def appmesh_weight(w: World, name: str) -> int | None:
+    router = get(w, r.APPMESH_VIRTUALROUTERS[0], f"{name}-vr")
+    if router is None:
+        return None
+    targets = router["spec"]["routes"][0]["httpRoute"]["action"]["weightedTargets"]
+    weights = {t["virtualNodeRef"]["name"]: int(t["weight"]) for t in targets}
+    return weights.get(f"{name}-vn-canary")
+
+
+def appmesh_subsets(w: World, name: str) -> dict[str, str]:
+    """The pod hash each VirtualNode selects."""
+    found = {}
+    for role in ("canary", "stable"):
+        node = get(w, r.APPMESH_VIRTUALNODES[0], f"{name}-vn-{role}") or {}
+        labels = node.get("spec", {}).get("podSelector", {}).get("matchLabels") or {}
+        found[role] = str(labels.get(r.POD_TEMPLATE_HASH_LABEL, ""))
+    return found
+
+
+def appmesh_tamper(w: World, name: str) -> None:
+    """The weights swapped on the VirtualRouter, and the canary VirtualNode pointed elsewhere."""
+    route = {
+        "name": "primary",
+        "httpRoute": {
+            "match": {"prefix": "/"},
+            "action": {"weightedTargets": appmesh_targets(name, 90, 10)},
+        },
+    }
+    w.kube.patch(
+        r.APPMESH_VIRTUALROUTERS[0], w.namespace, f"{name}-vr", {"spec": {"routes": [route]}}
+    )
+    w.kube.patch(r.APPMESH_VIRTUALNODES[0], w.namespace, f"{name}-vn-canary", {"spec": {
+        "podSelector": {"matchLabels": {r.POD_TEMPLATE_HASH_LABEL: "someone-elses"}}}})  # fmt: skip
+
+
+APPMESH = Router(
+    "appmesh",
+    objects=appmesh_objects,
+    routing=lambda name, ns: {
+        "appMesh": {
+            "virtualService": {"name": f"{name}-vs"},
+            "virtualNodeGroup": {
+                "canaryVirtualNodeRef": {"name": f"{name}-vn-canary"},
+                "stableVirtualNodeRef": {"name": f"{name}-vn-stable"},
+            },
+        }
+    },
+    weight=appmesh_weight,
+    routes=lambda w, name: 0,
+    subsets=appmesh_subsets,
+    tamper=appmesh_tamper,
+)
+
+
 # -- the scenarios -------------------------------------------------------------------------------
 
 
@@ -442,13 +586,54 @@ def abort_weight_back_before_scale_down(router: Router) -> Callable[[World], Non
     return scenario
 
 
+def edit_put_back(router: Router) -> Callable[[World], None]:
+    def scenario(w: World) -> None:
+        from tests.e2e.test_rollouts import phase, promoted
+
+        assert router.tamper is not None
+        name = f"{router.name[:2]}{router.name[-1]}e"
+        routed_canary(w, router, name, [{"setWeight": 30}, {"pause": {}}])
+        w.wait(name, lambda o: promoted(o) and router.weight(w, name) == 0, "first deploy")
+        w.cli("set", "image", name, "app=demo:2")
+        new = w.wait(
+            name,
+            lambda o: phase(o) == "Paused" and router.weight(w, name) == 30,
+            "paused at weight 30",
+        )["status"]["currentPodHash"]
+        router.tamper(w, name)
+        w.wait(
+            name,
+            lambda o: (
+                router.weight(w, name) == 30
+                and (router.subsets is None or router.subsets(w, name)["canary"] == new)
+            ),
+            "someone else's edit put back",
+        )
+        assert phase(w.rollout(name)) == "Paused", "the edit moved no step"
+        w.cli("promote", name)
+        w.wait(
+            name,
+            lambda o: (
+                promoted(o)
+                and router.weight(w, name) == 0
+                and (router.cleaned is None or router.cleaned(w, name))
+            ),
+            "promoted, weight 0, what the router made is gone",
+        )
+
+    scenario.__name__ = f"{router.name}_3_someone_elses_edit_put_back"
+    return scenario
+
+
 def scenarios(*routers: Router) -> list[Callable[[World], None]]:
-    """Both scenarios for each router; subset-level Istio (a variant) runs the abort one."""
+    """Both scenarios for each router, and the edit one for those with a tamper; subset-level
+    Istio (a variant) runs the abort one."""
     found = [
         make(router)
         for router in routers
         for make in (weights_follow_the_steps, abort_weight_back_before_scale_down)
     ]
+    found += [edit_put_back(router) for router in routers if router.tamper is not None]
     if ISTIO in routers:
         found.append(abort_weight_back_before_scale_down(ISTIO_SUBSET))
     return found

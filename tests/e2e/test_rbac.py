@@ -78,6 +78,13 @@ UNUSED_BUT_NEEDED = {
         for verb in ("create", "delete")
     },
     **{
+        (who, "x.getambassador.io", "ambassadormappings", verb): ({"argo", "status-everywhere"},
+            "Emissary 2's previews serve Mappings only as x.getambassador.io AmbassadorMappings "
+            "(the embedded API serves getambassador.io; unit-tested in test_ambassador.py)")
+        for who, verb in (("worker", "get"), ("worker", "create"), ("worker", "patch"),
+                          ("worker", "delete"), ("watcher", "list"), ("watcher", "watch"))
+    },
+    **{
         (who, "traefik.containo.us", "traefikservices", verb): ({"argo", "status-everywhere"},
             "Traefik before v2.10 serves TraefikService only as traefik.containo.us (the embedded "
             "API serves traefik.io; unit-tested in test_traefik.py)")
@@ -98,6 +105,10 @@ SOMETIMES_USED = {
         ("gateway.networking.k8s.io", "httproutes"),
         ("traefik.io", "traefikservices"),
         ("apisix.apache.org", "apisixroutes"),
+        ("getambassador.io", "mappings"),
+        ("appmesh.k8s.aws", "virtualservices"),
+        ("appmesh.k8s.aws", "virtualrouters"),
+        ("appmesh.k8s.aws", "virtualnodes"),
     )
 }
 
@@ -274,8 +285,8 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
     scenarios = [
         *e2e.SCENARIOS,
         # Traffic routing (nginx, SMI, Istio host- and subset-level, Gateway API, Traefik,
-        # APISIX): the routers' reflectors started on demand, the worker's writes to their
-        # objects.
+        # APISIX, Ambassador, App Mesh): the routers' reflectors started on demand, the worker's
+        # writes to their objects.
         *routers.scenarios(
             routers.NGINX,
             routers.SMI,
@@ -283,6 +294,8 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
             routers.GATEWAY,
             routers.TRAEFIK,
             routers.APISIX,
+            routers.AMBASSADOR,
+            routers.APPMESH,
         ),
         # Fields acted on as Argo does: pods patched with ephemeral metadata.
         *fields.SCENARIOS,

@@ -75,6 +75,9 @@ def test_written_versions_tell_a_lagging_cache(rdb: redis.Redis) -> None:
     keys = ["ns/run", "ns/other"]
     assert written.unseen("analysisruns", keys, cached=set()) == ["ns/run"]
     assert written.unseen("analysisruns", keys, cached={"ns/run"}) == []
+    # Deleted by a worker since: no longer expected in the cache.
+    written.forget("analysisruns", "ns/run")
+    assert written.unseen("analysisruns", keys, cached=set()) == []
 
 
 def test_an_event_that_is_only_the_own_controllers_write_is_marked(rdb: redis.Redis) -> None:

@@ -1,7 +1,7 @@
-"""The traffic routers' CRDs (SMI, Istio, Gateway API, Traefik, ...), as a cluster that runs
-those routers has them: the groups, kinds and versions the real projects publish, with open
-schemas (the embedded API does not validate values), installed through the API as `kubectl
-apply` would."""
+"""The traffic routers' CRDs (SMI, Istio, Gateway API, Traefik, APISIX, Ambassador, App Mesh),
+as a cluster that runs those routers has them: the groups, kinds and versions the real projects
+publish, with open schemas (the embedded API does not validate values), installed through the
+API as `kubectl apply` would."""
 
 from __future__ import annotations
 
@@ -58,8 +58,9 @@ def router_crd(versions: tuple[r.Resource, ...], *, storage: str | None = None) 
     }
 
 
-#: Each router kind's CRD, by kind (in its newest group: Traefik's traefik.io; the older
-#: traefik.containo.us is `router_crd(r.TRAEFIKSERVICES[1:])`).
+#: Each router kind's CRD, by router kind (in its newest group: Traefik's traefik.io, the older
+#: traefik.containo.us being `router_crd(r.TRAEFIKSERVICES[1:])`; Ambassador's getambassador.io,
+#: the previews' x.getambassador.io AmbassadorMapping being `router_crd(r.MAPPINGS[2:])`).
 ROUTER_CRDS: dict[str, Obj] = {
     kind: router_crd(versions) for kind, versions in r.ROUTER_OBJECTS.items()
 }

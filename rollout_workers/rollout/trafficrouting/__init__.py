@@ -4,9 +4,10 @@ Mirrors argo-rollouts' `TrafficRoutingReconciler` (rollout/trafficrouting/): a r
 canary weight (and header or mirror routes) to whatever carries the traffic, reports whether the
 weight is verified (None: the router cannot tell), and removes the routes it manages once the
 update is over or aborted. The nginx (`nginx.py`), SMI (`smi.py`), Istio (`istio.py`), Traefik
-(`traefik.py`), APISIX (`apisix.py`) and Gateway API (`gatewayapi.py`: the first-class
-`gatewayAPI` field, or Argo's `argoproj-labs/gatewayAPI` plugin entry, which is the only plugin
-accepted) routers are implemented; every other router a rollout may name is reported by
+(`traefik.py`), APISIX (`apisix.py`), Ambassador (`ambassador.py`), App Mesh (`appmesh.py`) and
+Gateway API (`gatewayapi.py`: the first-class `gatewayAPI` field, or Argo's
+`argoproj-labs/gatewayAPI` plugin entry, which is the only plugin accepted) routers are
+implemented; every other router a rollout may name is reported by
 `unsupported_router` so the controller can refuse the spec with a message naming it, rather than
 act on it half-way.
 """
@@ -26,7 +27,7 @@ from rollout_workers.kube import resources as r
 
 #: The routers Argo knows besides those implemented, by their field in trafficRouting (of the
 #: plugins, only the Gateway API one is driven).
-OTHER_ROUTERS = ("alb", "ambassador", "appMesh", "plugins")
+OTHER_ROUTERS = ("alb", "plugins")
 UNSUPPORTED_ROUTER_MESSAGE = "trafficRouting.{} is not supported by this controller yet"
 #: The plugin this controller implements natively (trafficrouting/gatewayapi.py).
 SUPPORTED_PLUGINS = frozenset({"argoproj-labs/gatewayAPI"})
@@ -39,7 +40,8 @@ class TrafficRoutingError(RuntimeError):
 def not_served_message(kind: str) -> str:
     """A router kind whose CRD the API server does not serve ("TrafficSplit (split.smi-spec.io)
     is not served by the API server")."""
-    return f"{kind} ({r.ROUTER_OBJECTS[kind][0].group}) is not served by the API server"
+    newest = r.ROUTER_OBJECTS[kind][0]
+    return f"{newest.kind} ({newest.group}) is not served by the API server"
 
 
 class TrafficRouter(Protocol):

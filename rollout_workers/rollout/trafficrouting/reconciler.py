@@ -26,8 +26,9 @@ from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import experiment, service
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError
+from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError, appmesh
 from rollout_workers.rollout.trafficrouting import weights as w
+from rollout_workers.rollout.trafficrouting.ambassador import AmbassadorRouter
 from rollout_workers.rollout.trafficrouting.apisix import ApisixRouter
 from rollout_workers.rollout.trafficrouting.gatewayapi import GatewayAPIRouter, config_of
 from rollout_workers.rollout.trafficrouting.istio import IstioRouter
@@ -52,6 +53,10 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
         routers.append(SMIRouter(ctx, routing.smi))
     if routing.istio is not None:
         routers.append(IstioRouter(ctx, routing.istio))
+    if routing.ambassador is not None:
+        routers.append(AmbassadorRouter(ctx, routing.ambassador))
+    if routing.app_mesh is not None:
+        routers.append(appmesh.AppMeshRouter(ctx, routing.app_mesh))
     if routing.traefik is not None:
         routers.append(TraefikRouter(ctx, routing.traefik))
     if routing.apisix is not None:
@@ -60,6 +65,13 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
     if gateway_api is not None:
         routers.append(GatewayAPIRouter(ctx, gateway_api))
     return routers
+
+
+def router_reference_error(ctx: RolloutContext) -> str:
+    """A router object look-up that fails Argo's sync before anything is reconciled without
+    being a spec error (App Mesh: a VirtualService whose provider is not a VirtualRouter); ''
+    when there is none."""
+    return appmesh.reference_error(ctx)
 
 
 def max_traffic_weight(ctx: RolloutContext) -> int:

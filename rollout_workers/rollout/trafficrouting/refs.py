@@ -8,20 +8,26 @@ from rollout_workers.cache.routerrefs import (
     GATEWAY_API_PLUGIN,
     GATEWAY_ROUTE_FIELDS,
     RouterRef,
+    canary_mapping_name,
+    dependent_router_refs,
     gateway_api_config,
     gateway_route_names,
     router_refs,
     split_namespaced,
     traffic_routing,
+    virtual_router_ref,
 )
 
 __all__ = [
     "GATEWAY_API_PLUGIN",
     "GATEWAY_ROUTE_FIELDS",
     "RouterRef",
+    "canary_mapping_name",
+    "dependent_router_refs",
     "gateway_api_config",
     "gateway_route_names",
     "router_refs",
     "split_namespaced",
     "traffic_routing",
+    "virtual_router_ref",
 ]

@@ -89,6 +89,7 @@ EXPERIMENT_INVALID = Acted(EXPERIMENT + "test_invalid_spec_messages")
 REPLICAS = "tests/unit/rollout/test_replicas.py::"
 ISTIO = "tests/unit/rollout/test_istio.py::"
 GATEWAY = "tests/unit/rollout/test_gatewayapi.py::"
+APP_MESH = "tests/unit/rollout/test_appmesh.py::"
 ANALYSIS_CONTROLLER = "tests/unit/analysis/test_controller.py::"
 WEB = "tests/integration/analysis/test_web_provider.py::"
 PROMETHEUS = "tests/integration/analysis/test_prometheus_provider.py::"
@@ -667,12 +668,24 @@ ROLLOUT: Table = {
     f"{ROUTING}.apisix.route.rules": Acted(
         "tests/unit/rollout/test_apisix.py::test_set_weight_of_the_named_rules_only"
     ),
+    f"{ROUTING}.ambassador.mappings": Acted(
+        "tests/unit/rollout/test_ambassador.py::"
+        "test_weights_step_by_step_then_the_canary_mapping_goes"
+    ),
+    f"{ROUTING}.appMesh.virtualService.name": Acted(
+        APP_MESH + "test_weights_step_by_step_with_the_virtual_nodes_on_the_hashes"
+    ),
+    f"{ROUTING}.appMesh.virtualService.routes": Acted(
+        APP_MESH + "test_set_weight_of_the_filtered_routes_only"
+    ),
+    f"{ROUTING}.appMesh.virtualNodeGroup.canaryVirtualNodeRef.name": Acted(
+        APP_MESH + "test_update_hash"
+    ),
+    f"{ROUTING}.appMesh.virtualNodeGroup.stableVirtualNodeRef.name": Acted(
+        APP_MESH + "test_update_hash"
+    ),
     # Routers this controller does not implement.
     f"{ROUTING}.alb.**": Refused(router_refused("alb").message, example={"servicePort": 80}),
-    f"{ROUTING}.ambassador.**": Refused(
-        router_refused("ambassador").message, example={"mappings": ["m"]}
-    ),
-    f"{ROUTING}.appMesh.**": router_refused("appMesh"),
 }
 
 #: Rollout rows of the Gateway API plugin's config that neither Argo's CRD nor ours lists: they are

@@ -61,7 +61,7 @@ def test_unknown_fields_survive_at_every_depth() -> None:
     canary = rollout.spec.strategy and rollout.spec.strategy.canary
     assert canary and canary.traffic_routing
     assert canary.traffic_routing.model_extra == {
-        "appMesh": {"virtualService": {"name": "checkout"}}
+        "futureRouter": {"virtualService": {"name": "checkout"}}
     }
     assert rollout.status and rollout.status.canary and rollout.status.canary.model_extra
     assert rollout.status.canary.model_extra == {"futureSteps": {"lastRun": 8}}
@@ -73,7 +73,7 @@ def test_unknown_fields_survive_at_every_depth() -> None:
     assert out["status"]["phase"] == "Healthy"
     assert out["status"]["canary"]["stepPluginStatuses"][0]["index"] == 8
     assert out["status"]["canary"]["futureSteps"] == {"lastRun": 8}
-    assert out["spec"]["strategy"]["canary"]["trafficRouting"]["appMesh"] == {
+    assert out["spec"]["strategy"]["canary"]["trafficRouting"]["futureRouter"] == {
         "virtualService": {"name": "checkout"}
     }
 

@@ -191,6 +191,37 @@ ROUTED = {
             ("routerkind", "TraefikService"),
         ],
     ),
+    "ambassador: each Mapping and its canary copy": (
+        {"ambassador": {"mappings": ["m1", "m2"]}},
+        [
+            ("ns", "prod"),
+            ("router", "Mapping/prod/m1"),
+            ("router", "Mapping/prod/m1-canary"),
+            ("router", "Mapping/prod/m2"),
+            ("router", "Mapping/prod/m2-canary"),
+            ("routerkind", "Mapping"),
+        ],
+    ),
+    "app mesh: the VirtualService, the VirtualNodes, and the VirtualRouter kind": (
+        {
+            "appMesh": {
+                "virtualService": {"name": "vs"},
+                "virtualNodeGroup": {
+                    "canaryVirtualNodeRef": {"name": "vn-canary"},
+                    "stableVirtualNodeRef": {"name": "vn-stable"},
+                },
+            }
+        },
+        [
+            ("ns", "prod"),
+            ("router", "VirtualNode/prod/vn-canary"),
+            ("router", "VirtualNode/prod/vn-stable"),
+            ("router", "VirtualService.appmesh.k8s.aws/prod/vs"),
+            ("routerkind", "VirtualNode"),
+            ("routerkind", "VirtualService.appmesh.k8s.aws"),
+            ("routerkind", "VirtualRouter"),
+        ],
+    ),
     "nginx: Ingresses are their own index, no router object": (
         {"nginx": {"stableIngress": "ing"}},
         [("ns", "prod"), ("ing", "prod/ing")],
@@ -214,17 +245,34 @@ def test_rollouts_are_indexed_by_the_router_objects_they_name(
 def test_router_kinds_are_cached_per_version() -> None:
     """A kind is listed at one version into a cache of that version's own name, so a worker
     never reads objects of one version as another's (cache/routers.py)."""
-    for versions in r.ROUTER_OBJECTS.values():
-        names = [v.cache_name for v in versions]
-        assert len(set(names)) == len(names)
-        # The kind's first group by version alone; another group (Traefik's older one) by both.
+    every = [v for versions in r.ROUTER_OBJECTS.values() for v in versions]
+    names = [v.cache_name for v in every]
+    assert len(set(names)) == len(names)  # across kinds too: App Mesh's and Istio's
+    # VirtualServices, Traefik's two groups
+    first_group = {}
+    for v in every:
+        first_group.setdefault(v.plural, v.group)
+    for kind, versions in r.ROUTER_OBJECTS.items():
+        # A plural's first group by version alone; another group by both.
         assert all(
             v.cache_name
             == (
                 f"{v.plural}-{v.version}"
-                if v.group == versions[0].group
+                if v.group == first_group[v.plural]
                 else f"{v.plural}.{v.group}-{v.version}"
             )
             for v in versions
         )
         assert all(r.watch_selector(v, "a") is None for v in versions)  # all, as Argo's
+        assert all(r.router_kind(v) == kind for v in versions)
+
+
+def test_router_kind_of_an_object() -> None:
+    assert r.router_kind_of({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService"}) == (
+        "VirtualService"
+    )
+    appmesh = {"apiVersion": "appmesh.k8s.aws/v1beta2", "kind": "VirtualService"}
+    assert r.router_kind_of(appmesh) == r.APPMESH_VIRTUAL_SERVICE
+    preview = {"apiVersion": "x.getambassador.io/v3alpha1", "kind": "AmbassadorMapping"}
+    assert r.router_kind_of(preview) == "Mapping"
+    assert r.router_kind_of({"apiVersion": "v1", "kind": "Service"}) is None

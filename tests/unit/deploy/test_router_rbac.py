@@ -22,6 +22,10 @@ WORKER_WRITES = {
     "TLSRoute": {"patch"},
     "TraefikService": {"patch"},  # the user's: its weights changed in place
     "ApisixRoute": {"create", "patch", "delete"},  # the user's, and the header routes' own
+    "Mapping": {"create", "patch", "delete"},  # the canary copies only
+    "VirtualService.appmesh.k8s.aws": set(),  # read for its VirtualRouter
+    "VirtualRouter": {"patch"},  # its routes' weights
+    "VirtualNode": {"patch"},  # its pod selector's hash
 }
 
 

@@ -182,3 +182,23 @@ def test_an_unserved_group_version_is_not_cached() -> None:
     assert discovery.has_subresource(r.ANALYSISRUNS, "status")
     assert discovery.has_subresource(r.ANALYSISRUNS, "status")
     assert len(calls) == 2
+
+
+def test_a_delete_is_reported_even_when_the_object_was_gone() -> None:
+    """The stale-cache guard forgets a deleted object (cache/written.py forget)."""
+
+    class Deleting:
+        def delete(
+            self, resource: r.Resource, namespace: str, name: str, *, propagation: Any = None
+        ) -> None:
+            if name == "gone":
+                raise NotFound(404, "NotFound", f'mappings "{name}" not found')
+
+    deleted: list[tuple[str, str]] = []
+    writer = KubeWriter(
+        Deleting(),  # type: ignore[arg-type]
+        on_deleted=lambda plural, key: deleted.append((plural, key)),
+    )
+    writer.delete(r.MAPPINGS[0], "ns", "m-canary")
+    writer.delete(r.MAPPINGS[0], "ns", "gone")
+    assert deleted == [("mappings", "ns/m-canary"), ("mappings", "ns/gone")]

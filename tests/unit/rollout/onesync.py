@@ -48,9 +48,11 @@ RESOURCES = {
     "Deployment": r.DEPLOYMENTS,
 }
 #: Router kinds the fixture serves (their newest version), read by the routers from the
-#: context as the worker reads them from the cache.
+#: context as the worker reads them from the cache. A router object is seeded at its kind's
+#: (App Mesh's VirtualService is not Istio's, though both are "virtualservices").
 ROUTER_KINDS = {kind: versions[0] for kind, versions in r.ROUTER_OBJECTS.items()}
-RESOURCES.update(ROUTER_KINDS)
+for _resource in ROUTER_KINDS.values():
+    RESOURCES.setdefault(_resource.kind, _resource)  # Istio's VirtualService, the first
 
 
 def template(image: str, **labels: str) -> Obj:
@@ -186,7 +188,8 @@ class OneSync:
         obj = copy.deepcopy(obj)
         obj["metadata"].setdefault("namespace", NS)
         obj["metadata"].setdefault("creationTimestamp", format_time(self.now))
-        self.writer.seed(RESOURCES[obj["kind"]], obj)
+        kind = r.router_kind_of(obj)
+        self.writer.seed(ROUTER_KINDS[kind] if kind else RESOURCES[obj["kind"]], obj)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -312,6 +315,15 @@ class OneSync:
         found = self.writer.objects.get((resource.plural, namespace, name))
         return copy.deepcopy(found) if found is not None else None
 
+    def _router_objects(self) -> dict[RouterRef, Obj]:
+        """Every stored router object, by its router kind (from its apiVersion and kind)."""
+        found = {}
+        for (_, namespace, name), obj in self.writer.objects.items():
+            kind = r.router_kind_of(obj)
+            if kind is not None:
+                found[RouterRef(kind, namespace, name)] = copy.deepcopy(obj)
+        return found
+
     def sync(self) -> Synced:
         if self.kubelet_enabled:
             self.kubelet()
@@ -330,16 +342,7 @@ class OneSync:
             ingresses=copy.deepcopy(self.of(r.INGRESSES)),
             analysis_runs=copy.deepcopy(self._owned("analysisruns")),
             experiments=copy.deepcopy(self._of("experiments")),
-            routed=RouterObjects(
-                served=dict(ROUTER_KINDS),
-                objects={
-                    RouterRef(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]): (
-                        copy.deepcopy(o)
-                    )
-                    for kind, resource in ROUTER_KINDS.items()
-                    for o in self._of(resource.plural)
-                },
-            ),
+            routed=RouterObjects(served=dict(ROUTER_KINDS), objects=self._router_objects()),
             pods=self.writer,
             template_lookup=self.template_lookup,
             workload_ref=resolved,

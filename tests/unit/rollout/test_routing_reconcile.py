@@ -168,11 +168,13 @@ def test_a_changed_canary_ingress_is_put_back() -> None:
 
 def test_other_routers_are_invalid_spec_naming_the_router() -> None:
     obj = routed_rollout({"setWeight": 20})
-    obj["spec"]["strategy"]["canary"]["trafficRouting"] = {"ambassador": {"mappings": ["m"]}}
+    obj["spec"]["strategy"]["canary"]["trafficRouting"] = {
+        "alb": {"ingress": "web-ing", "servicePort": 80}
+    }
     sim = routed_sim(obj)
     sim.sync()
     condition = next(c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec")
-    expected = "trafficRouting.ambassador is not supported by this controller yet"
+    expected = "trafficRouting.alb is not supported by this controller yet"
     assert condition["message"] == expected
 
 

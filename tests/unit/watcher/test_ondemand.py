@@ -65,6 +65,14 @@ def test_referenced_router_kinds_of_rollout_changes() -> None:
     assert referenced_router_kinds(changes) == {"VirtualService", "TrafficSplit"}
 
 
+def test_app_mesh_needs_the_virtual_router_kind_it_does_not_name() -> None:
+    mesh = {"appMesh": {"virtualService": {"name": "vs"}}}
+    assert referenced_router_kinds([routed_change(mesh)]) == {
+        r.APPMESH_VIRTUAL_SERVICE,
+        "VirtualRouter",
+    }
+
+
 class FakeRedis:
     def __init__(self) -> None:
         self.sets: dict[str, set[str]] = {}

@@ -183,7 +183,22 @@ ROUTER_REFS = {
     ("rollouts", "router", "VirtualService/prod/vs"): ["prod/web", "prod/web2"],
     ("rollouts", "router", "VirtualService/mesh/shared"): ["prod/web"],
     ("rollouts", "router", "TrafficSplit/prod/split"): ["prod/other"],
+    ("rollouts", "router", "Mapping/prod/m-canary"): ["prod/amb"],
+    ("rollouts", "router", "VirtualService.appmesh.k8s.aws/prod/vs"): ["prod/mesh"],
+    ("rollouts", "router", "VirtualNode/prod/vn-canary"): ["prod/mesh"],
+    ("rollouts", "router", "VirtualNode/prod/vn-stable"): ["prod/mesh", "prod/mesh2"],
+    ("rollouts", "router", "VirtualNode/other/vn-canary"): ["other/elsewhere"],
 }
+
+
+def virtual_router(*nodes: dict[str, Any]) -> Change:
+    """A VirtualRouter change whose one route targets these VirtualNode references."""
+    chg = change("vr")
+    targets = [{"virtualNodeRef": node, "weight": 50} for node in nodes]
+    chg.obj["spec"] = {
+        "routes": [{"name": "primary", "httpRoute": {"action": {"weightedTargets": targets}}}]
+    }
+    return chg
 
 
 def router_lookup(plural: str, index: str, value: str) -> list[str]:
@@ -215,6 +230,31 @@ ROUTER_CASES = {
         r.TRAFFICSPLITS[0],
         change("split", owners=owned("Rollout", "web")),
         {"rollouts": {"prod/web", "prod/other"}},
+    ),
+    "an ambassador canary mapping wakes the rollout it is the canary copy for": (
+        r.MAPPINGS[0],
+        change("m-canary"),
+        {"rollouts": {"prod/amb"}},
+    ),
+    "at the older x.getambassador.io kind too": (
+        r.MAPPINGS[2],
+        change("m-canary"),
+        {"rollouts": {"prod/amb"}},
+    ),
+    "an app mesh virtual service is not istio's": (
+        r.APPMESH_VIRTUALSERVICES[0],
+        change("vs"),
+        {"rollouts": {"prod/mesh"}},
+    ),
+    "an app mesh virtual router wakes the rollouts naming the virtual nodes it targets": (
+        r.APPMESH_VIRTUALROUTERS[0],
+        virtual_router({"name": "vn-canary"}, {"name": "vn-stable"}),
+        {"rollouts": {"prod/mesh", "prod/mesh2"}},
+    ),
+    "a target's namespace is its own, by default the virtual router's": (
+        r.APPMESH_VIRTUALROUTERS[0],
+        virtual_router({"name": "vn-canary", "namespace": "other"}),
+        {"rollouts": {"other/elsewhere"}},
     ),
     "an unnamed, unowned route wakes nothing": (r.HTTPROUTES[0], change("h"), {}),
     "a route owned by something else": (
