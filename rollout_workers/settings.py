@@ -254,6 +254,11 @@ class KubeSettings(BaseModel):
         gt=0,
         description="Seconds the served subresources of a type (from discovery) are trusted.",
     )
+    event_queue: int = Field(
+        default=1000,
+        gt=0,
+        description="Events a process holds waiting to be written; more are dropped and counted.",
+    )
 
 
 class WatcherSettings(BaseModel):

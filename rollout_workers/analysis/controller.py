@@ -36,6 +36,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound, Unavailable
+from rollout_workers.kube.eventsink import EventSink
 from rollout_workers.kube.patch import merge_patch, prune_empty
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.notifications.outbox import Outbox, make_outbox
@@ -65,10 +66,11 @@ class AnalysisRunController:
         secrets: SecretReader,
         clock: Clock = utcnow,
         outbox: Outbox | None = None,
+        events: EventSink | None = None,
     ) -> None:
         self.runs, self.written, self.writer = runs, written, writer
         self.providers, self.secrets, self.clock = providers, secrets, clock
-        self.events = EventRecorder(writer, r.ANALYSISRUNS, outbox=outbox)
+        self.events = EventRecorder(writer, r.ANALYSISRUNS, outbox=outbox, sink=events)
 
     def sync(self, request: SyncRequest) -> Result:
         obj = self.runs.get(request.key)
@@ -491,5 +493,6 @@ def make_handler(runtime: Runtime) -> Handler:
         providers=lambda metric: provider_for(metric, deps),
         secrets=KubeSecretReader(kube),
         outbox=make_outbox(runtime),
+        events=runtime.events,
     )
     return when_cache_synced(runtime, controller.sync)

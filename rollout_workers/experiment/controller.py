@@ -29,6 +29,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, Unavailable
+from rollout_workers.kube.eventsink import EventSink
 from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.notifications.outbox import Outbox, make_outbox
@@ -58,8 +59,9 @@ class ExperimentController:
         writer: Writer,
         clock: Clock = utcnow,
         outbox: Outbox | None = None,
+        events: EventSink | None = None,
     ) -> None:
-        self.events = EventRecorder(writer, r.EXPERIMENTS, outbox=outbox)
+        self.events = EventRecorder(writer, r.EXPERIMENTS, outbox=outbox, sink=events)
         self.experiments, self.replicasets, self.services = experiments, replicasets, services
         self.analysis_runs = analysis_runs
         self.templates, self.cluster_templates = templates, cluster_templates
@@ -205,5 +207,6 @@ def make_handler(runtime: Runtime) -> Handler:
         written=written,
         writer=KubeWriter(kube, on_written=written.record),
         outbox=make_outbox(runtime),
+        events=runtime.events,
     )
     return when_cache_synced(runtime, controller.sync)

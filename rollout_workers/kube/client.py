@@ -214,21 +214,8 @@ class Kube:
     # -- writes ----------------------------------------------------------------------------
 
     def create(self, resource: Resource, namespace: str | None, body: Obj) -> Obj:
-        created = self.json("POST", resource.path(namespace), body=body)
-        if resource.plural == "events" and self.counts is not None:
-            self._count_event(body)
-        return created
-
-    def _count_event(self, event: Obj) -> None:
-        """rollout_events_total: an event this controller emitted about one of its objects."""
-        assert self.counts is not None
-        involved = event.get("involvedObject") or {}
-        self.counts.event(
-            namespace=str(involved.get("namespace", "")),
-            name=str(involved.get("name", "")),
-            type=str(event.get("type", "")),
-            reason=str(event.get("reason", "")),
-        )
+        # (rollout_events_total is counted where events are recorded: kube/eventsink.py.)
+        return self.json("POST", resource.path(namespace), body=body)
 
     def patch(
         self,

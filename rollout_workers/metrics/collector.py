@@ -192,6 +192,7 @@ class Snapshot:
     k8s_requests: dict[str, int]
     events: dict[str, int]
     notifications: dict[str, int] = field(default_factory=dict)
+    events_dropped: dict[str, int] = field(default_factory=dict)
     kinds: Sequence[str] = field(default_factory=lambda: list(KINDS))
 
 
@@ -220,6 +221,7 @@ def read_snapshot(client: redis.Redis, *, prefix: str) -> Snapshot:
     pipe.hgetall(keys.k8s_requests)
     pipe.hgetall(keys.events)
     pipe.hgetall(keys.notifications)
+    pipe.hgetall(keys.events_dropped)
     replies = iter(pipe.execute())
     now_s, now_us = next(replies)
     snap = Snapshot(
@@ -243,6 +245,7 @@ def read_snapshot(client: redis.Redis, *, prefix: str) -> Snapshot:
     snap.k8s_requests = _ints(next(replies))
     snap.events = _ints(next(replies))
     snap.notifications = _ints(next(replies))
+    snap.events_dropped = _ints(next(replies))
     return snap
 
 
@@ -476,7 +479,15 @@ def _request_families(snap: Snapshot) -> Iterator[Metric]:
         parts = fields.split(SEP)
         if len(parts) == 4:
             events.add(parts, value)
-    yield from (requests, events)
+    # Ours, not Argo's: events recorded (counted above) that never became an Event write.
+    dropped = ArgoCounter(
+        "rollout_events_dropped_total",
+        "Events recorded but not written: queue_full, spam (client-go's spam filter), failed",
+        ("cause",),
+    )
+    for cause, value in sorted(snap.events_dropped.items()):
+        dropped.add([cause], value)
+    yield from (requests, events, dropped)
 
 
 def _workqueue_families(snap: Snapshot) -> Iterator[Metric]:

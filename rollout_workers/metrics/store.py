@@ -10,6 +10,7 @@ Hashes (prefix `rw`):
   rw:metrics:<kind>:workqueue   `adds`, `retries`, `queue|b<i>`, `queue|sum`, `work|b<i>`, ...
   rw:metrics:k8s_requests       `kind|namespace|name|verb|status_code`
   rw:metrics:events             `namespace|name|type|reason`
+  rw:metrics:events_dropped     `cause` (queue_full, spam, failed: kube/eventsink.py)
   rw:metrics:notifications      `ok|namespace|name|type|reason`, `err|...`,
                                 `send|ns/name|b<i>`, `send|ns/name|sum`
 
@@ -82,6 +83,10 @@ class Keys:
     @property
     def events(self) -> str:
         return f"{self.prefix}:metrics:events"
+
+    @property
+    def events_dropped(self) -> str:
+        return f"{self.prefix}:metrics:events_dropped"
 
     @property
     def notifications(self) -> str:
@@ -172,6 +177,10 @@ class PendingCounts:
 
     def event(self, *, namespace: str, name: str, type: str, reason: str) -> None:
         self._add(self.keys.events, SEP.join((namespace, name, type, reason)))
+
+    def event_dropped(self, cause: str) -> None:
+        """An event recorded and never written (`rollout_events_dropped_total{cause}`)."""
+        self._add(self.keys.events_dropped, cause)
 
     def notification(self, *, namespace: str, name: str, type: str, reason: str, ok: bool) -> None:
         """`notification_send_success` or `notification_send_error`, as Argo labels them."""

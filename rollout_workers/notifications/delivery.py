@@ -38,6 +38,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.events import event_body
+from rollout_workers.kube.eventsink import WriterSink
 from rollout_workers.kube.writer import KubeWriter
 from rollout_workers.metrics.store import PendingCounts
 from rollout_workers.notifications.config import Config
@@ -275,14 +276,14 @@ def make_handler(runtime: Runtime) -> Handler:
     settings = runtime.settings
     prefix = settings.redis.key_prefix
     kube = Kube(api_client(settings), settings.kube, counts=runtime.counts)
-    writer = KubeWriter(kube)
+    events = runtime.events or WriterSink(KubeWriter(kube), runtime.counts)
     runs = Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS)
 
     def record_event(obj: Obj, reason: str, message: str) -> None:
         body = event_body(
             obj, reason=reason, message=message, warning=True, now=format_time(utcnow())
         )
-        writer.create(r.EVENTS, str(obj["metadata"].get("namespace", "")), body)
+        events.emit(body)
 
     delivery = Delivery(
         runtime.redis,

@@ -5,9 +5,13 @@ controllers record, rollouts, analysis runs and experiments alike: the Event fir
 ``sendNotifications``. Here the second is queuing a job in the outbox (outbox.py), so a
 reconcile never waits on a notification service.
 
-An Event that cannot be written is logged and the reconcile goes on (events are
-informational). A notification job that cannot be queued because Redis failed raises: the
-reconcile fails and is retried, and records the event again, with the same job key.
+The Event goes to an event sink (kube/eventsink.py): in a worker, the process' background
+sink, which writes it after the reconcile, through client-go's EventCorrelator, and may drop it
+(queue full, spam); without one, it is written at once through the reconcile's writer. Either
+way it never fails the reconcile (events are informational). The notifications hook on the
+event as recorded, before any of that filtering, synchronously: a notification job that cannot
+be queued because Redis failed raises, the reconcile fails and is retried, and records the
+event again, with the same job key.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import redis
 
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.events import event_body
+from rollout_workers.kube.eventsink import EventSink, WriterSink
 from rollout_workers.kube.writer import Writer
 from rollout_workers.notifications.outbox import Outbox
 from rollout_workers.timefmt import format_time
@@ -34,9 +39,17 @@ class EventRecorder:
     objects read from the cache, which carry neither)."""
 
     def __init__(
-        self, writer: Writer, resource: r.Resource, *, outbox: Outbox | None = None
+        self,
+        writer: Writer,
+        resource: r.Resource,
+        *,
+        outbox: Outbox | None = None,
+        sink: EventSink | None = None,
     ) -> None:
+        """`sink`: where Events go (the process' background sink); None writes each one at
+        once through `writer`."""
         self.writer, self.outbox = writer, outbox
+        self.sink = sink if sink is not None else WriterSink(writer)
         self._type = {"apiVersion": resource.api_version, "kind": resource.kind}
 
     def record(
@@ -46,11 +59,7 @@ class EventRecorder:
         body = event_body(
             full, reason=reason, message=message, warning=warning, now=format_time(now)
         )
-        namespace = str((obj.get("metadata") or {}).get("namespace", ""))
-        try:
-            self.writer.create(r.EVENTS, namespace, body)
-        except Exception as err:  # an event is informational: never fail a reconcile on it
-            log.warning("could not record event %s for %s: %s", reason, namespace, err)
+        self.sink.emit(body)  # never raises
         if self.outbox is None:
             return
         try:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import redis
 
+from rollout_workers.kube.eventsink import EventSink
 from rollout_workers.metrics.store import Keys, PendingCounts
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue import WorkQueue
@@ -22,6 +23,9 @@ class Runtime:
     queues: dict[str, WorkQueue]
     #: API requests and events this process made, not yet counted in Redis (see metrics).
     counts: PendingCounts = field(default_factory=lambda: PendingCounts(Keys("rw")))
+    #: Where this process' controllers send the Events they record (None: each controller
+    #: writes them inline through its writer).
+    events: EventSink | None = None
 
     def queue(self, kind: str) -> WorkQueue:
         return self.queues[kind]

@@ -12,8 +12,11 @@ import os
 import threading
 from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 
+from rollout_workers.kube.client import Kube
+from rollout_workers.kube.config import api_client
+from rollout_workers.kube.eventsink import FLUSH_TIMEOUT, BackgroundEventSink
 from rollout_workers.local import redis_server
 from rollout_workers.metrics.store import Keys as MetricKeys
 from rollout_workers.metrics.store import PendingCounts
@@ -56,7 +59,13 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
         for kind in KINDS
     }
     counts = PendingCounts(MetricKeys(settings.redis.key_prefix))
-    return Runtime(settings=settings, redis=client, queues=queues, counts=counts)
+    events = BackgroundEventSink(
+        # Made on the sink's thread, at the first event this process records.
+        lambda: Kube(api_client(settings), settings.kube, counts=counts),
+        capacity=settings.kube.event_queue,
+        counts=counts,
+    )
+    return Runtime(settings=settings, redis=client, queues=queues, counts=counts, events=events)
 
 
 class ProcessState:
@@ -71,6 +80,8 @@ class ProcessState:
         # Often enough that a live holder's lease is never `host_lapse` old (see tick.lua).
         q = settings.queue
         self.keeper = LeaseKeeper(interval=min(q.lease_ttl / 3, q.host_lapse / 2))
+        # A weak reference (a bound method): the receiver goes with this state and its app.
+        signals.worker_process_shutdown.connect(self.flush_events)
 
     @property
     def runtime(self) -> Runtime:
@@ -80,6 +91,14 @@ class ProcessState:
                 self._handlers = {}
                 self._pid = os.getpid()
             return self._runtime
+
+    def flush_events(self, **_: object) -> None:
+        """A prefork child about to exit: give its queued Events a short while to be written."""
+        with self._lock:
+            runtime = self._runtime if self._pid == os.getpid() else None
+        events = runtime.events if runtime is not None else None
+        if isinstance(events, BackgroundEventSink) and not events.flush(FLUSH_TIMEOUT):
+            log.warning("%d events not written at exit", events.pending())
 
     def handler(self, kind: str) -> Handler:
         runtime = self.runtime

@@ -35,6 +35,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Conflict, NotFound, Unavailable
+from rollout_workers.kube.eventsink import EventSink
 from rollout_workers.kube.routerobjects import ApiRouterObjects
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.notifications.outbox import Outbox, make_outbox
@@ -108,10 +109,11 @@ class RolloutController:
         clock: Clock = utcnow,
         step_plugins: StepPluginRegistry | None = None,
         outbox: Outbox | None = None,
+        events: EventSink | None = None,
     ) -> None:
         self.workloads, self.listed = dict(workloads or {}), listed
         self.step_plugins = step_plugins or StepPluginRegistry()
-        self.recorder = EventRecorder(writer, r.ROLLOUTS, outbox=outbox)
+        self.recorder = EventRecorder(writer, r.ROLLOUTS, outbox=outbox, sink=events)
         self.analysis_runs, self.experiments = analysis_runs, experiments
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
         self.ingresses, self.router_objects = ingresses, router_objects
@@ -489,6 +491,7 @@ def make_handler(runtime: Runtime) -> Handler:
         writer=KubeWriter(kube, on_written=written.record, on_deleted=written.forget),
         step_plugins=step_plugin_registry(settings.plugins),
         outbox=make_outbox(runtime),
+        events=runtime.events,
     )
     return when_cache_synced(runtime, controller.sync)
 

@@ -15,6 +15,7 @@ import os
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -24,6 +25,7 @@ from rollout_workers.notifications.delivery import FAILED_REASON
 from rollout_workers.notifications.source import CONFIGMAP_NAME
 from tests.e2e import test_rollouts as e2e
 from tests.e2e.test_rollouts import World
+from tests.support.procs import wait_for
 from tests.support.receiver import Receiver
 
 CATALOG = (
@@ -126,9 +128,14 @@ def _exactly_once(w: World, receiver: Receiver) -> None:
 
     secrets = {os.environ.get("HOME", "/"), "redis://"}
     assert not any(s in m for m in _messages(receiver) for s in secrets), _messages(receiver)
-    failed = [
-        e for e in w.list(r.EVENTS)
-        if e["reason"] == FAILED_REASON and e["involvedObject"]["name"] == name
-    ]  # fmt: skip
+
+    def failures() -> list[dict[str, Any]]:  # written by the worker's event sink: poll
+        return [
+            e for e in w.list(r.EVENTS)
+            if e["reason"] == FAILED_REASON and e["involvedObject"]["name"] == name
+        ]  # fmt: skip
+
+    wait_for(failures, e2e.TIMEOUT, f"a {FAILED_REASON} event", interval=0.25)
+    failed = failures()
     assert failed and all(e["type"] == "Warning" for e in failed), failed
     assert all("'leak'" in e["message"] and "env" in e["message"] for e in failed), failed

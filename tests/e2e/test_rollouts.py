@@ -89,6 +89,15 @@ class World:
         events, _ = self.kube.list(r.EVENTS, namespace=self.namespace)
         return [str(e["reason"]) for e in events]
 
+    def wait_reasons(self, *reasons: str, timeout: float = TIMEOUT) -> None:
+        """Poll until Events of every reason exist: a worker writes them from its event sink,
+        after the reconcile that recorded them."""
+        deadline = time.monotonic() + timeout
+        while missing := set(reasons) - set(self.reasons()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.namespace}: no events {sorted(missing)}")
+            time.sleep(0.25)
+
     def apply(self, *docs: Obj) -> None:
         for doc in docs:
             manifests.apply(self.kube, doc, self.namespace)
@@ -221,8 +230,7 @@ def scenario_2_abort_retry_promote(w: World) -> None:
     w.cli("promote", "ab")
     done = w.wait("ab", promoted, "promoted")
     assert done["metadata"]["annotations"]["rollout.argoproj.io/revision"] == "2"
-    for reason in ("RolloutPaused", "RolloutAborted", "RolloutCompleted", "ScalingReplicaSet"):
-        assert reason in w.reasons(), reason
+    w.wait_reasons("RolloutPaused", "RolloutAborted", "RolloutCompleted", "ScalingReplicaSet")
 
 
 def scenario_3_update_while_paused(w: World) -> None:
@@ -255,7 +263,7 @@ def scenario_4_bluegreen_scale_down_delay(w: World) -> None:
     new = w.wait("bg", switched, "switched")["status"]["currentPodHash"]
     assert w.replicas("bg")[old] == 2, "the old ReplicaSet is kept during scaleDownDelay"
     w.wait("bg", lambda o: w.replicas("bg") == {old: 0, new: 2}, "old scaled down after delay")
-    assert "SwitchService" in w.reasons()
+    w.wait_reasons("SwitchService")
 
 
 def scenario_5_bluegreen_preview_and_promote(w: World) -> None:

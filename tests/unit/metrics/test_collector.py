@@ -105,6 +105,7 @@ def snapshot() -> Snapshot:
         started={"rollouts": [7_000, 9_500], "analysisruns": [], "experiments": []},
         k8s_requests={"rollouts|ns|web|Patch|200": 4, "events|ns|N/A|Create|201": 2},
         events={"ns|web|Normal|RolloutPaused": 2},
+        events_dropped={"queue_full": 1, "spam": 4},
         notifications={
             "ok|ns|web|Normal|RolloutPaused": 3,
             "err|ns|web|Warning|RolloutAborted": 1,
@@ -154,6 +155,7 @@ def test_names_and_types_are_argos(text: str) -> None:
         "experiment_reconcile_error": "counter",
         "controller_clientset_k8s_request_total": "counter",
         "rollout_events_total": "counter",
+        "rollout_events_dropped_total": "counter",  # ours: events never written
         "notification_send_success": "counter",
         "notification_send_error": "counter",
         "notification_send": "histogram",
@@ -205,6 +207,8 @@ def test_the_text_parses_as_prometheus_exposition(text: str) -> None:
         'controller_clientset_k8s_request_total{kind="rollouts",name="web",namespace="ns",status_code="200",verb="Patch"} 4',
         'controller_clientset_k8s_request_total{kind="events",name="N/A",namespace="ns",status_code="201",verb="Create"} 2',
         'rollout_events_total{name="web",namespace="ns",reason="RolloutPaused",type="Normal"} 2',
+        'rollout_events_dropped_total{cause="queue_full"} 1',
+        'rollout_events_dropped_total{cause="spam"} 4',
         'notification_send_success{name="web",namespace="ns",reason="RolloutPaused",type="Normal"} 3',
         'notification_send_error{name="web",namespace="ns",reason="RolloutAborted",type="Warning"} 1',
         'notification_send_bucket{le="0.01",name="web",namespace="ns"} 0',

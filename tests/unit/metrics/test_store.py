@@ -95,9 +95,11 @@ def test_pending_counts_drain_and_restore() -> None:
     counts.request("GET", "/api/v1/namespaces/ns/services/web", 200)
     counts.request("GET", "/api/v1/namespaces/ns/services/web", 404)
     counts.event(namespace="ns", name="web", type="Normal", reason="RolloutUpdated")
+    counts.event_dropped("spam")
     drained = counts.drain()
     assert drained == [
         Increment("p:metrics:events", "ns|web|Normal|RolloutUpdated", 1),
+        Increment("p:metrics:events_dropped", "spam", 1),
         Increment("p:metrics:k8s_requests", "services|ns|web|Get|200", 2),
         Increment("p:metrics:k8s_requests", "services|ns|web|Get|404", 1),
     ]

@@ -1,0 +1,263 @@
+"""Where recorded core/v1 Events go: off the reconcile, through client-go's EventCorrelator.
+
+Why: an Event is informational, yet writing it inline costs the reconcile one API round trip
+per event, under the client's QPS limit, and a stuck object that records the same event on
+every reconcile creates one Event each time. client-go's recorder never writes inline: its
+broadcaster queues the event (1000 deep, dropping when full) and one goroutine correlates
+(eventcorrelator.py) and writes it. `BackgroundEventSink` does the same per process:
+
+- `emit` counts the event (`rollout_events_total`, before any filter), puts it on a bounded
+  queue (`kube.event_queue`, default 1000) and returns: it never blocks and never raises. A
+  full queue drops the event.
+- One daemon thread takes events in order, correlates them and writes each: a POST, or a
+  strategic merge patch of `count`, `lastTimestamp` and `message` when the correlator found the
+  Event already written (a patch answered 404 becomes a create: the Event expired). Connection
+  failures and 5xx are retried (12 tries, 10 s apart, the first wait random, as client-go's
+  recordToSink); any other refusal gives the event up.
+- Started lazily, in the process that emits: a prefork child starts its own thread, queue and
+  correlator on its first event (the parent's do not survive a fork).
+- `flush(timeout)` waits, at most `timeout`, for the queue to empty (a worker process calls it
+  as it exits; what is left is lost with the process).
+
+Dropped events are counted in `rollout_events_dropped_total{cause}`: `queue_full`, `spam` (the
+correlator's spam filter) and `failed` (refused, or out of tries). The counts travel with the
+process' next reconcile outcome, as its API request counts do (metrics/store.py).
+
+`WriterSink` writes each event at once through a Writer, uncorrelated: the sink of unit tests
+and of a controller built without a process sink (the one-sync fixture asserts the exact events
+of a reconcile from its recording writer).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from rollout_workers.kube import resources as r
+from rollout_workers.kube.errors import KubeError, NotFound, Unavailable
+from rollout_workers.kube.eventcorrelator import Clock, Correlation, EventCorrelator
+from rollout_workers.metrics.store import PendingCounts
+from rollout_workers.timefmt import utcnow
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+#: client-go's maxTriesPerEvent and defaultSleepDuration.
+MAX_TRIES = 12
+RETRY_SLEEP = 10.0
+#: How long an exiting worker process waits for its queued events to be written.
+FLUSH_TIMEOUT = 2.0
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+class EventSink(Protocol):
+    def emit(self, event: Obj) -> None:
+        """Take an Event body to write (kube/events.py); never raises."""
+
+
+class EventCreator(Protocol):
+    """What `WriterSink` needs of a Writer."""
+
+    def create(self, resource: r.Resource, namespace: str, body: Obj) -> Obj: ...
+
+
+class EventWriter(Protocol):
+    """What `BackgroundEventSink` needs of the API (`kube.Kube`)."""
+
+    def create(self, resource: r.Resource, namespace: str | None, body: Obj) -> Obj: ...
+
+    def patch(
+        self,
+        resource: r.Resource,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str = "",
+        patch_type: str = "application/merge-patch+json",
+    ) -> Obj: ...
+
+
+def _namespace(event: Obj) -> str:
+    return str((event.get("metadata") or {}).get("namespace", ""))
+
+
+def count_event(counts: PendingCounts | None, event: Obj) -> None:
+    """rollout_events_total: an event this controller recorded about one of its objects."""
+    if counts is None:
+        return
+    involved = event.get("involvedObject") or {}
+    counts.event(
+        namespace=str(involved.get("namespace", "")),
+        name=str(involved.get("name", "")),
+        type=str(event.get("type", "")),
+        reason=str(event.get("reason", "")),
+    )
+
+
+class WriterSink:
+    """Each event written at once, as the reconcile's own write; a failure is logged."""
+
+    def __init__(self, writer: EventCreator, counts: PendingCounts | None = None) -> None:
+        self.writer, self.counts = writer, counts
+
+    def emit(self, event: Obj) -> None:
+        count_event(self.counts, event)
+        try:
+            self.writer.create(r.EVENTS, _namespace(event), event)
+        except Exception as err:  # an event is informational: never fail a reconcile on it
+            log.warning("could not record event %s: %s", event.get("reason"), err)
+
+
+class BackgroundEventSink:
+    def __init__(
+        self,
+        connect: Callable[[], EventWriter],
+        *,
+        capacity: int,
+        counts: PendingCounts | None = None,
+        clock: Clock = utcnow,
+        retry_sleep: float = RETRY_SLEEP,
+        max_tries: int = MAX_TRIES,
+    ) -> None:
+        """`connect` makes the API client, once per process, on the writer thread."""
+        self._connect = connect
+        self.capacity, self.counts, self.clock = capacity, counts, clock
+        self.retry_sleep, self.max_tries = retry_sleep, max_tries
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._cond = threading.Condition()
+        self._items: deque[Obj] = deque()
+        self._busy = False
+        self._correlator = EventCorrelator(clock=clock)
+
+    # -- the reconcile's side -----------------------------------------------------------------
+
+    def emit(self, event: Obj) -> None:
+        count_event(self.counts, event)
+        cond = self._started()
+        with cond:
+            if len(self._items) >= self.capacity:
+                full = True
+            else:
+                full = False
+                self._items.append(event)
+                cond.notify()
+        if full:
+            self._dropped("queue_full")
+            log.warning(
+                "event queue full (%d): dropped event %s about %s",
+                self.capacity, event.get("reason"), _describe(event),
+            )  # fmt: skip
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until every event emitted so far was written or given up; False on timeout."""
+        if self._pid != os.getpid():
+            return True  # nothing emitted in this process
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._items and not self._busy, timeout)
+
+    def pending(self) -> int:
+        """Events queued or being written."""
+        with self._cond:
+            return len(self._items) + (1 if self._busy else 0)
+
+    def _started(self) -> threading.Condition:
+        """This process' queue, its writer thread started on first use (again after a fork:
+        the parent's thread does not exist in the child, and its lock may be held there)."""
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._cond = threading.Condition()
+                self._items = deque()
+                self._busy = False
+                self._correlator = EventCorrelator(clock=self.clock)
+                threading.Thread(
+                    target=self._run, args=(self._pid,), name="event sink", daemon=True
+                ).start()
+            return self._cond
+
+    # -- the writer thread --------------------------------------------------------------------
+
+    def _run(self, pid: int) -> None:
+        api: EventWriter | None = None
+        cond = self._cond
+        while self._pid == pid:
+            with cond:
+                cond.wait_for(lambda: bool(self._items))
+                event = self._items.popleft()
+                self._busy = True
+            try:
+                if api is None:
+                    api = self._connect()
+                self._deliver(api, event)
+            except Exception:  # the thread must outlive any one event
+                log.exception("event %s could not be written", event.get("reason"))
+                self._dropped("failed")
+            finally:
+                with cond:
+                    self._busy = False
+                    cond.notify_all()
+
+    def _deliver(self, api: EventWriter, event: Obj) -> None:
+        correlation = self._correlator.correlate(event)
+        if correlation is None:
+            self._dropped("spam")
+            log.info("event %s about %s dropped as spam", event.get("reason"), _describe(event))
+            return
+        for attempt in range(1, self.max_tries + 1):
+            if self._write(api, correlation):
+                return
+            if attempt < self.max_tries:
+                # The first wait is random, so clients cut off together do not return together.
+                time.sleep(self.retry_sleep * (random.random() if attempt == 1 else 1.0))
+        log.error(
+            "event %s about %s not written after %d tries",
+            event.get("reason"), _describe(event), self.max_tries,
+        )  # fmt: skip
+        self._dropped("failed")
+
+    def _write(self, api: EventWriter, correlation: Correlation) -> bool:
+        """One attempt; True when done with the event (written, or refused for good)."""
+        event, namespace = correlation.event, _namespace(correlation.event)
+        written: Obj | None = None
+        try:
+            if correlation.patch is not None:
+                name = str(event["metadata"]["name"])
+                try:
+                    written = api.patch(
+                        r.EVENTS, namespace, name, correlation.patch,
+                        patch_type=STRATEGIC_MERGE_PATCH,
+                    )  # fmt: skip
+                except NotFound:
+                    written = None  # the Event expired: create it again
+            if written is None:
+                body = copy.deepcopy(event)
+                body.get("metadata", {}).pop("resourceVersion", None)
+                written = api.create(r.EVENTS, namespace, body)
+        except Unavailable as err:
+            log.warning("event %s not written (will retry): %s", event.get("reason"), err)
+            return False
+        except KubeError as err:
+            log.warning("event %s refused: %s", event.get("reason"), err)
+            self._dropped("failed")
+            return True
+        self._correlator.update_state(correlation.key, written)
+        return True
+
+    def _dropped(self, cause: str) -> None:
+        if self.counts is not None:
+            self.counts.event_dropped(cause)
+
+
+def _describe(event: Obj) -> str:
+    involved = event.get("involvedObject") or {}
+    return f"{involved.get('kind', '')} {involved.get('namespace', '')}/{involved.get('name', '')}"
