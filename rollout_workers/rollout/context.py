@@ -78,7 +78,8 @@ class RolloutContext:
     writer: Writer
     status: RolloutStatus  # working copy of the status read (conditions set along the way)
     pause: PauseContext
-    services: dict[str, Obj] = field(default_factory=dict)  # referenced Services, by name
+    # The Services the rollout names and those of its experiments' templates, by name.
+    services: dict[str, Obj] = field(default_factory=dict)
     # Stable and canary Ingresses of the nginx router, by name; replaced after a write.
     ingresses: dict[str, Obj] = field(default_factory=dict)
     # The router objects the rollout names (TrafficSplit, VirtualService, HTTPRoute, ...), as

@@ -55,6 +55,7 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.analysis import AnalysisTemplateError
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.experiment import ExperimentStepError
+from rollout_workers.rollout.experiment import service_names as experiment_service_names
 from rollout_workers.rollout.service import ServiceNotFound
 from rollout_workers.rollout.stepplugins.registry import (
     StepPluginRegistry,
@@ -138,6 +139,7 @@ class RolloutController:
             resolve_error = str(err)
         namespace = str(meta.get("namespace", ""))
         names = {name for index, name in rollout_references(obj) if index == SERVICE}
+        names |= experiment_service_names(experiments)
         found = self.services.get_many(f"{namespace}/{name}" for name in names)
         services = {str(s["metadata"]["name"]): s for s in found}
         ingresses, canary_keys = self._ingresses(obj)

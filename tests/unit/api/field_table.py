@@ -515,11 +515,11 @@ ROLLOUT: Table = {
         ISTIO + "test_header_route_goes_on_top_in_managed_routes_order"
     ),
     f"{STEPS}.setHeaderRoute.match[].headerName": Acted(
-        GATEWAY + "test_header_route_prefix_and_regex_and_invalid_match"
+        GATEWAY + "test_header_match_types"
     ),
     **string_match(
         f"{STEPS}.setHeaderRoute.match[].headerValue",
-        Acted(GATEWAY + "test_header_route_prefix_and_regex_and_invalid_match"),
+        Acted(GATEWAY + "test_header_match_types"),
     ),
     f"{STEPS}.setMirrorRoute.name": Acted(
         ISTIO + "test_mirror_route_keeps_the_weights_and_mirrors_to_the_canary"
