@@ -180,7 +180,8 @@ class BaseProvider:
 
 class UnknownProvider(Exception):
     """The metric names no provider, or one this project does not implement. The analysis
-    reconcile puts the run into Error with this message."""
+    reconcile puts the run into Error with this message as soon as it sees the metric, before
+    measuring anything."""
 
 
 def mark_error(measurement: Measurement, message: str, now: dt.datetime) -> Measurement:
