@@ -490,6 +490,7 @@ def make_handler(runtime: Runtime) -> Handler:
 
     from rollout_workers.analysis.providers import KubeSecretReader, ProviderDeps, provider_for
     from rollout_workers.analysis.providers.job import CachedJobReader
+    from rollout_workers.analysis.providers.plugin import MetricPluginRegistry
 
     settings = runtime.settings
     prefix = settings.redis.key_prefix
@@ -503,6 +504,7 @@ def make_handler(runtime: Runtime) -> Handler:
         jobs=CachedJobReader(Lister(runtime.redis, prefix=prefix, resource=r.JOBS)),
         prometheus_address=settings.analysis.prometheus_address,
         namespace=settings.controller_namespace,
+        metric_plugins=MetricPluginRegistry(enabled=frozenset(settings.plugins.metric)),
         # Argo's datadog provider reads its credentials from these when it names no Secret.
         environ={
             k: v for k, v in os.environ.items() if k in ("DD_API_KEY", "DD_APP_KEY", "DD_ADDRESS")

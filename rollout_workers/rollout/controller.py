@@ -64,6 +64,7 @@ from rollout_workers.rollout.stepplugins.registry import (
 )
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, unsupported_router
 from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
+from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 from rollout_workers.rollout.trafficrouting.refs import router_refs
 from rollout_workers.settings import PluginSettings
 from rollout_workers.timefmt import format_time, utcnow
@@ -103,10 +104,12 @@ class RolloutController:
         listed: Listed = lambda resource: True,
         clock: Clock = utcnow,
         step_plugins: StepPluginRegistry | None = None,
+        traffic_plugins: TrafficRouterPluginRegistry | None = None,
         outbox: Outbox | None = None,
     ) -> None:
         self.workloads, self.listed = dict(workloads or {}), listed
         self.step_plugins = step_plugins or StepPluginRegistry()
+        self.traffic_plugins = traffic_plugins or TrafficRouterPluginRegistry()
         self.recorder = EventRecorder(writer, r.ROLLOUTS, outbox=outbox)
         self.analysis_runs, self.experiments = analysis_runs, experiments
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
@@ -196,6 +199,7 @@ class RolloutController:
             workload_ref=resolved,
         )
         ctx.step_plugins = StepPluginState(registry=self.step_plugins)
+        ctx.traffic_plugins = self.traffic_plugins
         ctx.recorder = self.recorder
         try:
             reconcile(ctx, error, resolve_error=resolve_error)
@@ -379,7 +383,7 @@ def unsupported(ctx: RolloutContext) -> str:
     """What this controller cannot reconcile yet, as an InvalidSpec message ('' if nothing)."""
     if ctx.canary is None:
         return ""
-    return unsupported_router(ctx.canary.traffic_routing)
+    return unsupported_router(ctx.canary.traffic_routing, ctx.traffic_plugins)
 
 
 def invalid_spec(ctx: RolloutContext, message: str, *, reason: str = c.INVALID_SPEC_REASON) -> None:
@@ -474,6 +478,7 @@ def make_handler(runtime: Runtime) -> Handler:
         written=written,
         writer=KubeWriter(kube, on_written=written.record),
         step_plugins=step_plugin_registry(settings.plugins),
+        traffic_plugins=TrafficRouterPluginRegistry(enabled=frozenset(settings.plugins.traffic)),
         outbox=make_outbox(runtime),
     )
     return when_cache_synced(runtime, controller.sync)

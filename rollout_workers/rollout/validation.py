@@ -20,8 +20,9 @@ Argo's field paths are kept even where they look odd: `ValidateRolloutStrategyCa
 with the path `spec.strategy`, so canary errors read `spec.strategy.steps[0].setWeight`, and a
 missing strategy reads `spec.strategy.strategy`.
 
-Traffic routers other than nginx, SMI and Gateway API are refused by the controller
-(`trafficrouting.unsupported_router`), not here: such a spec is valid Argo. The Gateway API
+Traffic routers this controller does not implement, and traffic router plugins the settings do
+not enable, are refused by the controller (`trafficrouting.unsupported_router`), not here: such
+a spec is valid Argo. The Gateway API
 router's config (the gatewayAPI plugin's) is checked here as the plugin would fail on it: a
 config naming no route (the plugin's message), a route kind the API server does not serve, and a
 route that does not exist (the API server's NotFound message, which the plugin reports). Its

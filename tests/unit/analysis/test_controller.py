@@ -185,7 +185,12 @@ def plugin_run(name: str = "acme/metric", **metric: Any) -> AnalysisRun:
     )
 
 
-NOT_ENABLED = "no valid provider in metric 'm': provider plugin is not supported"
+NOT_ENABLED = (
+    "failed to create plugin: unable to get metric plugin: unable to start plugin system: "
+    "unable to find plugin (acme/metric): plugin acme/metric not configured in configmap (here: "
+    "an entry point named acme/metric in the rollout_workers.metric_providers group, enabled by "
+    "listing the name in ROLLOUTS_PLUGINS_METRIC)"
+)
 
 
 def _raising(error: Exception) -> Any:

@@ -1165,16 +1165,25 @@ def routing_of(obj: Obj) -> Any:
     return canary.traffic_routing if canary else None
 
 
-def test_only_the_gateway_api_plugin_is_accepted() -> None:
+def test_the_gateway_api_plugin_is_native_beside_other_plugins() -> None:
+    """argoproj-labs/gatewayAPI is driven natively whatever plugins the settings enable; any
+    other plugin must be enabled (tests/unit/rollout/test_traffic_plugin.py)."""
+    from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
+
     assert unsupported_router(routing_of(gw_rollout({"httpRoute": "a"}))) == ""
     assert unsupported_router(routing_of(gw_rollout({"httpRoute": "a"}, first_class=True))) == ""
     other = rollout(
         strategy={"canary": {"trafficRouting": {"plugins": {PLUGIN: {}, "acme/router": {}}}}}
     )
-    assert (
-        unsupported_router(routing_of(other))
-        == "trafficRouting.plugins is not supported by this controller yet"
+    assert "plugin acme/router not configured in configmap" in unsupported_router(routing_of(other))
+    enabled = TrafficRouterPluginRegistry(enabled=frozenset({"acme/router"}))
+    assert unsupported_router(routing_of(other), enabled) == ""
+    # An entry point named as the native plugin does not replace the native router.
+    ctx = RolloutContext.build(
+        obj=gw_rollout({"httpRoute": "a"}), rss=[], now=T0, writer=RecordingWriter()
     )
+    ctx.traffic_plugins = TrafficRouterPluginRegistry(enabled=frozenset({PLUGIN}))
+    assert [x.type for x in routers_for(ctx)] == ["GatewayAPI"]
 
 
 # -- through the controller ----------------------------------------------------------------------
