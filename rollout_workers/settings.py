@@ -327,6 +327,18 @@ class PluginSettings(BaseModel):
         description="Enabled step plugins, by name (Argo's argo-rollouts-config stepPlugins): "
         "entry points of the rollout_workers.step_plugins group.",
     )
+    metric: Names = Field(
+        default_factory=list,
+        description="Enabled metric provider plugins, by name (Argo's argo-rollouts-config "
+        "metricProviderPlugins; a metric's provider.plugin): entry points of the "
+        "rollout_workers.metric_providers group.",
+    )
+    traffic: Names = Field(
+        default_factory=list,
+        description="Enabled traffic router plugins, by name (Argo's argo-rollouts-config "
+        "trafficRouterPlugins; a rollout's trafficRouting.plugins): entry points of the "
+        "rollout_workers.traffic_routers group. argoproj-labs/gatewayAPI is built in.",
+    )
     step_requeue_min: float = Field(
         default=10.0,
         ge=0,
@@ -414,7 +426,8 @@ class Settings(BaseSettings):
         default_factory=HealthSettings, description="Liveness and readiness endpoints."
     )
     plugins: PluginSettings = Field(
-        default_factory=PluginSettings, description="Plugins (step plugins)."
+        default_factory=PluginSettings,
+        description="Plugins (step plugins, metric providers, traffic routers).",
     )
     notifications: NotificationSettings = Field(
         default_factory=NotificationSettings, description="Notifications."

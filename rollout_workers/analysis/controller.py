@@ -19,7 +19,7 @@ from typing import Any
 import pydantic
 
 from rollout_workers.analysis import run as ar
-from rollout_workers.analysis.providers.base import Provider, SecretReader
+from rollout_workers.analysis.providers.base import Provider, SecretReader, UnknownProvider
 from rollout_workers.api.analysis import (
     AnalysisPhase,
     AnalysisRun,
@@ -237,6 +237,13 @@ def reconcile(
     for problem in (ar.dry_run_metrics(work, metrics)[1], ar.retention_rules(work, metrics)[1]):
         if problem:
             return fail(f"Analysis spec invalid: {problem}")
+    # A provider this controller does not have (or a plugin not enabled) never measures: Argo
+    # records its NewProvider error as an Error measurement every 10 s until the metric's
+    # consecutiveErrorLimit is exceeded; the run ends the same way here, at once.
+    for metric in metrics:
+        problem = unavailable_provider(metric, providers)
+        if problem:
+            return fail(problem)
 
     tasks = ar.generate_tasks(work, metrics, now)
     if tasks:
@@ -315,6 +322,23 @@ def reconcile(
     status.metric_results = trimmed
     wake = None if ar.completed(status.phase) else ar.next_reconcile(work, metrics, now)
     return outcome, wake
+
+
+def unavailable_provider(metric: Metric, providers: ProviderFactory) -> str:
+    """The run's message when no provider can measure `metric` ('' when one can): Argo's
+    message for a metric that ended Error ("Metric "m" assessed Error due to ...: "Error
+    Message: <the NewProvider error>""). Other errors of making the provider are measured as
+    Error measurements, as in Argo."""
+    try:
+        providers(metric)
+    except UnknownProvider as err:
+        return (
+            f'Metric "{metric.name}" assessed Error due to no provider to measure it: '
+            f'"Error Message: {err}"'
+        )
+    except Exception:
+        return ""
+    return ""
 
 
 def run_phase(run: AnalysisRun) -> AnalysisPhase | None:
@@ -468,6 +492,7 @@ def make_handler(runtime: Runtime) -> Handler:
 
     from rollout_workers.analysis.providers import KubeSecretReader, ProviderDeps, provider_for
     from rollout_workers.analysis.providers.job import CachedJobReader
+    from rollout_workers.analysis.providers.plugin import MetricPluginRegistry
 
     settings = runtime.settings
     prefix = settings.redis.key_prefix
@@ -481,6 +506,7 @@ def make_handler(runtime: Runtime) -> Handler:
         jobs=CachedJobReader(Lister(runtime.redis, prefix=prefix, resource=r.JOBS)),
         prometheus_address=settings.analysis.prometheus_address,
         namespace=settings.controller_namespace,
+        metric_plugins=MetricPluginRegistry(enabled=frozenset(settings.plugins.metric)),
         # Argo's datadog provider reads its credentials from these when it names no Secret.
         environ={
             k: v for k, v in os.environ.items() if k in ("DD_API_KEY", "DD_APP_KEY", "DD_ADDRESS")

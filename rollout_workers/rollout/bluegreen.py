@@ -207,7 +207,7 @@ def scale_down_old(ctx: RolloutContext) -> None:
     if (
         bg.post_promotion_analysis is not None
         and bg.scale_down_delay_seconds is None
-        and not analysis.skip_post_promotion(ctx)
+        and not analysis.skip_post_promotion(ctx, analysis.current_bluegreen_run(ctx, "post"))
         and analysis.post_promotion_blocks_stable(ctx)
     ):
         return  # keep the previous version up until post-promotion analysis passes

@@ -26,6 +26,7 @@ from rollout_workers.rollout.pods import PodReader, pod_reader_for
 from rollout_workers.rollout.stepplugins.registry import StepPluginState
 from rollout_workers.rollout.templateref import Resolved
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, not_served_message
+from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.timefmt import format_time
 
@@ -78,7 +79,8 @@ class RolloutContext:
     writer: Writer
     status: RolloutStatus  # working copy of the status read (conditions set along the way)
     pause: PauseContext
-    services: dict[str, Obj] = field(default_factory=dict)  # referenced Services, by name
+    # The Services the rollout names and those of its experiments' templates, by name.
+    services: dict[str, Obj] = field(default_factory=dict)
     # Stable and canary Ingresses of the nginx router, by name; replaced after a write.
     ingresses: dict[str, Obj] = field(default_factory=dict)
     # The router objects the rollout names (TrafficSplit, VirtualService, HTTPRoute, ...), as
@@ -93,6 +95,10 @@ class RolloutContext:
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
     step_plugins: StepPluginState = field(default_factory=StepPluginState)  # set by the controller
+    # The traffic router plugins enabled in settings (set by the controller).
+    traffic_plugins: TrafficRouterPluginRegistry = field(
+        default_factory=TrafficRouterPluginRegistry
+    )
     workload_ref: Resolved | None = None  # the resolved spec.workloadRef (templateref)
     workload: Obj | None = None  # the referenced workload; replaced after a write
     pods: PodReader | None = None  # the API's pods (not cached); None: pod steps are skipped

@@ -56,6 +56,7 @@ from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.analysis import AnalysisTemplateError
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.experiment import ExperimentStepError
+from rollout_workers.rollout.experiment import service_names as experiment_service_names
 from rollout_workers.rollout.service import ServiceNotFound
 from rollout_workers.rollout.stepplugins.registry import (
     StepPluginRegistry,
@@ -64,6 +65,7 @@ from rollout_workers.rollout.stepplugins.registry import (
 )
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, unsupported_router
 from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
+from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 from rollout_workers.rollout.trafficrouting.reconciler import router_reference_error
 from rollout_workers.rollout.trafficrouting.refs import (
     RouterRef,
@@ -108,11 +110,13 @@ class RolloutController:
         listed: Listed = lambda resource: True,
         clock: Clock = utcnow,
         step_plugins: StepPluginRegistry | None = None,
+        traffic_plugins: TrafficRouterPluginRegistry | None = None,
         outbox: Outbox | None = None,
         events: EventSink | None = None,
     ) -> None:
         self.workloads, self.listed = dict(workloads or {}), listed
         self.step_plugins = step_plugins or StepPluginRegistry()
+        self.traffic_plugins = traffic_plugins or TrafficRouterPluginRegistry()
         self.recorder = EventRecorder(writer, r.ROLLOUTS, outbox=outbox, sink=events)
         self.analysis_runs, self.experiments = analysis_runs, experiments
         self.rollouts, self.replicasets, self.services = rollouts, replicasets, services
@@ -145,6 +149,7 @@ class RolloutController:
             resolve_error = str(err)
         namespace = str(meta.get("namespace", ""))
         names = {name for index, name in rollout_references(obj) if index == SERVICE}
+        names |= experiment_service_names(experiments)
         found = self.services.get_many(f"{namespace}/{name}" for name in names)
         services = {str(s["metadata"]["name"]): s for s in found}
         ingresses, canary_keys = self._ingresses(obj)
@@ -202,6 +207,7 @@ class RolloutController:
             workload_ref=resolved,
         )
         ctx.step_plugins = StepPluginState(registry=self.step_plugins)
+        ctx.traffic_plugins = self.traffic_plugins
         ctx.recorder = self.recorder
         try:
             reconcile(ctx, error, resolve_error=resolve_error)
@@ -395,7 +401,7 @@ def unsupported(ctx: RolloutContext) -> str:
     """What this controller cannot reconcile yet, as an InvalidSpec message ('' if nothing)."""
     if ctx.canary is None:
         return ""
-    return unsupported_router(ctx.canary.traffic_routing)
+    return unsupported_router(ctx.canary.traffic_routing, ctx.traffic_plugins)
 
 
 def invalid_spec(ctx: RolloutContext, message: str, *, reason: str = c.INVALID_SPEC_REASON) -> None:
@@ -490,6 +496,7 @@ def make_handler(runtime: Runtime) -> Handler:
         written=written,
         writer=KubeWriter(kube, on_written=written.record, on_deleted=written.forget),
         step_plugins=step_plugin_registry(settings.plugins),
+        traffic_plugins=TrafficRouterPluginRegistry(enabled=frozenset(settings.plugins.traffic)),
         outbox=make_outbox(runtime),
         events=runtime.events,
     )

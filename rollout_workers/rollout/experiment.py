@@ -63,6 +63,17 @@ def current_experiment(ctx: RolloutContext) -> Obj | None:
     return next((x for x in ctx.experiments if ex_name(x) == name), None)
 
 
+def service_names(experiments: list[Obj]) -> set[str]:
+    """The Services the experiments' templates run behind (status.templateStatuses[]
+    .serviceName): a router adds them to its routes while their weight applies."""
+    names: set[str] = set()
+    for ex in experiments:
+        for template in ((ex.get("status") or {}).get("templateStatuses")) or []:
+            if isinstance(template, dict) and template.get("serviceName"):
+                names.add(str(template["serviceName"]))
+    return names
+
+
 def experiment_body(ctx: RolloutContext, step: RolloutExperimentStep, index: int) -> Obj:
     """The Experiment an experiment step asks for (Argo's GetExperimentFromTemplate)."""
     pod_hash = rsutil.pod_hash(ctx.new_rs or {}) or ""

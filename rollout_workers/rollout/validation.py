@@ -26,9 +26,9 @@ every route of that VirtualRouter has exactly two weighted targets) are checked 
 controller checks them. App Mesh's `virtualNodeGroup`, which Argo dereferences without a check
 (a nil one panics its reconcile), is required here.
 
-Traffic routers this controller does not implement (ALB, plugins other than Gateway API) are
-refused by the controller (`trafficrouting.unsupported_router`), not here: such a spec is valid
-Argo. The Gateway API
+Traffic routers this controller does not implement (ALB), and traffic router plugins the
+settings do not enable, are refused by the controller (`trafficrouting.unsupported_router`), not
+here: such a spec is valid Argo. The Gateway API
 router's config (the gatewayAPI plugin's) is checked here as the plugin would fail on it: a
 config naming no route (the plugin's message), a route kind the API server does not serve, and a
 route that does not exist (the API server's NotFound message, which the plugin reports). Its

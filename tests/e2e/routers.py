@@ -14,6 +14,8 @@ weights are read from the router's own object:
   is put back while paused, and what the router made goes at the end (Ambassador's canary
   Mapping, 5 s after its weight went to 0). App Mesh's edit is of its VirtualRouter, which no
   rollout names: it reaches the rollout through the VirtualNodes its routes target.
+- Gateway API: an experiment template's Service is a backendRef of the route, with its weight,
+  while the experiment runs.
 """
 
 from __future__ import annotations
@@ -625,9 +627,74 @@ def edit_put_back(router: Router) -> Callable[[World], None]:
     return scenario
 
 
+def gateway_3_experiment_service_on_the_route(w: World) -> None:
+    """Gateway API: an experiment step's template with a weight gets its Service added to the
+    route's weighted rule with that weight, at the Service's port named http (the plugin's
+    HandleExperiment), while the experiment runs; the backendRef is gone once it is over."""
+    from tests.e2e.test_rollouts import canary, phase, promoted, status
+
+    name = "gwx"
+    template = {"name": "exp", "specRef": "canary", "weight": 10}
+    steps = [{"setWeight": 20}, {"experiment": {"duration": "15s", "templates": [template]}},
+             {"pause": {}}]  # fmt: skip
+    ro = canary(name, 2, steps)
+    ro["spec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "metrics", "containerPort": 9090},
+        {"name": "http", "containerPort": 8080},
+    ]
+    ro["spec"]["strategy"]["canary"].update(
+        stableService=f"{name}-stable",
+        canaryService=f"{name}-canary",
+        trafficRouting=GATEWAY.routing(name, w.namespace),
+    )
+    w.apply(*services(name), *GATEWAY.objects(name, w.namespace), ro)
+    w.wait(name, lambda o: promoted(o) and gateway_weight(w, name) == 0, "first deploy")
+    w.cli("set", "image", name, "app=demo:2")
+
+    def experiment_refs() -> list[tuple[Any, Any]]:
+        own = {f"{name}-stable", f"{name}-canary"}
+        return [
+            (ref.get("weight"), ref.get("port"))
+            for rule in gateway_rules(w, name)
+            for ref in rule.get("backendRefs") or []
+            if ref.get("name") not in own
+        ]
+
+    w.wait(
+        name,
+        lambda o: experiment_refs() == [(10, 8080)] and gateway_weight(w, name) == 20,
+        "the experiment's Service on the route",
+    )
+    created = {
+        str(t["serviceName"])
+        for ex in w.list(r.EXPERIMENTS)
+        if ex["metadata"]["name"].startswith(f"{name}-")
+        for t in (ex.get("status") or {}).get("templateStatuses") or []
+        if t.get("serviceName")
+    }
+    assert len(created) == 1, created
+    w.wait(
+        name,
+        lambda o: (
+            phase(o) == "Paused"
+            and status(o).get("currentStepIndex") == 2
+            and experiment_refs() == []
+        ),
+        "past the experiment, its backendRef removed",
+    )
+    # The experiment deletes its Service once its pods are scaled down (the worker's delete).
+    w.wait(
+        name,
+        lambda o: all(get(w, r.SERVICES, svc) is None for svc in created),
+        "the experiment's Service deleted",
+    )
+    w.cli("promote", name)
+    w.wait(name, lambda o: promoted(o) and gateway_weight(w, name) == 0, "promoted, weight 0")
+
+
 def scenarios(*routers: Router) -> list[Callable[[World], None]]:
     """Both scenarios for each router, and the edit one for those with a tamper; subset-level
-    Istio (a variant) runs the abort one."""
+    Istio (a variant) runs the abort one, and Gateway API the experiment Service one."""
     found = [
         make(router)
         for router in routers
@@ -636,4 +703,6 @@ def scenarios(*routers: Router) -> list[Callable[[World], None]]:
     found += [edit_put_back(router) for router in routers if router.tamper is not None]
     if ISTIO in routers:
         found.append(abort_weight_back_before_scale_down(ISTIO_SUBSET))
+    if GATEWAY in routers:
+        found.append(gateway_3_experiment_service_on_the_route)
     return found

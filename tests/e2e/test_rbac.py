@@ -49,10 +49,6 @@ UNUSED_BUT_NEEDED = {
         "on Argo's CRDs (and ours) it is patched on the object"),
     ("worker", "argoproj.io", "experiments/status", "patch"): ({"argo"},
         "as analysisruns/status"),
-    ("worker", "", "services", "create"): ({"argo", "status-everywhere"},
-        "experiments with `service:` templates create their services"),
-    ("worker", "", "services", "delete"): ({"argo", "status-everywhere"},
-        "and delete them when the experiment ends"),
     **{
         (who, "extensions", "ingresses", verb): ({"argo", "status-everywhere"},
             "the nginx router on clusters older than 1.19, which serve only v1beta1 Ingresses")

@@ -6,7 +6,8 @@ datadog, wavefront, newRelic, cloudWatch, graphite, influxdb, skywalking).
 success and failure conditions. The providers that measure in one request (datadog,
 wavefront, newRelic, cloudWatch, graphite, influxdb, skywalking) share `InstantProvider`
 (instant.py); kayenta, which starts a judgement and reads it on later reconciles, shares only
-`BaseProvider` (base.py).
+`BaseProvider` (base.py). A metric's `provider.plugin` is measured by an enabled metric
+provider plugin (plugin.py: the protocol a plugin implements, and its registry).
 """
 
 from rollout_workers.analysis.providers.base import (

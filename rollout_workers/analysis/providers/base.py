@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Protocol
 import urllib3
 
 from rollout_workers.analysis.providers.auth import AwsCredentials, CloudWatchClients
+from rollout_workers.analysis.providers.plugin import MetricPluginRegistry
 from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement, Metric
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
@@ -149,6 +150,8 @@ class ProviderDeps:
     takes `DD_API_KEY`, `DD_APP_KEY` and `DD_ADDRESS` from it)."""
     cloudwatch: CloudWatchClients = field(default_factory=CloudWatchClients)
     """CloudWatch clients, kept a few minutes (building one loads the service model)."""
+    metric_plugins: MetricPluginRegistry = field(default_factory=MetricPluginRegistry)
+    """The metric provider plugins enabled in settings (`plugins.metric`), loaded on first use."""
 
 
 class BaseProvider:
@@ -179,8 +182,9 @@ class BaseProvider:
 
 
 class UnknownProvider(Exception):
-    """The metric names no provider, or one this project does not implement. The analysis
-    reconcile puts the run into Error with this message."""
+    """The metric names no provider, one this project does not implement, or a plugin that is
+    not enabled. The analysis reconcile puts the run into Error with this message as soon as it
+    sees the metric, before measuring anything."""
 
 
 def mark_error(measurement: Measurement, message: str, now: dt.datetime) -> Measurement:

@@ -3,42 +3,38 @@
 Argo lists step plugins in the `argo-rollouts-config` ConfigMap (`stepPlugins: [{name,
 location}]`) and refuses a rollout that names one it does not list. Here `plugins.step` lists
 the enabled names (`ROLLOUTS_PLUGINS_STEP=rollout-workers/webhook,acme/slack`) and each name is
-an entry point of the `rollout_workers.step_plugins` group whose object is a plugin, or a class
-or factory that makes one with no arguments. A plugin is loaded once per worker process, on its
-first use.
+an entry point of the `rollout_workers.step_plugins` group (rollout_workers/plugins.py: how
+plugins of every kind are found and loaded).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
-from typing import Any
+from typing import ClassVar
 
 from rollout_workers.api.rollout import StepPluginStatus
+from rollout_workers.plugins import PluginKind, PluginLoadError, PluginNotEnabled, PluginRegistry
 from rollout_workers.rollout.stepplugins.protocol import StepPlugin
 
-log = logging.getLogger(__name__)
-
 ENTRY_POINT_GROUP = "rollout_workers.step_plugins"
+STEP_PLUGINS = PluginKind(
+    noun="step plugin",
+    group=ENTRY_POINT_GROUP,
+    setting="ROLLOUTS_PLUGINS_STEP",
+    protocol=StepPlugin,
+    # Argo's chain of wrapped errors, from the step resolver down to the ConfigMap lookup.
+    prefix="failed to get step plugin {name}: unable to start plugin system: ",
+)
 
-Loader = Callable[[str], Any]
 
-
-class UnknownStepPlugin(LookupError):
+class UnknownStepPlugin(PluginNotEnabled):
     """The rollout names a step plugin that is not enabled (Argo: not in the ConfigMap)."""
 
-    def __init__(self, name: str) -> None:
-        # Argo's chain of wrapped errors, from the resolver down to the ConfigMap lookup.
-        super().__init__(
-            f"failed to get step plugin {name}: unable to start plugin system: unable to find "
-            f"plugin ({name}): plugin {name} not configured in configmap"
-        )
-        self.name = name
+    kind = STEP_PLUGINS
 
 
-class StepPluginLoadError(RuntimeError):
+class StepPluginLoadError(PluginLoadError):
     """An enabled plugin's code could not be loaded (a transient or packaging error)."""
 
 
@@ -57,21 +53,15 @@ class StepPluginTimings:
     controller_error_backoff: float = 30.0
 
 
-def _entry_point_loader(name: str) -> Any:
-    found = entry_points(group=ENTRY_POINT_GROUP).select(name=name)
-    for point in found:
-        return point.load()
-    raise LookupError(name)
-
-
 @dataclass
-class StepPluginRegistry:
+class StepPluginRegistry(PluginRegistry[StepPlugin]):
     """The enabled step plugins of this process, loaded lazily by name."""
 
-    enabled: frozenset[str] = frozenset()
+    KIND: ClassVar[PluginKind] = STEP_PLUGINS
+    NOT_ENABLED: ClassVar[type[PluginNotEnabled]] = UnknownStepPlugin
+    LOAD_ERROR: ClassVar[type[PluginLoadError]] = StepPluginLoadError
+
     timings: StepPluginTimings = field(default_factory=StepPluginTimings)
-    loader: Loader = _entry_point_loader
-    _loaded: dict[str, StepPlugin] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(
@@ -80,38 +70,9 @@ class StepPluginRegistry:
         timings: StepPluginTimings | None = None,
     ) -> StepPluginRegistry:
         """A registry of given plugin objects (tests, embedding)."""
-        registry = cls(enabled=frozenset(plugins), timings=timings or StepPluginTimings())
-        registry._loaded.update(plugins)
+        registry = cls(timings=timings or StepPluginTimings())
+        registry.preload(plugins)
         return registry
-
-    def check(self, names: Iterable[str]) -> None:
-        """Raise UnknownStepPlugin for the first name that is not enabled."""
-        for name in names:
-            if name not in self.enabled:
-                raise UnknownStepPlugin(name)
-
-    def resolve(self, name: str) -> StepPlugin:
-        if name not in self.enabled:
-            raise UnknownStepPlugin(name)
-        plugin = self._loaded.get(name)
-        if plugin is not None:
-            return plugin
-        try:
-            obj = self.loader(name)
-        except LookupError:
-            raise UnknownStepPlugin(name) from None
-        except Exception as err:
-            raise StepPluginLoadError(f"unable to load step plugin ({name}): {err}") from err
-        if isinstance(obj, type) or (callable(obj) and not isinstance(obj, StepPlugin)):
-            try:
-                obj = obj()
-            except Exception as err:
-                raise StepPluginLoadError(f"unable to create step plugin ({name}): {err}") from err
-        if not isinstance(obj, StepPlugin):
-            raise StepPluginLoadError(f"entry point {name} is not a step plugin: {obj!r}")
-        self._loaded[name] = obj
-        log.info("loaded step plugin %s (%s)", name, type(obj).__qualname__)
-        return obj
 
 
 @dataclass

@@ -6,8 +6,9 @@ weight is verified (None: the router cannot tell), and removes the routes it man
 update is over or aborted. The nginx (`nginx.py`), SMI (`smi.py`), Istio (`istio.py`), Traefik
 (`traefik.py`), APISIX (`apisix.py`), Ambassador (`ambassador.py`), App Mesh (`appmesh.py`) and
 Gateway API (`gatewayapi.py`: the first-class `gatewayAPI` field, or Argo's
-`argoproj-labs/gatewayAPI` plugin entry, which is the only plugin accepted) routers are
-implemented; every other router a rollout may name is reported by
+`argoproj-labs/gatewayAPI` plugin entry) routers are implemented; any other entry of
+`trafficRouting.plugins` is a Python traffic router plugin enabled in settings (`plugins.py`).
+Every other router a rollout may name, and a plugin that is not enabled, is reported by
 `unsupported_router` so the controller can refuse the spec with a message naming it, rather than
 act on it half-way.
 """
@@ -15,7 +16,7 @@ act on it half-way.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rollout_workers.api.rollout import (
     RolloutTrafficRouting,
@@ -25,12 +26,15 @@ from rollout_workers.api.rollout import (
 )
 from rollout_workers.kube import resources as r
 
-#: The routers Argo knows besides those implemented, by their field in trafficRouting (of the
-#: plugins, only the Gateway API one is driven).
-OTHER_ROUTERS = ("alb", "plugins")
+if TYPE_CHECKING:
+    from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
+
+#: The routers Argo knows besides those implemented, by their field in trafficRouting.
+OTHER_ROUTERS = ("alb",)
 UNSUPPORTED_ROUTER_MESSAGE = "trafficRouting.{} is not supported by this controller yet"
-#: The plugin this controller implements natively (trafficrouting/gatewayapi.py).
-SUPPORTED_PLUGINS = frozenset({"argoproj-labs/gatewayAPI"})
+#: The plugin this controller implements natively (trafficrouting/gatewayapi.py), whatever
+#: plugins the settings enable.
+NATIVE_PLUGINS = frozenset({"argoproj-labs/gatewayAPI"})
 
 
 class TrafficRoutingError(RuntimeError):
@@ -69,17 +73,30 @@ class TrafficRouter(Protocol):
     def remove_managed_routes(self) -> None: ...
 
 
-def unsupported_router(routing: RolloutTrafficRouting | None) -> str:
+def unsupported_router(
+    routing: RolloutTrafficRouting | None, plugins: TrafficRouterPluginRegistry | None = None
+) -> str:
     """The InvalidSpec message for the first configured router this controller cannot drive
-    ('' when every configured router is supported)."""
+    ('' when every configured router is supported): a router it does not implement, or an
+    entry of `plugins` that is neither native nor enabled in `plugins` (Argo's "plugin NAME not
+    configured in configmap")."""
     if routing is None:
         return ""
     extra = routing.model_extra or {}
     for name in OTHER_ROUTERS:
         modelled = name in RolloutTrafficRouting.model_fields
         value = getattr(routing, name) if modelled else extra.get(name)
-        if name == "plugins" and isinstance(value, dict) and set(value) <= SUPPORTED_PLUGINS:
-            continue
         if value is not None:
             return UNSUPPORTED_ROUTER_MESSAGE.format(name)
+    # Imported here: the plugins module builds on this one (TrafficRoutingError).
+    from rollout_workers.rollout.trafficrouting.plugins import (
+        TrafficRouterPluginRegistry,
+        UnknownTrafficRouterPlugin,
+    )
+
+    registry = plugins if plugins is not None else TrafficRouterPluginRegistry()
+    try:
+        registry.check(name for name in routing.plugins or {} if name not in NATIVE_PLUGINS)
+    except UnknownTrafficRouterPlugin as err:
+        return str(err)
     return ""

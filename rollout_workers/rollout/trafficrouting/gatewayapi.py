@@ -10,6 +10,14 @@ As the plugin does:
   maxTrafficWeight minus the weight (minus the additional destinations' weights). A route
   without such a rule is an error ("backendRef was not found in httpRoute"). Rules naming only
   one of them (the managed rules below, or the user's own) are left alone;
+- experiment Services (the additional destinations of an experiment step's templates with a
+  `weight`, pkg/plugin/experiment.go HandleExperiment): a weighted rule that does not name one
+  gets a backendRef to it, with its weight, in the rollout's namespace, at the Service's port
+  named `http`, else its first port, else 8080 (the plugin's choice; the canary's port would be
+  wrong, since an experiment Service exposes its containers' ports); once the experiment is
+  over (no longer among the destinations) the backendRefs added for it are removed again. A
+  Service the weighted rules already name (the user's backendRefs) only gets its weight: it is
+  neither added to the other rules nor removed;
 - `httpRoute` (`grpcRoute`, `tcpRoute`) counts as a route with useHeaderRoutes; routes of the
   lists take part in header routes only with `useHeaderRoutes: true`; header routes go on
   HTTPRoutes and GRPCRoutes (the plugin's setHTTPHeaderRoute and setGRPCHeaderRoute), mirror
@@ -36,9 +44,13 @@ the route itself, in the annotation `rollout-workers/managed-routes`: for each r
 managed route's rules by a fingerprint of their content (without the name, with the API
 server's defaults filled in), and whether it set a mirror filter. A rule is ours when its
 fingerprint is recorded, or (for routes the plugin left behind) when its name is one of the
-rollout's managedRoutes. Keeping the record on the route means one fenced patch changes the rules
-and the record together: there is no second object to get out of step with, and no ConfigMap to
-create. A running plugin's ConfigMap is neither read nor written.
+rollout's managedRoutes. The experiment Services a rollout added are recorded the same way, in
+`rollout-workers/experiment-backends` (`{rollout: [Service, ...]}`): the plugin goes by the
+rollout's status.canary.weights.additional instead, which is written after the route, so a
+failed status write would leave an experiment's backendRef on the route for good. Keeping the
+record on the route means one fenced patch changes the rules and the record together: there is
+no second object to get out of step with, and no ConfigMap to create. A running plugin's
+ConfigMap is neither read nor written.
 
 Writes: each route's desired rules are computed from the route as read, and when they or the
 record differ, `spec.rules` is replaced whole (and the record's annotation set) in one merge
@@ -47,10 +59,18 @@ changed is put back. A rule already there whose fingerprint matches the desired 
 stored, so a field an older Gateway API prunes (rule names, mirror `percent`) does not cause a
 write on every reconcile.
 
+Where this differs from the plugin, on purpose: the plugin handles experiment Services on
+HTTPRoutes only, on the first rule naming the canary or the stable, and weights the stable at
+100 minus the experiments' weights whatever the canary's (so its weights sum past 100, and at
+the experiment's end it sets the canary to 0 over the step's weight); here they go on every
+weighted rule of every route kind, and the stable gets maxTrafficWeight minus the canary's and
+the experiments' weights, which is what status.canary.weights reports, as Argo's other routers.
+An experiment Service not (yet) in the cache is an error (retried), where the plugin leaves it
+out of the route but still takes its weight from the stable.
+
 Not carried over: the label-selector discovery of routes (`httpRouteSelector`,
 `grpcRouteSelector`, `tcpRouteSelector`, `tlsRouteSelector`), which validation refuses: routes
-are read from a cache indexed by the names rollouts give; and adding experiment services as new
-backendRefs (additional destinations already named by the weighted rules get their weight).
+are read from a cache indexed by the names rollouts give.
 """
 
 from __future__ import annotations
@@ -101,6 +121,11 @@ FIELDS = {
     "TLSRoute": "tlsRoute",
 }
 MANAGED_ANNOTATION = "rollout-workers/managed-routes"
+EXPERIMENT_ANNOTATION = "rollout-workers/experiment-backends"
+# The plugin's port for an experiment Service (HandleExperiment): the one named `http`, else
+# the first, else this.
+EXPERIMENT_PORT_NAME = "http"
+DEFAULT_EXPERIMENT_PORT = 8080
 # The plugin's defaults (internal/defaults/defaults.go).
 IN_PROGRESS_LABEL_KEY = "rollouts.argoproj.io/gatewayapi-canary"
 IN_PROGRESS_LABEL_VALUE = "in-progress"
@@ -402,9 +427,42 @@ def read_record(route: Obj) -> dict[str, dict[str, Obj]]:
     return record if isinstance(record, dict) else {}
 
 
-def _record_text(record: dict[str, dict[str, Obj]]) -> str | None:
+def _record_text(record: dict[str, Any]) -> str | None:
     cleaned = {k: v for k, v in record.items() if v}
     return json.dumps(cleaned, sort_keys=True, separators=(",", ":")) if cleaned else None
+
+
+def read_experiment_record(route: Obj) -> dict[str, list[str]]:
+    """{rollout: [the experiment Services it added to the route's weighted rules]}"""
+    text = ((route.get("metadata") or {}).get("annotations") or {}).get(EXPERIMENT_ANNOTATION)
+    try:
+        record = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(record, dict):
+        return {}
+    return {
+        str(rollout): [str(n) for n in names]
+        for rollout, names in record.items()
+        if isinstance(names, list)
+    }
+
+
+def experiment_port(service: Obj) -> int:
+    """The port of an experiment Service's backendRef, as the plugin picks it: the port named
+    `http`, else the first, else 8080 (a Service without ports)."""
+    ports = [p for p in (service.get("spec") or {}).get("ports") or [] if isinstance(p, dict)]
+    for port in ports:
+        if port.get("name") == EXPERIMENT_PORT_NAME and port.get("port") is not None:
+            return int(port["port"])
+    if ports and ports[0].get("port") is not None:
+        return int(ports[0]["port"])
+    return DEFAULT_EXPERIMENT_PORT
+
+
+def service_not_found_message(name: str) -> str:
+    """The API server's NotFound message for a Service (what the plugin's Get returns)."""
+    return f'services "{name}" not found'
 
 
 # -- the router ----------------------------------------------------------------------------
@@ -457,14 +515,31 @@ class GatewayAPIRouter:
     # -- weights
 
     def calculate_weighted(
-        self, route: Route, rules: list[Obj], weight: int, additional: Sequence[WeightDestination]
-    ) -> list[Obj]:
-        """`rules` with the weights set on the weighted rules' backendRefs."""
-        out = copy.deepcopy(rules)
+        self,
+        route: Route,
+        current: Obj,
+        weight: int,
+        additional: Sequence[WeightDestination],
+    ) -> tuple[list[Obj], list[str]]:
+        """The route's rules with the weights set on the weighted rules' backendRefs, the
+        experiment Services among `additional` added to them and those of an earlier experiment
+        removed; and the experiment Services this rollout now has on the route."""
+        out = copy.deepcopy((current.get("spec") or {}).get("rules") or [])
         extra = {d.service_name: d.weight for d in additional if d.service_name}
         stable_weight = self._max_weight() - weight - sum(extra.values())
-        for rule in self._weighted(route, out):
-            for ref in rule.get("backendRefs") or []:
+        recorded = set(read_experiment_record(current).get(self.ctx.name, []))
+        weighted = self._weighted(route, out)
+        named = {_ref_name(ref) for rule in weighted for ref in rule.get("backendRefs") or []}
+        # A Service the weighted rules name without our record is the user's: it only gets its
+        # weight. Ours are added to every weighted rule, so all of them are removed at the end.
+        ours = sorted(s for s in extra if s in recorded or s not in named)
+        for rule in weighted:
+            refs = [
+                ref
+                for ref in rule.get("backendRefs") or []
+                if _ref_name(ref) not in recorded or _ref_name(ref) in extra
+            ]
+            for ref in refs:
                 name = _ref_name(ref)
                 if name == self.canary_service:
                     ref["weight"] = weight
@@ -472,7 +547,24 @@ class GatewayAPIRouter:
                     ref["weight"] = stable_weight
                 elif name in extra:
                     ref["weight"] = extra[name]
-        return out
+            present = {_ref_name(ref) for ref in refs}
+            refs.extend(
+                self._experiment_backend(service, service_weight)
+                for service, service_weight in extra.items()
+                if service in ours and service not in present
+            )
+            rule["backendRefs"] = refs
+        return out, ours
+
+    def _experiment_backend(self, service: str, weight: int) -> Obj:
+        found = self.ctx.services.get(service)
+        if found is None:
+            # Created by the experiment before its status names it, but maybe not cached yet.
+            raise TrafficRoutingError(service_not_found_message(service))
+        ref = _backend(service, experiment_port(found))
+        ref["namespace"] = self.ctx.namespace
+        ref["weight"] = weight
+        return ref
 
     def update_hash(
         self, canary_hash: str, stable_hash: str, additional: Sequence[WeightDestination] = ()
@@ -482,15 +574,21 @@ class GatewayAPIRouter:
     def set_weight(self, weight: int, additional: Sequence[WeightDestination] = ()) -> None:
         for route in self._routes():
             current = self._read(route)
-            rules = (current.get("spec") or {}).get("rules") or []
-            desired = self.calculate_weighted(route, rules, weight, additional)
+            desired, experiments = self.calculate_weighted(route, current, weight, additional)
+            record = read_experiment_record(current)
+            record[self.ctx.name] = experiments
             label = (
                 None
                 if self.config.disable_in_progress_label
                 else in_progress_label(self.config, weight)
             )
             self._persist(
-                route, current, desired, read_record(current), f"weight {weight}", label=label
+                route,
+                current,
+                desired,
+                {EXPERIMENT_ANNOTATION: _record_text(record)},
+                f"weight {weight}",
+                label=label,
             )
 
     def verify_weight(
@@ -503,7 +601,7 @@ class GatewayAPIRouter:
                 return False
             rules = (current.get("spec") or {}).get("rules") or []
             try:
-                desired = self.calculate_weighted(route, rules, weight, additional)
+                desired, _ = self.calculate_weighted(route, current, weight, additional)
             except TrafficRoutingError:
                 return False
             if desired != rules:
@@ -576,7 +674,13 @@ class GatewayAPIRouter:
             record = read_record(current)
             desired = self._without(rules, record, names)
             new_record = self._forget(record, self.ctx.name, names)
-            self._persist(route, current, desired, new_record, "managed routes removed")
+            self._persist(
+                route,
+                current,
+                desired,
+                {MANAGED_ANNOTATION: _record_text(new_record)},
+                "managed routes removed",
+            )
 
     def _upsert(self, route: Route, name: str, build: Any, *, strip_mirror: bool = True) -> None:
         """Replace managed route `name`'s rules on `route`: `build(kept rules, weighted rules)`
@@ -589,7 +693,13 @@ class GatewayAPIRouter:
         new_rules = _as_stored(new_rules, rules)
         record = self._forget(record, self.ctx.name, {name})
         record.setdefault(self.ctx.name, {})[name] = entry
-        self._persist(route, current, new_rules, record, f"managed route `{name}` set")
+        self._persist(
+            route,
+            current,
+            new_rules,
+            {MANAGED_ANNOTATION: _record_text(record)},
+            f"managed route `{name}` set",
+        )
 
     def set_header_route(self, route: SetHeaderRoute) -> None:
         name = route.name or ""
@@ -652,22 +762,23 @@ class GatewayAPIRouter:
         route: Route,
         current: Obj,
         rules: list[Obj],
-        record: dict[str, dict[str, Obj]],
+        records: dict[str, str | None],
         what: str,
         *,
         label: tuple[str, str | None] | None = None,
     ) -> None:
-        """Write `rules`, the `record` and (when given) the label `(key, value or None to
-        remove)` to `route` in one fenced merge patch; nothing when they are already there."""
+        """Write `rules`, the `records` (annotation -> text, None to remove) and (when given)
+        the label `(key, value or None to remove)` to `route` in one fenced merge patch;
+        nothing when they are already there."""
         ctx = self.ctx
         meta = current.get("metadata") or {}
         annotations = meta.get("annotations") or {}
         before: Obj = {
-            "metadata": {"annotations": {MANAGED_ANNOTATION: annotations.get(MANAGED_ANNOTATION)}},
+            "metadata": {"annotations": {key: annotations.get(key) for key in records}},
             "spec": {"rules": (current.get("spec") or {}).get("rules") or []},
         }
         after: Obj = {
-            "metadata": {"annotations": {MANAGED_ANNOTATION: _record_text(record)}},
+            "metadata": {"annotations": dict(records)},
             "spec": {"rules": rules},
         }
         if label is not None:

@@ -22,17 +22,24 @@ from rollout_workers.api.rollout import (
     RolloutStatus,
     WeightDestination,
 )
+from rollout_workers.plugins import PluginLoadError, PluginNotEnabled
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import experiment, service
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError, appmesh
+from rollout_workers.rollout.trafficrouting import (
+    NATIVE_PLUGINS,
+    TrafficRouter,
+    TrafficRoutingError,
+    appmesh,
+)
 from rollout_workers.rollout.trafficrouting import weights as w
 from rollout_workers.rollout.trafficrouting.ambassador import AmbassadorRouter
 from rollout_workers.rollout.trafficrouting.apisix import ApisixRouter
 from rollout_workers.rollout.trafficrouting.gatewayapi import GatewayAPIRouter, config_of
 from rollout_workers.rollout.trafficrouting.istio import IstioRouter
 from rollout_workers.rollout.trafficrouting.nginx import NginxRouter
+from rollout_workers.rollout.trafficrouting.plugins import PluginRouter
 from rollout_workers.rollout.trafficrouting.smi import SMIRouter
 from rollout_workers.rollout.trafficrouting.traefik import TraefikRouter
 
@@ -64,6 +71,18 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
     gateway_api = config_of(routing)
     if gateway_api is not None:
         routers.append(GatewayAPIRouter(ctx, gateway_api))
+    for name, config in (routing.plugins or {}).items():
+        if name in NATIVE_PLUGINS:
+            continue
+        try:
+            plugin = ctx.traffic_plugins.resolve(name)
+        except (PluginNotEnabled, PluginLoadError) as err:
+            # Not enabled: refused as InvalidSpec before the traffic step (unsupported_router),
+            # unless the settings changed under it; not loadable: retried with backoff.
+            raise TrafficRoutingError(str(err)) from err
+        routers.append(
+            PluginRouter(ctx, name, dict(config) if isinstance(config, dict) else {}, plugin)
+        )
     return routers
 
 

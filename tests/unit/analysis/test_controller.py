@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from rollout_workers.analysis.controller import AnalysisRunController, reconcile
+from rollout_workers.analysis.providers import ProviderDeps, UnknownProvider, provider_for
 from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement, Metric
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
@@ -169,6 +170,131 @@ def test_unresolved_argument_is_an_error() -> None:
         outcome.status.message
         == "Unable to resolve metric arguments: failed to resolve {{args.host}}"
     )
+
+
+def plugin_run(name: str = "acme/metric", **metric: Any) -> AnalysisRun:
+    return AnalysisRun.from_dict(
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "AnalysisRun",
+            "metadata": {"name": "r", "namespace": "d"},
+            "spec": {
+                "metrics": [{"name": "m", "provider": {"plugin": {name: {"query": "q"}}}, **metric}]
+            },
+        }
+    )
+
+
+NOT_ENABLED = (
+    "failed to create plugin: unable to get metric plugin: unable to start plugin system: "
+    "unable to find plugin (acme/metric): plugin acme/metric not configured in configmap (here: "
+    "an entry point named acme/metric in the rollout_workers.metric_providers group, enabled by "
+    "listing the name in ROLLOUTS_PLUGINS_METRIC)"
+)
+
+
+def _raising(error: Exception) -> Any:
+    def make(metric: Metric) -> Any:
+        raise error
+
+    return make
+
+
+PROVIDER_ERROR_CASES: list[tuple[str, AnalysisRun, Any, str, str]] = [
+    # (name, run, provider factory, run phase and message, the measurement's message)
+    (
+        "Argo TestFailedToCreateProviderError: an error making the provider is an Error "
+        "measurement, retried",
+        new_run(),
+        _raising(RuntimeError("failed to create provider")),
+        "Running: ",
+        "failed to create provider",
+    ),
+    (
+        "a plugin that is not enabled: the run ends Error at once, with Argo's NewProvider error",
+        plugin_run(),
+        lambda m: provider_for(m, ProviderDeps()),
+        'Error: Metric "m" assessed Error due to no provider to measure it: '
+        f'"Error Message: {NOT_ENABLED}"',
+        "",
+    ),
+    (
+        "a metric with an initialDelay is refused before its first measurement is due",
+        plugin_run(initialDelay="5m"),
+        lambda m: provider_for(m, ProviderDeps()),
+        'Error: Metric "m" assessed Error due to no provider to measure it: '
+        f'"Error Message: {NOT_ENABLED}"',
+        "",
+    ),
+    (
+        "an unknown provider the validation lets through is refused the same way",
+        new_run(),
+        _raising(UnknownProvider("no valid provider in metric 'm'")),
+        'Error: Metric "m" assessed Error due to no provider to measure it: '
+        "\"Error Message: no valid provider in metric 'm'\"",
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("run", "providers", "expected", "measured"),
+    [pytest.param(*case[1:], id=case[0]) for case in PROVIDER_ERROR_CASES],
+)
+def test_a_provider_that_cannot_be_made(
+    run: AnalysisRun, providers: Any, expected: str, measured: str
+) -> None:
+    outcome, wake = reconcile(run, now=T0, providers=providers, secrets=NO_SECRETS)
+    status = outcome.status
+    assert f"{status.phase}: {status.message or ''}" == expected
+    measurements = [m for r in status.metric_results or [] for m in r.measurements or []]
+    if measured:
+        assert [(m.phase, m.message) for m in measurements] == [("Error", measured)]
+        assert wake == T0 + dt.timedelta(seconds=10)
+        return
+    assert measurements == [] and wake is None
+    assert status.completed_at == format_time(T0)
+    assert outcome.events == [("AnalysisRunError", "Analysis Completed. Result: Error", True)]
+
+
+def test_the_rollouts_step_analysis_aborts_on_the_errored_run() -> None:
+    """The run errored at once aborts the rollout at its analysis step, with the run's message,
+    as Argo's does for an errored run."""
+    from rollout_workers.api.analysis import AnalysisTemplateSpec
+    from tests.unit.rollout.onesync import NS, OneSync
+    from tests.unit.rollout.test_controller import rollout
+
+    template = AnalysisTemplateSpec.from_dict(
+        {"metrics": [{"name": "m", "provider": {"plugin": {"acme/metric": {}}}}]}
+    )
+    steps = [{"setWeight": 50}, {"analysis": {"templates": [{"templateName": "t"}]}}]
+    sim = OneSync(
+        rollout(strategy={"canary": {"steps": steps}}, replicas=2),
+        template_lookup=lambda name, cluster: template if name == "t" else None,
+    )
+    sim.settle()
+    sim.set_image("web:2")
+    sim.settle()
+    (obj,) = sim.of(r.ANALYSISRUNS).values()
+    outcome, _ = reconcile(
+        AnalysisRun.from_dict(obj),
+        now=T0,
+        providers=lambda m: provider_for(m, ProviderDeps()),
+        secrets=NO_SECRETS,
+    )
+    assert outcome.status.phase == "Error"
+    sim.writer.patch(
+        r.ANALYSISRUNS,
+        NS,
+        obj["metadata"]["name"],
+        {"status": outcome.status.to_dict()},
+        status=True,
+    )
+    sim.settle()
+    assert sim.status["abort"] is True
+    aborted = next(c for c in sim.status["conditions"] if c["type"] == "Progressing")
+    assert aborted["reason"] == "RolloutAborted"
+    assert aborted["message"] == f"Rollout aborted update to revision 2: {outcome.status.message}"
 
 
 def test_measurement_retention_trims_and_garbage_collects() -> None:

@@ -132,10 +132,6 @@ def router_refused(name: str) -> Refused:
     return Refused(f"trafficRouting.{name} is not supported by this controller yet")
 
 
-def provider_refused(name: str) -> Refused:
-    return Refused(f"provider {name} is not supported")
-
-
 # -- shared blocks ------------------------------------------------------------------------------
 
 
@@ -377,8 +373,11 @@ def metric_rows(prefix: str) -> Table:
         **newrelic_rows(p),
         **wavefront_rows(p),
         **provider_rows_b(p),
-        # the one provider this controller does not implement
-        f"{p}.plugin": provider_refused("plugin"),
+        # measured by a metric provider plugin enabled in settings (plugins.metric)
+        f"{p}.plugin": Acted(
+            "tests/unit/analysis/providers/test_plugin.py::"
+            "test_the_plugin_measures_with_its_config_and_its_metadata_is_kept"
+        ),
     }
     return rows
 
@@ -515,12 +514,10 @@ ROLLOUT: Table = {
     f"{STEPS}.setHeaderRoute.name": Acted(
         ISTIO + "test_header_route_goes_on_top_in_managed_routes_order"
     ),
-    f"{STEPS}.setHeaderRoute.match[].headerName": Acted(
-        GATEWAY + "test_header_route_prefix_and_regex_and_invalid_match"
-    ),
+    f"{STEPS}.setHeaderRoute.match[].headerName": Acted(GATEWAY + "test_header_match_types"),
     **string_match(
         f"{STEPS}.setHeaderRoute.match[].headerValue",
-        Acted(GATEWAY + "test_header_route_prefix_and_regex_and_invalid_match"),
+        Acted(GATEWAY + "test_header_match_types"),
     ),
     f"{STEPS}.setMirrorRoute.name": Acted(
         ISTIO + "test_mirror_route_keeps_the_weights_and_mirrors_to_the_canary"
@@ -592,7 +589,10 @@ ROLLOUT: Table = {
     f"{ROUTING}.managedRoutes[].name": Acted(
         ISTIO + "test_header_route_goes_on_top_in_managed_routes_order"
     ),
-    f"{ROUTING}.plugins": Acted(GATEWAY + "test_only_the_gateway_api_plugin_is_accepted"),
+    f"{ROUTING}.plugins": Acted(
+        "tests/unit/rollout/test_traffic_plugin.py::"
+        "test_the_plugin_is_driven_through_a_canary_with_its_config"
+    ),
     f"{ROUTING}.nginx.stableIngress": Acted(
         "tests/unit/rollout/test_nginx.py::"
         "test_canary_ingress_is_named_after_the_rollout_and_the_stable_ingress"

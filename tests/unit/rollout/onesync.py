@@ -10,9 +10,9 @@ the context's pod reader, as the API's.
 
 Options for the rest of what a worker hands a reconcile: `owned_only` (the ReplicaSets and
 AnalysisRuns the rollout owns, as the cache's owner index returns them, rather than all seeded),
-`template_lookup` (AnalysisTemplates), `step_plugins` (a step plugin registry); a rollout with a
-`workloadRef` is reconciled with it resolved from the seeded objects, as the worker resolves it
-from the cache.
+`template_lookup` (AnalysisTemplates), `step_plugins` and `traffic_plugins` (plugin
+registries); a rollout with a `workloadRef` is reconciled with it resolved from the seeded
+objects, as the worker resolves it from the cache.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from rollout_workers.rollout import templateref
 from rollout_workers.rollout.context import Event, RolloutContext, RouterObjects
 from rollout_workers.rollout.controller import reconcile
 from rollout_workers.rollout.stepplugins.registry import StepPluginRegistry, StepPluginState
+from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.timefmt import format_time
 
@@ -175,6 +176,7 @@ class OneSync:
     owned_only: bool = False
     template_lookup: TemplateLookup | None = None
     step_plugins: StepPluginRegistry | None = None
+    traffic_plugins: TrafficRouterPluginRegistry | None = None
 
     def __post_init__(self) -> None:
         self.writer = ClockedWriter(self)
@@ -349,6 +351,8 @@ class OneSync:
         )
         if self.step_plugins is not None:
             ctx.step_plugins = StepPluginState(registry=self.step_plugins)
+        if self.traffic_plugins is not None:
+            ctx.traffic_plugins = self.traffic_plugins
         self.last = ctx
         reconcile(ctx, resolve_error=resolve_error)
         actions = [a for a in self.writer.actions[start:] if a.resource != "events"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.api.rollout import Rollout, SetHeaderRoute, SetMirrorRoute
+from rollout_workers.api.rollout import Rollout, SetHeaderRoute, SetMirrorRoute, WeightDestination
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.rollout import validation as v
@@ -82,7 +82,10 @@ PATH_MATCH = {"path": {"type": "PathPrefix", "value": "/api"}}
 
 
 def router_for(
-    obj: Obj, *routes: Obj, served: tuple[str, ...] = tuple(RESOURCES)
+    obj: Obj,
+    *routes: Obj,
+    served: tuple[str, ...] = tuple(RESOURCES),
+    services: dict[str, Obj] | None = None,
 ) -> tuple[gatewayapi.GatewayAPIRouter, RecordingWriter, RolloutContext]:
     writer = RecordingWriter()
     for found in routes:
@@ -92,6 +95,7 @@ def router_for(
         rss=[],
         now=T0,
         writer=writer,
+        services=services,
         routed=RouterObjects(
             served={kind: RESOURCES[kind] for kind in served},
             objects={
@@ -244,6 +248,227 @@ def test_a_foreign_weight_change_is_put_back() -> None:
     }
 
 
+# -- experiment Services ------------------------------------------------------------------------
+
+
+def service(name: str, *ports: tuple[str, int]) -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"ports": [{"name": n, "port": p, "targetPort": p} for n, p in ports]},
+    }
+
+
+def exp_ref(name: str, weight: int, port: int, namespace: str = NS) -> Obj:
+    """A backendRef the router adds for an experiment Service."""
+    return {
+        "group": "",
+        "kind": "Service",
+        "name": name,
+        "namespace": namespace,
+        "port": port,
+        "weight": weight,
+    }
+
+
+def dest(name: str, weight: int) -> WeightDestination:
+    return WeightDestination(serviceName=name, weight=weight)
+
+
+EXP_SERVICES = {
+    "exp-a": service("exp-a", ("metrics", 9090), ("http", 8000)),
+    "exp-b": service("exp-b", ("grpc", 9000), ("admin", 9001)),
+    "exp-c": service("exp-c"),
+}
+EXPERIMENT_CASES: list[tuple[str, list[Obj], list[WeightDestination], list[Obj]]] = [
+    # (name, the route's rules, the destinations at weight 20, the rules written)
+    (
+        "plugin HandleExperiment: the Service's port named http, the stable gets the rest",
+        [weighted_rule(20, 80)],
+        [dest("exp-a", 10)],
+        [
+            {
+                "backendRefs": [
+                    backend("stable", 70),
+                    backend("canary", 20),
+                    exp_ref("exp-a", 10, 8000),
+                ]
+            }
+        ],
+    ),
+    (
+        "plugin TestHandleExperiment_ExperimentStatusChecking: two Services, no http port: the "
+        "first; no ports at all: 8080",
+        [weighted_rule()],
+        [dest("exp-b", 15), dest("exp-c", 40)],
+        [
+            {
+                "backendRefs": [
+                    backend("stable", 25),
+                    backend("canary", 20),
+                    exp_ref("exp-b", 15, 9000),
+                    exp_ref("exp-c", 40, 8080),
+                ]
+            }
+        ],
+    ),
+    (
+        "a backendRef the user wrote to the Service only gets its weight",
+        [{"backendRefs": [backend("stable"), backend("canary"), backend("exp-a", 0, port=1)]}],
+        [dest("exp-a", 10)],
+        [{"backendRefs": [backend("stable", 70), backend("canary", 20), backend("exp-a", 10, 1)]}],
+    ),
+    (
+        "every weighted rule gets it; a rule naming one of the services alone is left alone",
+        [
+            weighted_rule(),
+            weighted_rule(matches=[PATH_MATCH]),
+            {"backendRefs": [backend("stable")]},
+        ],
+        [dest("exp-c", 5)],
+        [
+            {
+                "backendRefs": [
+                    backend("stable", 75),
+                    backend("canary", 20),
+                    exp_ref("exp-c", 5, 8080),
+                ]
+            },
+            {
+                "matches": [PATH_MATCH],
+                "backendRefs": [
+                    backend("stable", 75),
+                    backend("canary", 20),
+                    exp_ref("exp-c", 5, 8080),
+                ],
+            },
+            {"backendRefs": [backend("stable")]},
+        ],
+    ),
+    (
+        "no destinations: nothing added",
+        [weighted_rule()],
+        [],
+        [weighted_rule(20, 80)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rules", "additional", "expected"),
+    [pytest.param(*case[1:], id=case[0]) for case in EXPERIMENT_CASES],
+)
+def test_experiment_services_are_added_with_their_weights(
+    rules: list[Obj], additional: list[WeightDestination], expected: list[Obj]
+) -> None:
+    found = route("HTTPRoute", "web-route", *rules)
+    router, writer, _ = router_for(
+        gw_rollout({"httpRoute": "web-route"}), found, services=EXP_SERVICES
+    )
+    router.set_weight(20, additional)
+    assert rules_of(writer) == expected
+    assert router.verify_weight(20, additional) is True
+    assert router.verify_weight(20, [*additional, dest("exp-c", 1)]) is False
+    # The same weights again write nothing.
+    count = len(writes(writer))
+    router.set_weight(20, additional)
+    assert len(writes(writer)) == count
+
+
+def experiment_record(
+    writer: RecordingWriter, kind: str = "HTTPRoute", name: str = "web-route"
+) -> Any:
+    annotations = stored(writer, kind, name)["metadata"].get("annotations") or {}
+    text = annotations.get(gatewayapi.EXPERIMENT_ANNOTATION)
+    return json.loads(text) if text else None
+
+
+def test_experiment_services_are_removed_when_the_experiment_ends() -> None:
+    """Plugin TestHandleExperiment_RemoveExperimentServices, and its fix "Do not tamper with
+    unmanaged backends" (#204): only the backendRefs the rollout added go; the user's third
+    Service and their own reference to an experiment Service stay (and that one is not added to
+    the rule that lacks it)."""
+    users = backend("mine", 0)
+    rules = [
+        {"backendRefs": [backend("stable"), backend("canary"), users]},
+        {"backendRefs": [backend("stable"), backend("canary"), backend("exp-b", 0)]},
+    ]
+    obj = gw_rollout({"httpRoute": "web-route"})
+    router, writer, _ = router_for(
+        obj, route("HTTPRoute", "web-route", *rules), services=EXP_SERVICES
+    )
+    router.set_weight(20, [dest("exp-a", 10), dest("exp-b", 5)])
+    assert experiment_record(writer) == {"web": ["exp-a"]}
+    assert rules_of(writer) == [
+        {
+            "backendRefs": [
+                backend("stable", 65),
+                backend("canary", 20),
+                users,
+                exp_ref("exp-a", 10, 8000),
+            ]
+        },
+        {
+            "backendRefs": [
+                backend("stable", 65),
+                backend("canary", 20),
+                backend("exp-b", 5),
+                exp_ref("exp-a", 10, 8000),
+            ]
+        },
+    ]
+    router.set_weight(20)
+    assert rules_of(writer) == [
+        {"backendRefs": [backend("stable", 80), backend("canary", 20), users]},
+        {"backendRefs": [backend("stable", 80), backend("canary", 20), backend("exp-b", 5)]},
+    ]
+    assert experiment_record(writer) is None
+    assert router.verify_weight(20) is True
+    assert len(writes(writer)) == 2  # each change in one patch with its record
+
+
+def test_experiment_services_of_another_rollout_are_left_alone() -> None:
+    theirs = {"other": ["exp-z"]}
+    rule = {"backendRefs": [backend("stable"), backend("canary"), exp_ref("exp-z", 5, 80)]}
+    found = route("HTTPRoute", "web-route", rule)
+    found["metadata"]["annotations"] = {gatewayapi.EXPERIMENT_ANNOTATION: json.dumps(theirs)}
+    router, writer, _ = router_for(
+        gw_rollout({"httpRoute": "web-route"}), found, services=EXP_SERVICES
+    )
+    router.set_weight(10, [dest("exp-c", 5)])
+    assert experiment_record(writer) == {"other": ["exp-z"], "web": ["exp-c"]}
+    router.set_weight(10)
+    assert experiment_record(writer) == theirs
+    assert rules_of(writer) == [
+        {"backendRefs": [backend("stable", 90), backend("canary", 10), exp_ref("exp-z", 5, 80)]}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("field", "kind"),
+    [("grpcRoute", "GRPCRoute"), ("tcpRoute", "TCPRoute"), ("tlsRoute", "TLSRoute")],
+)
+def test_experiment_services_on_each_kind_in_the_configs_namespace(field: str, kind: str) -> None:
+    """The plugin does it on HTTPRoutes only; the other kinds' backendRefs have the same shape,
+    so they get them too. The backendRef names the rollout's namespace, where the Service is."""
+    obj = gw_rollout({field: "r1", "namespace": "gateways"})
+    found = route(kind, "r1", weighted_rule(), namespace="gateways")
+    router, writer, _ = router_for(obj, found, services=EXP_SERVICES)
+    router.set_weight(30, [dest("exp-b", 20)])
+    assert stored(writer, kind, "r1", "gateways")["spec"]["rules"] == [
+        {"backendRefs": [backend("stable", 50), backend("canary", 30), exp_ref("exp-b", 20, 9000)]}
+    ]
+
+
+def test_an_experiment_service_not_in_the_cache_is_an_error() -> None:
+    router, writer, _ = router_for(
+        gw_rollout({"httpRoute": "web-route"}), route("HTTPRoute", "web-route", weighted_rule())
+    )
+    with pytest.raises(TrafficRoutingError, match=r'^services "exp-a" not found$'):
+        router.set_weight(20, [dest("exp-a", 10)])
+    assert writes(writer) == []
+    assert router.verify_weight(20, [dest("exp-a", 10)]) is False
+
+
 # -- errors --------------------------------------------------------------------------------------
 
 
@@ -384,6 +609,13 @@ HEADER_ROUTE = SetHeaderRoute.from_dict(
     }
 )
 HEADER = {"name": "X-Canary", "type": "Exact", "value": "yes"}
+GRPC_METHOD = {"type": "Exact", "service": "my.service.v1.MyService", "method": "GetUser"}
+#: The kinds with header routes (the plugin's setHTTPHeaderRoute and setGRPCHeaderRoute): the
+#: route's config field, and a match of its own besides headers (a path, a gRPC method).
+HEADER_KINDS = [
+    pytest.param("HTTPRoute", "httpRoute", PATH_MATCH, id="HTTPRoute"),
+    pytest.param("GRPCRoute", "grpcRoute", {"method": GRPC_METHOD}, id="GRPCRoute"),
+]
 
 
 def header_rollout(config: Obj | None = None) -> Obj:
@@ -392,23 +624,33 @@ def header_rollout(config: Obj | None = None) -> Obj:
     )
 
 
-def test_header_route_added_per_weighted_rule_and_recorded() -> None:
+def record_of_kind(writer: RecordingWriter, kind: str, name: str) -> Any:
+    annotations = stored(writer, kind, name)["metadata"].get("annotations") or {}
+    text = annotations.get(gatewayapi.MANAGED_ANNOTATION)
+    return json.loads(text) if text else None
+
+
+@pytest.mark.parametrize(("kind", "field", "own_match"), HEADER_KINDS)
+def test_header_route_added_per_weighted_rule_and_recorded(
+    kind: str, field: str, own_match: Obj
+) -> None:
+    """Plugin TestSetHTTPHeaderRouteMultiRule / TestSetGRPCHeaderRouteMultiRule (#207): one
+    rule per weighted rule, its own matches with the headers added, its filters kept."""
     filt = {
         "type": "RequestHeaderModifier",
         "requestHeaderModifier": {"set": [{"name": "a", "value": "b"}]},
     }
-    first = weighted_rule(
-        30, 70, matches=[{**PATH_MATCH, "headers": [{"name": "h", "value": "1"}]}]
-    )
+    host = {"name": "h", "type": "Exact", "value": "1"}
+    first = weighted_rule(30, 70, matches=[{**own_match, "headers": [host]}])
     second = weighted_rule(30, 70, filters=[filt])
-    found = route("HTTPRoute", "web-route", first, second, labels={IN_PROGRESS: "in-progress"})
-    router, writer, ctx = router_for(header_rollout(), found)
+    found = route(kind, "web-route", first, second, labels={IN_PROGRESS: "in-progress"})
+    router, writer, ctx = router_for(header_rollout({field: "web-route"}), found)
     router.set_header_route(HEADER_ROUTE)
     canary_ref = {"group": "", "kind": "Service", "name": "canary", "port": 80}
     added = [
         {
             "name": "canary-header",
-            "matches": [{**PATH_MATCH, "headers": [{"name": "h", "value": "1"}, HEADER]}],
+            "matches": [{**own_match, "headers": [host, HEADER]}],
             "backendRefs": [canary_ref],
         },
         {
@@ -418,37 +660,107 @@ def test_header_route_added_per_weighted_rule_and_recorded() -> None:
             "backendRefs": [canary_ref],
         },
     ]
-    assert rules_of(writer) == [first, second, *added]
-    assert record_of(writer) == {
+    assert rules_of(writer, "web-route", kind) == [first, second, *added]
+    assert record_of_kind(writer, kind, "web-route") == {
         "web": {"canary-header": {"rules": [gatewayapi.fingerprint(a) for a in added]}}
     }
     # The same step again changes nothing; weights leave the header rules alone.
     router.set_header_route(HEADER_ROUTE)
     router.set_weight(30)
     assert len(writes(writer)) == 1
-    assert ctx.events[0].reason == "HTTPRouteModified"
+    assert ctx.events[0].reason == f"{kind}Modified"
 
 
-def test_header_route_recognised_after_the_server_defaults_and_prunes_names() -> None:
-    router, writer, ctx = router_for(
-        header_rollout(), route("HTTPRoute", "web-route", weighted_rule())
-    )
+SERVER_DEFAULT_CASES: list[tuple[str, str, list[Obj], Obj]] = [
+    # (name, kind, the weighted rule's matches, what the server adds to the managed rule's
+    # first match besides the backendRef's weight 1)
+    (
+        "HTTPRoute: the default path",
+        "HTTPRoute",
+        [],
+        {"path": {"type": "PathPrefix", "value": "/"}},
+    ),
+    ("HTTPRoute with a path", "HTTPRoute", [PATH_MATCH], {}),
+    ("GRPCRoute without matches", "GRPCRoute", [], {}),
+    ("GRPCRoute with a method", "GRPCRoute", [{"method": GRPC_METHOD}], {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "matches", "defaults"),
+    [pytest.param(*case[1:], id=case[0]) for case in SERVER_DEFAULT_CASES],
+)
+def test_header_route_recognised_after_the_server_defaults_and_prunes_names(
+    kind: str, matches: list[Obj], defaults: Obj
+) -> None:
+    source = weighted_rule(matches=matches) if matches else weighted_rule()
+    found = route(kind, "web-route", source)
+    config = {gatewayapi.FIELDS[kind]: "web-route"}
+    router, writer, ctx = router_for(header_rollout(config), found)
     router.set_header_route(HEADER_ROUTE)
-    as_stored = copy.deepcopy(stored(writer, "HTTPRoute", "web-route"))
+    as_stored = copy.deepcopy(stored(writer, kind, "web-route"))
     managed = as_stored["spec"]["rules"][1]
     del managed["name"]  # Gateway API before 1.2 has no rule names
     managed["backendRefs"][0]["weight"] = 1
-    managed["matches"][0]["path"] = {"type": "PathPrefix", "value": "/"}
-    writer.seed(RESOURCES["HTTPRoute"], as_stored)
-    ctx.routed.put(RouterRef("HTTPRoute", NS, "web-route"), as_stored)
+    managed["matches"][0].update(defaults)
+    writer.seed(RESOURCES[kind], as_stored)
+    ctx.routed.put(RouterRef(kind, NS, "web-route"), as_stored)
     router.set_header_route(HEADER_ROUTE)
     assert len(writes(writer)) == 1
     router.remove_managed_routes()
-    assert rules_of(writer) == [weighted_rule()]
-    assert record_of(writer) is None
+    assert rules_of(writer, "web-route", kind) == [source]
+    assert record_of_kind(writer, kind, "web-route") is None
 
 
-def test_header_route_prefix_and_regex_and_invalid_match() -> None:
+HEADER_VALUE_CASES: list[tuple[str, str, Obj, str | None]] = [
+    # (name, kind, the step's header value, the regular expression written; None: exact)
+    ("HTTP prefix: anchored and quoted", "HTTPRoute", {"prefix": "v1.2"}, r"^v1\.2.*"),
+    (
+        "GRPC prefix: `<prefix>.*`, neither anchored nor quoted (getGRPCHeaderRouteRuleList)",
+        "GRPCRoute",
+        {"prefix": "v1.2"},
+        "v1.2.*",
+    ),
+    ("HTTP regex as given", "HTTPRoute", {"regex": "x+"}, "x+"),
+    ("GRPC regex as given", "GRPCRoute", {"regex": "^a|b$"}, "^a|b$"),
+    ("HTTP exact", "HTTPRoute", {"exact": "1"}, None),
+    ("GRPC exact", "GRPCRoute", {"exact": "1"}, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "regex"),
+    [pytest.param(*case[1:], id=case[0]) for case in HEADER_VALUE_CASES],
+)
+def test_header_match_types(kind: str, value: Obj, regex: str | None) -> None:
+    header = SetHeaderRoute.from_dict(
+        {"name": "canary-header", "match": [{"headerName": "a", "headerValue": value}]}
+    )
+    field = gatewayapi.FIELDS[kind]
+    found = route(kind, "web-route", weighted_rule())
+    router, writer, _ = router_for(header_rollout({field: "web-route"}), found)
+    router.set_header_route(header)
+    expected = (
+        {"name": "a", "type": "Exact", "value": value["exact"]}
+        if regex is None
+        else {"name": "a", "type": "RegularExpression", "value": regex}
+    )
+    assert rules_of(writer, "web-route", kind)[1]["matches"] == [{"headers": [expected]}]
+
+
+@pytest.mark.parametrize(("kind", "field", "own_match"), HEADER_KINDS)
+def test_header_route_invalid_match_is_the_plugins_error(
+    kind: str, field: str, own_match: Obj
+) -> None:
+    found = route(kind, "web-route", weighted_rule())
+    router, writer, _ = router_for(header_rollout({field: "web-route"}), found)
+    bad = SetHeaderRoute.from_dict({"name": "canary-header", "match": [{"headerName": "a"}]})
+    with pytest.raises(TrafficRoutingError, match=r"^invalid header match type$"):
+        router.set_header_route(bad)
+    assert writes(writer) == []
+
+
+def test_several_header_matches_in_one_rule() -> None:
     header = SetHeaderRoute.from_dict(
         {
             "name": "canary-header",
@@ -470,15 +782,14 @@ def test_header_route_prefix_and_regex_and_invalid_match() -> None:
             ]
         }
     ]
-    bad = SetHeaderRoute.from_dict({"name": "canary-header", "match": [{"headerName": "a"}]})
-    with pytest.raises(TrafficRoutingError, match=r"^invalid header match type$"):
-        router.set_header_route(bad)
 
 
-def test_header_route_replaced_then_removed_by_an_empty_match() -> None:
-    router, writer, _ = router_for(
-        header_rollout(), route("HTTPRoute", "web-route", weighted_rule())
-    )
+@pytest.mark.parametrize(("kind", "field", "own_match"), HEADER_KINDS)
+def test_header_route_replaced_then_removed_by_an_empty_match(
+    kind: str, field: str, own_match: Obj
+) -> None:
+    found = route(kind, "web-route", weighted_rule())
+    router, writer, _ = router_for(header_rollout({field: "web-route"}), found)
     router.set_header_route(HEADER_ROUTE)
     other = SetHeaderRoute.from_dict(
         {
@@ -487,11 +798,13 @@ def test_header_route_replaced_then_removed_by_an_empty_match() -> None:
         }
     )
     router.set_header_route(other)
-    assert len(rules_of(writer)) == 2
-    assert rules_of(writer)[1]["matches"] == [{"headers": [{**HEADER, "value": "no"}]}]
+    assert len(rules_of(writer, "web-route", kind)) == 2
+    assert rules_of(writer, "web-route", kind)[1]["matches"] == [
+        {"headers": [{**HEADER, "value": "no"}]}
+    ]
     router.set_header_route(SetHeaderRoute.from_dict({"name": "canary-header"}))
-    assert rules_of(writer) == [weighted_rule()]
-    assert record_of(writer) is None
+    assert rules_of(writer, "web-route", kind) == [weighted_rule()]
+    assert record_of_kind(writer, kind, "web-route") is None
 
 
 def test_header_routes_only_on_routes_with_use_header_routes() -> None:
@@ -502,7 +815,6 @@ def test_header_routes_only_on_routes_with_use_header_routes() -> None:
     assert [a.name for a in writes(writer)] == ["b"]
 
 
-GRPC_METHOD = {"type": "Exact", "service": "my.service.v1.MyService", "method": "GetUser"}
 HOST = {"name": "Host", "type": "Exact", "value": "example.com"}
 CANARY_GRPC_REF = {"group": "", "kind": "Service", "name": "canary", "port": 80}
 GRPC_HEADER_CASES: list[tuple[str, Obj, list[Obj], list[Obj]]] = [
@@ -547,7 +859,7 @@ def test_header_route_on_a_grpc_route(value: Obj, matches: list[Obj], expected: 
     step = SetHeaderRoute.from_dict(
         {"name": "canary-header", "match": [{"headerName": "X-Canary", "headerValue": value}]}
     )
-    weighted = weighted_rule(**({"matches": matches} if matches else {}))
+    weighted = weighted_rule(matches=matches) if matches else weighted_rule()
     found = route("GRPCRoute", "g", weighted)
     router, writer, _ = router_for(header_rollout({"grpcRoute": "g"}), found)
     router.set_header_route(step)
@@ -575,12 +887,6 @@ def test_grpc_header_routes_follow_use_header_routes_and_are_removed() -> None:
     router.remove_managed_routes()
     assert rules_of(writer, "b", "GRPCRoute") == [weighted_rule()]
     assert record_of_kind(writer, "GRPCRoute", "b") is None
-
-
-def record_of_kind(writer: RecordingWriter, kind: str, name: str) -> Any:
-    annotations = stored(writer, kind, name)["metadata"].get("annotations") or {}
-    text = annotations.get(gatewayapi.MANAGED_ANNOTATION)
-    return json.loads(text) if text else None
 
 
 def test_header_route_without_a_weighted_rule() -> None:
@@ -859,16 +1165,25 @@ def routing_of(obj: Obj) -> Any:
     return canary.traffic_routing if canary else None
 
 
-def test_only_the_gateway_api_plugin_is_accepted() -> None:
+def test_the_gateway_api_plugin_is_native_beside_other_plugins() -> None:
+    """argoproj-labs/gatewayAPI is driven natively whatever plugins the settings enable; any
+    other plugin must be enabled (tests/unit/rollout/test_traffic_plugin.py)."""
+    from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
+
     assert unsupported_router(routing_of(gw_rollout({"httpRoute": "a"}))) == ""
     assert unsupported_router(routing_of(gw_rollout({"httpRoute": "a"}, first_class=True))) == ""
     other = rollout(
         strategy={"canary": {"trafficRouting": {"plugins": {PLUGIN: {}, "acme/router": {}}}}}
     )
-    assert (
-        unsupported_router(routing_of(other))
-        == "trafficRouting.plugins is not supported by this controller yet"
+    assert "plugin acme/router not configured in configmap" in unsupported_router(routing_of(other))
+    enabled = TrafficRouterPluginRegistry(enabled=frozenset({"acme/router"}))
+    assert unsupported_router(routing_of(other), enabled) == ""
+    # An entry point named as the native plugin does not replace the native router.
+    ctx = RolloutContext.build(
+        obj=gw_rollout({"httpRoute": "a"}), rss=[], now=T0, writer=RecordingWriter()
     )
+    ctx.traffic_plugins = TrafficRouterPluginRegistry(enabled=frozenset({PLUGIN}))
+    assert [x.type for x in routers_for(ctx)] == ["GatewayAPI"]
 
 
 # -- through the controller ----------------------------------------------------------------------
@@ -913,3 +1228,57 @@ def test_the_controller_weights_the_plugins_route_and_puts_back_a_change() -> No
     stored(sim.writer, "HTTPRoute", "rt")["spec"]["rules"][0]["backendRefs"][1]["weight"] = 40
     controller.sync(request())
     assert rules_of(sim.writer, "rt") == [rule]
+
+
+def test_the_controller_adds_the_experiments_service_to_the_route_then_removes_it() -> None:
+    """The experiment's Services are read with the rollout's (by the names in its status), so
+    the router can add them at their port."""
+    from rollout_workers.pool.handlers import Outcome
+    from tests.unit.rollout.test_routing_reconcile import (
+        WriterReader,
+        controller_for,
+        request,
+        routed_rollout,
+        routed_sim,
+        update,
+    )
+
+    experiment = {"templates": [{"name": "exp", "specRef": "canary", "weight": 10}]}
+    obj = routed_rollout({"setWeight": 20}, {"experiment": experiment}, {"pause": {}})
+    obj["spec"]["strategy"]["canary"]["trafficRouting"] = {"plugins": {PLUGIN: {"httpRoute": "rt"}}}
+    sim = routed_sim(obj)
+    rule = {"backendRefs": [backend("web-stable", 100), backend("web-canary", 0)]}
+    sim.writer.seed(RESOURCES["HTTPRoute"], copy.deepcopy(route("HTTPRoute", "rt", rule)))
+    controller = controller_for(
+        sim.writer,
+        router_objects=ServedRoutes(sim.writer),
+        experiments=WriterReader(sim.writer, r.EXPERIMENTS),
+    )
+
+    def sync() -> None:
+        sim.kubelet()
+        assert controller.sync(request()).outcome != Outcome.ERROR
+
+    for _ in range(3):
+        sync()
+    update(sim)
+    for _ in range(6):
+        sync()
+    [ex] = sim.of(r.EXPERIMENTS).values()
+    assert sim.status["currentStepIndex"] == 1
+    # The experiment controller's part: the Service, then the status naming it.
+    sim.seed({"kind": "Service", **service("web-exp-svc", ("http", 8080), ("metrics", 9090))})
+    ex["status"] = {
+        "phase": "Running",
+        "templateStatuses": [{"name": "exp", "serviceName": "web-exp-svc", "status": "Running"}],
+    }
+    sync()
+    stable, canary = backend("web-stable", 70), backend("web-canary", 20)
+    added = {**exp_ref("web-exp-svc", 10, 8080)}
+    assert rules_of(sim.writer, "rt") == [{"backendRefs": [stable, canary, added]}]
+    assert sim.status["canary"]["weights"]["additional"] == [
+        {"weight": 10, "serviceName": "web-exp-svc"}
+    ]
+    ex["status"]["phase"] = "Successful"
+    sync()
+    assert rules_of(sim.writer, "rt")[0]["backendRefs"][2:] == []

@@ -279,7 +279,9 @@ def test_unknown_plugin_is_invalid_spec_with_argos_message() -> None:
     assert cond["message"] == (
         "could not create step plugin at index 0 : failed to get step plugin acme/missing: "
         "unable to start plugin system: unable to find plugin (acme/missing): "
-        "plugin acme/missing not configured in configmap"
+        "plugin acme/missing not configured in configmap (here: an entry point named "
+        "acme/missing in the rollout_workers.step_plugins group, enabled by listing the name in "
+        "ROLLOUTS_PLUGINS_STEP)"
     )
 
 

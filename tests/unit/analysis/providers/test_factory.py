@@ -58,9 +58,13 @@ def test_known(provider: dict[str, Any], kind: str) -> None:
 UNKNOWN = [
     ("none", {}, "no valid provider in metric 'x'"),
     (
-        "plugin",
+        "a plugin that is not enabled (Argo's NewProvider error)",
         {"plugin": {"argoproj-labs/sample": {}}},
-        "no valid provider in metric 'x': provider plugin is not supported",
+        "failed to create plugin: unable to get metric plugin: unable to start plugin system: "
+        "unable to find plugin (argoproj-labs/sample): plugin argoproj-labs/sample not "
+        "configured in configmap (here: an entry point named argoproj-labs/sample in the "
+        "rollout_workers.metric_providers group, enabled by listing the name in "
+        "ROLLOUTS_PLUGINS_METRIC)",
     ),
     (
         "unmodelled",
