@@ -3,10 +3,10 @@
 Mirrors argo-rollouts' `TrafficRoutingReconciler` (rollout/trafficrouting/): a router applies a
 canary weight (and header or mirror routes) to whatever carries the traffic, reports whether the
 weight is verified (None: the router cannot tell), and removes the routes it manages once the
-update is over or aborted. The nginx (`nginx.py`), SMI (`smi.py`), Istio (`istio.py`), Traefik
-(`traefik.py`), APISIX (`apisix.py`) and Gateway API (`gatewayapi.py`: the first-class
-`gatewayAPI` field, or Argo's `argoproj-labs/gatewayAPI` plugin entry, which is the only plugin
-accepted) routers are implemented; every other router a rollout may name is reported by
+update is over or aborted. The nginx (`nginx.py`), ALB (`alb.py`), SMI (`smi.py`), Istio
+(`istio.py`), Traefik (`traefik.py`), APISIX (`apisix.py`) and Gateway API (`gatewayapi.py`: the
+first-class `gatewayAPI` field, or Argo's `argoproj-labs/gatewayAPI` plugin entry, which is the
+only plugin accepted) routers are implemented; every other router a rollout may name is reported by
 `unsupported_router` so the controller can refuse the spec with a message naming it, rather than
 act on it half-way.
 """
@@ -26,7 +26,7 @@ from rollout_workers.kube import resources as r
 
 #: The routers Argo knows besides those implemented, by their field in trafficRouting (of the
 #: plugins, only the Gateway API one is driven).
-OTHER_ROUTERS = ("alb", "ambassador", "appMesh", "plugins")
+OTHER_ROUTERS = ("ambassador", "appMesh", "plugins")
 UNSUPPORTED_ROUTER_MESSAGE = "trafficRouting.{} is not supported by this controller yet"
 #: The plugin this controller implements natively (trafficrouting/gatewayapi.py).
 SUPPORTED_PLUGINS = frozenset({"argoproj-labs/gatewayAPI"})
@@ -34,6 +34,21 @@ SUPPORTED_PLUGINS = frozenset({"argoproj-labs/gatewayAPI"})
 
 class TrafficRoutingError(RuntimeError):
     """A router could not apply the desired state; the reconcile is retried with backoff."""
+
+
+class WeightVerifyError(TrafficRoutingError):
+    """A router could not verify the weight; the reconcile goes on (Argo's WeightVerifyError
+    event) with `verified` as the weights' status, what the router returns with its error."""
+
+    def __init__(self, message: str, *, verified: bool | None = False) -> None:
+        super().__init__(message)
+        self.verified = verified
+
+
+class WeightNotVerified(TrafficRoutingError):
+    """The full weight at the end of an update is not verified yet: the rest of the reconcile
+    (the promotion, the old stable's scale-down) waits, and the rollout is looked at again after
+    the verify interval (Argo's "end of rollout, desired weight %d not yet verified" error)."""
 
 
 def not_served_message(kind: str) -> str:

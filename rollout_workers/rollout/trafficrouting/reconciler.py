@@ -26,8 +26,14 @@ from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import experiment, service
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.trafficrouting import TrafficRouter, TrafficRoutingError
+from rollout_workers.rollout.trafficrouting import (
+    TrafficRouter,
+    TrafficRoutingError,
+    WeightNotVerified,
+    WeightVerifyError,
+)
 from rollout_workers.rollout.trafficrouting import weights as w
+from rollout_workers.rollout.trafficrouting.alb import ALBRouter
 from rollout_workers.rollout.trafficrouting.apisix import ApisixRouter
 from rollout_workers.rollout.trafficrouting.gatewayapi import GatewayAPIRouter, config_of
 from rollout_workers.rollout.trafficrouting.istio import IstioRouter
@@ -48,6 +54,8 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
     routers: list[TrafficRouter] = []
     if routing.nginx is not None:
         routers.append(NginxRouter(ctx, routing.nginx))
+    if routing.alb is not None:
+        routers.append(ALBRouter(ctx, routing.alb))
     if routing.smi is not None:
         routers.append(SMIRouter(ctx, routing.smi))
     if routing.istio is not None:
@@ -219,10 +227,17 @@ def reconcile_traffic_routing(ctx: RolloutContext, *, at_desired_counts: bool) -
         try:
             new.verified = router.verify_weight(desired, additional)
         except TrafficRoutingError as err:
-            # Argo goes on with the reconcile: the weight stays unverified.
-            new.verified = None
+            # Argo goes on with the reconcile, with what the router returned beside its error.
+            new.verified = err.verified if isinstance(err, WeightVerifyError) else None
             ctx.event(w.WEIGHT_VERIFY_ERROR_REASON, w.WEIGHT_VERIFY_ERROR_MESSAGE.format(err))
             continue
         if new.verified is False:
             log.info("%s: weight %d not yet verified by %s", ctx.key, desired, router.type)
             ctx.requeue(w.VERIFY_RETRY_SECONDS)
+            # At the end of the update nothing else holds the promotion and the scale-down of
+            # the old stable: the reconcile stops here (mid-update the step is held instead).
+            index = status.current_step_index or 0
+            if desired == inputs.max_weight and len(ctx.steps) >= index:
+                raise WeightNotVerified(
+                    f"end of rollout, desired weight {desired} not yet verified"
+                )

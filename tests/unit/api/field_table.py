@@ -77,6 +77,7 @@ RUN_SETTINGS = Acted(
 )
 RUN_METADATA = Acted(TEMPLATES + "test_analysis_run_metadata_labels_and_annotations_go_on_the_run")
 STEP = "tests/unit/experiment/test_rollout_step.py::"
+ALB = "tests/unit/rollout/test_alb.py::"
 STEP_SETTINGS = Acted(STEP + "test_the_step_settings_are_carried_over")
 EXPERIMENT = "tests/unit/experiment/test_reconcile.py::"
 EXPERIMENT_ANALYSES = Acted(
@@ -667,8 +668,20 @@ ROLLOUT: Table = {
     f"{ROUTING}.apisix.route.rules": Acted(
         "tests/unit/rollout/test_apisix.py::test_set_weight_of_the_named_rules_only"
     ),
+    f"{ROUTING}.alb.ingress": Acted(ALB + "test_weights_step_by_step_then_back_to_the_stable"),
+    f"{ROUTING}.alb.rootService": Acted(ALB + "test_weights_step_by_step_then_back_to_the_stable"),
+    f"{ROUTING}.alb.servicePort": Acted(ALB + "test_set_initial_desired_weight"),
+    f"{ROUTING}.alb.ingresses": Acted(ALB + "test_several_ingresses_a_prefix_and_stickiness"),
+    f"{ROUTING}.alb.annotationPrefix": Acted(
+        ALB + "test_several_ingresses_a_prefix_and_stickiness"
+    ),
+    f"{ROUTING}.alb.stickinessConfig.enabled": Acted(
+        ALB + "test_several_ingresses_a_prefix_and_stickiness"
+    ),
+    f"{ROUTING}.alb.stickinessConfig.durationSeconds": Acted(
+        ALB + "test_forward_action_detects_a_bad_sticky_duration"
+    ),
     # Routers this controller does not implement.
-    f"{ROUTING}.alb.**": Refused(router_refused("alb").message, example={"servicePort": 80}),
     f"{ROUTING}.ambassador.**": Refused(
         router_refused("ambassador").message, example={"mappings": ["m"]}
     ),

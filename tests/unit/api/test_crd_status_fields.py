@@ -36,7 +36,8 @@ EXCEPTIONS: dict[str, str] = {}
 #: without them is rejected (422) by a server with Argo's CRD. Each entry says what makes the
 #: writer always set them (test_go_zero_values_fill_argos_required_fields checks the models).
 REQUIRED_ONLY_BY_ARGO: dict[str, list[str]] = {
-    # Not written by this controller (no ALB status yet).
+    # The ALB router writes a load balancer or target group with both, from AWS (and leaves out
+    # the ones it did not find, where Argo writes them empty).
     "Rollout status.alb.canaryTargetGroup": ["arn", "name"],
     "Rollout status.alb.loadBalancer": ["arn", "name"],
     "Rollout status.alb.stableTargetGroup": ["arn", "name"],

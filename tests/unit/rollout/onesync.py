@@ -10,7 +10,8 @@ the context's pod reader, as the API's.
 
 Options for the rest of what a worker hands a reconcile: `owned_only` (the ReplicaSets and
 AnalysisRuns the rollout owns, as the cache's owner index returns them, rather than all seeded),
-`template_lookup` (AnalysisTemplates), `step_plugins` (a step plugin registry); a rollout with a
+`template_lookup` (AnalysisTemplates), `step_plugins` (a step plugin registry), `aws` (AWS target
+group verification, as ROLLOUTS_AWS_VERIFY_TARGET_GROUP turns it on); a rollout with a
 `workloadRef` is reconciled with it resolved from the seeded objects, as the worker resolves it
 from the cache.
 """
@@ -29,6 +30,7 @@ from rollout_workers.kube.writer import Action, RecordingWriter
 from rollout_workers.rollout import templateref
 from rollout_workers.rollout.context import Event, RolloutContext, RouterObjects
 from rollout_workers.rollout.controller import reconcile
+from rollout_workers.rollout.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.stepplugins.registry import StepPluginRegistry, StepPluginState
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.timefmt import format_time
@@ -173,6 +175,7 @@ class OneSync:
     owned_only: bool = False
     template_lookup: TemplateLookup | None = None
     step_plugins: StepPluginRegistry | None = None
+    aws: TargetGroupVerification | None = None
 
     def __post_init__(self) -> None:
         self.writer = ClockedWriter(self)
@@ -346,6 +349,7 @@ class OneSync:
         )
         if self.step_plugins is not None:
             ctx.step_plugins = StepPluginState(registry=self.step_plugins)
+        ctx.aws = self.aws
         self.last = ctx
         reconcile(ctx, resolve_error=resolve_error)
         actions = [a for a in self.writer.actions[start:] if a.resource != "events"]
