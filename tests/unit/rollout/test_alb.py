@@ -36,6 +36,12 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import KubeError
 from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.rollout.context import RolloutContext
+from rollout_workers.rollout.controller import (
+    INVALID_SPEC_REQUEUE,
+    STALE_REQUEUE,
+    RolloutController,
+    aws_verification,
+)
 from rollout_workers.rollout.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.trafficrouting import (
     TrafficRoutingError,
@@ -45,9 +51,13 @@ from rollout_workers.rollout.trafficrouting import (
     unsupported_router,
 )
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
+from rollout_workers.rollout.trafficrouting.weights import VERIFY_RETRY_SECONDS
+from rollout_workers.settings import AwsSettings
+from rollout_workers.workqueue import Outcome
 from tests.unit.rollout.onesync import NS, T0, OneSync, service
 from tests.unit.rollout.test_controller import rollout
-from tests.unit.rollout.test_routing_reconcile import V1, update
+from tests.unit.rollout.test_router_cache_guard import Behind
+from tests.unit.rollout.test_routing_reconcile import V1, controller_for, request, update
 
 Obj = dict[str, Any]
 STABLE_SVC, CANARY_SVC = "stable-svc", "canary-svc"
@@ -1158,3 +1168,63 @@ def test_a_weight_not_verified_holds_the_step_and_the_promotion() -> None:
     tagged(100)
     sim.settle()
     assert sim.status["stableRS"] != V1
+
+
+# -- through the controller ------------------------------------------------------------------------
+
+
+def controller_sim() -> tuple[OneSync, RolloutController]:
+    sim = alb_sim({"setWeight": 20}, {"pause": {}})
+    return sim, controller_for(sim.writer)
+
+
+def test_the_controller_reads_the_alb_ingress_from_the_cache_and_guards_it() -> None:
+    """The worker hands the router the Ingress the rollout names (validated first: a missing
+    one is InvalidSpec), and an Ingress cached older than our last write to it requeues the
+    reconcile shortly without writing."""
+    sim, controller = controller_sim()
+    update(sim)
+    for _ in range(4):
+        sim.kubelet()
+        assert controller.sync(request()).outcome != Outcome.ERROR
+    assert weights(sim) == {"web-canary": 20, "web-stable": 80}
+    start = len(sim.writer.actions)
+    guard = Behind(stale=frozenset({("ingresses", f"{NS}/web-ing")}))
+    stale = controller_for(sim.writer)
+    stale.written = guard
+    result = stale.sync(request())
+    assert (result.outcome, result.delay) == (Outcome.AFTER, STALE_REQUEUE)
+    assert sim.writer.actions[start:] == []
+    del sim.writer.objects[(r.INGRESSES.plural, NS, "web-ing")]
+    assert controller.sync(request()).delay == INVALID_SPEC_REQUEUE
+    condition = next(c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec")
+    assert condition["message"] == (
+        'The Rollout "web" is invalid: spec.strategy.canary.trafficRouting.alb.ingress: '
+        'Invalid value: "web-ing": ingress.networking.k8s.io "web-ing" not found'
+    )
+
+
+def test_an_unverified_weight_at_the_end_requeues_after_the_verify_interval() -> None:
+    client = FakeElbv2([lb()], [])
+    sim = alb_sim({"setWeight": 50}, aws=fake_aws(client), hostname=HOSTNAME)
+    # The load balancer follows the step's weight, not the full weight after it.
+    client.target_groups = [
+        ("canary", tg_arn("canary"), 50, "default/web-ing-web-canary:80"),
+        ("stable", tg_arn("stable"), 50, "default/web-ing-web-stable:80"),
+    ]
+    controller = controller_for(sim.writer, target_groups=fake_aws(client))
+    update(sim)
+    outcomes = []
+    for _ in range(6):
+        sim.kubelet()
+        outcomes.append(controller.sync(request()))
+    assert (outcomes[-1].outcome, outcomes[-1].delay) == (Outcome.AFTER, VERIFY_RETRY_SECONDS)
+    assert sim.status["stableRS"] == V1 and weights(sim)["web-canary"] == 100
+
+
+def test_verification_is_off_unless_the_settings_turn_it_on() -> None:
+    kube: Any = object()
+    assert aws_verification(kube, AwsSettings()) is None
+    on = aws_verification(kube, AwsSettings(verify_target_group=True, alb_tag_key_resource_id="k"))
+    assert on is not None and on.tag_key_resource_id == "k"
+    assert on.reader.bindings == r.TARGETGROUPBINDINGS  # type: ignore[attr-defined]
