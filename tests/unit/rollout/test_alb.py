@@ -1228,3 +1228,22 @@ def test_verification_is_off_unless_the_settings_turn_it_on() -> None:
     on = aws_verification(kube, AwsSettings(verify_target_group=True, alb_tag_key_resource_id="k"))
     assert on is not None and on.tag_key_resource_id == "k"
     assert on.reader.bindings == r.TARGETGROUPBINDINGS  # type: ignore[attr-defined]
+
+
+def test_verified_once_to_record_the_load_balancer_even_when_none_is_found() -> None:
+    """VerifyWeight when not needed but no ALB status yet: checked once, and the (empty) status
+    written whole, as Argo's, so that later reconciles make no AWS call."""
+    client = FakeElbv2([], [])
+    sim = alb_sim({"setWeight": 20}, {"pause": {}}, aws=fake_aws(client), hostname=HOSTNAME)
+    empty = {"name": "", "arn": "", "fullName": ""}
+    assert sim.status["alb"] == {
+        "loadBalancer": empty,
+        "canaryTargetGroup": empty,
+        "stableTargetGroup": empty,
+    }
+    assert sim.status["albs"] == [sim.status["alb"]]
+    calls = len(client.calls)
+    assert calls >= 1 and "LoadBalancerNotFound" in sim.reasons()
+    synced = sim.sync()
+    assert synced.actions == [] and synced.requeue_after != VERIFY_RETRY_SECONDS
+    assert len(client.calls) == calls
