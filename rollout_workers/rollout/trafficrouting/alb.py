@@ -327,6 +327,7 @@ class ALBRouter:
         if not patch:
             return
         ctx = self.ctx
+        log.info("%s: %s", ctx.key, event)
         ctx.event(PATCHING_REASON, event)
         version = (current.get("metadata") or {}).get("resourceVersion")
         try:
@@ -365,7 +366,6 @@ class ALBRouter:
             annotations = calculate_managed(annotations, self.ctx.name, add=True, keys=[key])
             desired = copy.deepcopy(current)
             desired.setdefault("metadata", {})["annotations"] = annotations
-            log.info("%s: ALB Ingress %s at weight %d", self.ctx.key, name, weight)
             self._patch(
                 name,
                 current,
