@@ -321,6 +321,24 @@ class AnalysisSettings(BaseModel):
     )
 
 
+class AwsSettings(BaseModel):
+    verify_target_group: bool = Field(
+        default=False,
+        description="Verify ALB target groups (weights, and the pod IPs registered) before an "
+        "update progresses (Argo's --aws-verify-target-group); needs ELBv2 Describe* rights.",
+    )
+    target_group_binding_api_version: str = Field(
+        default="elbv2.k8s.aws/v1beta1",
+        description="apiVersion of the TargetGroupBindings read (Argo's "
+        "--aws-target-group-binding-api-version).",
+    )
+    alb_tag_key_resource_id: str = Field(
+        default="ingress.k8s.aws/resource",
+        description="Target group tag naming its Ingress, Service and port (Argo's "
+        "--alb-tag-key-resource-id).",
+    )
+
+
 class PluginSettings(BaseModel):
     step: Names = Field(
         default_factory=list,
@@ -428,6 +446,9 @@ class Settings(BaseSettings):
     plugins: PluginSettings = Field(
         default_factory=PluginSettings,
         description="Plugins (step plugins, metric providers, traffic routers).",
+    )
+    aws: AwsSettings = Field(
+        default_factory=AwsSettings, description="AWS load balancer verification."
     )
     notifications: NotificationSettings = Field(
         default_factory=NotificationSettings, description="Notifications."

@@ -312,17 +312,24 @@ class StickinessConfig(KubeModel):
 
     enabled: bool
     duration_seconds: Int64
+    """From 1 to 604800 (7 days) when enabled."""
 
 
 class ALBTrafficRouting(KubeModel):
     """Canary weights through AWS Load Balancer Controller actions."""
 
     ingress: str | None = None
+    """The Ingress (in the rollout's namespace) whose action annotation carries the weights."""
     ingresses: list[str] | None = None
+    """Several Ingresses, instead of `ingress`."""
     service_port: Int32
+    """The Services' port the action forwards to."""
     root_service: str | None = None
+    """The Service the Ingress routes to, whose action is annotated; by default the stable one."""
     annotation_prefix: str | None = None
+    """The AWS Load Balancer Controller's annotation prefix (alb.ingress.kubernetes.io)."""
     stickiness_config: StickinessConfig | None = None
+    """Target group stickiness of the forward action."""
 
 
 class SMITrafficRouting(KubeModel):
@@ -479,8 +486,7 @@ class GatewayAPITrafficRouting(OpenModel):
 
 
 class RolloutTrafficRouting(OpenModel):
-    """The traffic router(s) a canary uses. A router this project does not implement (alb) is
-    modelled and refused by the controller; unknown fields are kept as given."""
+    """The traffic router(s) a canary uses; unknown fields are kept as given."""
 
     nginx: NginxTrafficRouting | None = None
     alb: ALBTrafficRouting | None = None

@@ -3,8 +3,10 @@ cache, which indexes rollouts by them; rollout/trafficrouting/refs.py re-exports
 
 One answer for every reader: the controller reads these objects before a reconcile, the cache
 indexes rollouts by them so that a change to one wakes the rollouts routing through it, and
-validation reports the missing ones. Ingresses are not here (the nginx router's stable
-Ingresses are always cached, see cache/indexers.py).
+validation reports the missing ones. Ingresses are not here: the nginx router's stable
+Ingresses and the ALB router's (`ingress`, `ingresses`) are always cached and indexed (see
+cache/indexers.py), so an edit to one wakes the rollouts routing through it. The ALB router's
+TargetGroupBindings are read from the API when a verification runs (rollout/elbv2.py).
 
 - SMI: the TrafficSplit `trafficSplitName`, by default the rollout's name;
 - Istio: each VirtualService (`virtualService` or `virtualServices`) and the DestinationRule;

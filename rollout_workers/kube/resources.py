@@ -162,6 +162,21 @@ def router_kind_of(obj: dict[str, object]) -> str | None:
 
 
 PODS = Resource("pods", "", "v1", "Pod")
+#: Read (not cached) by AWS target group verification: the Endpoints of a Service, and the AWS
+#: Load Balancer Controller's TargetGroupBindings of it (ROLLOUTS_AWS_* settings, Argo's
+#: --aws-verify-target-group).
+ENDPOINTS = Resource("endpoints", "", "v1", "Endpoints")
+TARGETGROUPBINDINGS = Resource(
+    "targetgroupbindings", "elbv2.k8s.aws", "v1beta1", "TargetGroupBinding"
+)
+
+
+def target_group_bindings(api_version: str) -> Resource:
+    """TargetGroupBindings at `group/version` (Argo's --aws-target-group-binding-api-version)."""
+    group, _, version = api_version.rpartition("/")
+    return Resource("targetgroupbindings", group, version, "TargetGroupBinding")
+
+
 CONFIGMAPS = Resource("configmaps", "", "v1", "ConfigMap")
 SECRETS = Resource("secrets", "", "v1", "Secret")
 DEPLOYMENTS = Resource("deployments", "apps", "v1", "Deployment")

@@ -33,6 +33,7 @@ from rollout_workers.api.rollout import (
 from rollout_workers.kube import resources as r
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
+from rollout_workers.rollout import targetgroups
 from rollout_workers.rollout.context import RolloutContext
 
 log = logging.getLogger(__name__)
@@ -340,7 +341,9 @@ def reconcile_bluegreen_analysis(ctx: RolloutContext) -> None:
     # Argo's skip{Pre,Post}PromotionAnalysisRun: a run once started is not skipped because
     # the new ReplicaSet became unsaturated.
     pre = _reconcile_promotion_run(ctx, "pre", pre, skip_pre_promotion(ctx, pre))
-    post = _reconcile_promotion_run(ctx, "post", post, skip_post_promotion(ctx, post))
+    # Not before the new pods are in the load balancer (AWS target group verification).
+    skip_post = skip_post_promotion(ctx, post) or not targetgroups.targets_verified(ctx)
+    post = _reconcile_promotion_run(ctx, "post", post, skip_post)
     ctx.bluegreen_runs = {"pre": pre, "post": post}
     previous = status.blue_green
     emit_changes(

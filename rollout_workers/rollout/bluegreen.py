@@ -14,7 +14,14 @@ import datetime as dt
 import logging
 
 from rollout_workers.api.rollout import BlueGreenStatus, PauseReason, RolloutStatus
-from rollout_workers.rollout import analysis, ephemeralmetadata, restart, service, sync
+from rollout_workers.rollout import (
+    analysis,
+    ephemeralmetadata,
+    restart,
+    service,
+    sync,
+    targetgroups,
+)
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
@@ -138,6 +145,8 @@ def reconcile_bluegreen(ctx: RolloutContext) -> None:
         service.ensure_targets(ctx, bg.preview_service, ctx.new_rs, check_available=False)
     reconcile_pause(ctx)
     reconcile_active_service(ctx)
+    # The new pods in the load balancer before they are stable (and the old ones scaled down).
+    targetgroups.reconcile_target_groups(ctx, ctx.services[bg.active_service or ""])
     analysis.reconcile_bluegreen_analysis(ctx)
     ephemeralmetadata.reconcile_ephemeral_metadata(ctx)
     sync_status(ctx)
@@ -297,6 +306,8 @@ def should_update_stable(ctx: RolloutContext, new: RolloutStatus) -> bool:
         return True  # first deploy: stable first, then the active Service follows
     if active != new.current_pod_hash:
         return False
+    if not targetgroups.targets_verified(ctx):
+        return False  # the active Service's target groups do not hold the new pods yet
     if new.promote_full or ctx.rollback_within_window() or has_deadline(ctx.new_rs):
         # A full promotion, a rollback within the window or inside the scale-down delay skips
         # the analysis.

@@ -20,6 +20,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import Writer
 from rollout_workers.notifications.recorder import EventRecorder
 from rollout_workers.rollout import replicasets as rsutil
+from rollout_workers.rollout.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.pause import PauseContext
 from rollout_workers.rollout.phase import replicas_or_default
 from rollout_workers.rollout.pods import PodReader, pod_reader_for
@@ -108,6 +109,11 @@ class RolloutContext:
     settled_version: str | None = None
     unsettled: bool = False  # some write to the rollout needs the reconcile its event brings
     recorder: EventRecorder | None = None  # events and their notifications; None: events only
+    # AWS target group verification (ROLLOUTS_AWS_VERIFY_TARGET_GROUP); None: off, as by default.
+    aws: TargetGroupVerification | None = None
+    # Whether the pods' IPs were found registered in the Service's target groups this reconcile
+    # (targetgroups.py); None: not checked, or nothing to check (Argo's targetsVerified).
+    targets_verified: bool | None = None
 
     @classmethod
     def build(
@@ -132,9 +138,14 @@ class RolloutContext:
         older = rsutil.find_old(rss, new)
         stable = rsutil.find_stable(status.stable_rs, new, older)
         other = [rs for rs in older if stable is None or rsutil.name(rs) != rsutil.name(stable)]
-        # The weights describe the router's state: kept unless the traffic step sets new ones.
+        # The weights describe the router's state: kept unless the traffic step sets new ones;
+        # so does the ALB status (load balancer and target groups) unless verification runs.
         weights = status.canary.weights if status.canary else None
         new_status = RolloutStatus(canary=CanaryStatus(weights=weights) if weights else None)
+        if status.alb is not None:
+            new_status.alb = status.alb.model_copy(deep=True)
+        if status.albs is not None:
+            new_status.albs = [alb.model_copy(deep=True) for alb in status.albs]
         return cls(
             obj=obj,
             rollout=rollout,

@@ -15,6 +15,7 @@ from typing import Any
 
 import pydantic
 
+from rollout_workers.analysis.providers.auth import elbv2_clients
 from rollout_workers.analysis.templates import TemplateLookup, spec_lookup
 from rollout_workers.api.analysis import AnalysisTemplate, ClusterAnalysisTemplate
 from rollout_workers.api.base import ConditionStatus as S
@@ -55,6 +56,7 @@ from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.analysis import AnalysisTemplateError
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
+from rollout_workers.rollout.elbv2 import TargetGroupVerification, target_group_verification
 from rollout_workers.rollout.experiment import ExperimentStepError
 from rollout_workers.rollout.experiment import service_names as experiment_service_names
 from rollout_workers.rollout.service import ServiceNotFound
@@ -63,7 +65,11 @@ from rollout_workers.rollout.stepplugins.registry import (
     StepPluginState,
     StepPluginTimings,
 )
-from rollout_workers.rollout.trafficrouting import TrafficRoutingError, unsupported_router
+from rollout_workers.rollout.trafficrouting import (
+    TrafficRoutingError,
+    WeightNotVerified,
+    unsupported_router,
+)
 from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
 from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 from rollout_workers.rollout.trafficrouting.reconciler import router_reference_error
@@ -71,8 +77,10 @@ from rollout_workers.rollout.trafficrouting.refs import (
     RouterRef,
     dependent_router_refs,
     router_refs,
+    traffic_routing,
 )
-from rollout_workers.settings import PluginSettings
+from rollout_workers.rollout.trafficrouting.weights import VERIFY_RETRY_SECONDS
+from rollout_workers.settings import AwsSettings, PluginSettings
 from rollout_workers.timefmt import format_time, utcnow
 
 log = logging.getLogger(__name__)
@@ -113,7 +121,9 @@ class RolloutController:
         traffic_plugins: TrafficRouterPluginRegistry | None = None,
         outbox: Outbox | None = None,
         events: EventSink | None = None,
+        target_groups: TargetGroupVerification | None = None,
     ) -> None:
+        self.target_groups = target_groups  # AWS target group verification; None: off
         self.workloads, self.listed = dict(workloads or {}), listed
         self.step_plugins = step_plugins or StepPluginRegistry()
         self.traffic_plugins = traffic_plugins or TrafficRouterPluginRegistry()
@@ -209,6 +219,7 @@ class RolloutController:
         ctx.step_plugins = StepPluginState(registry=self.step_plugins)
         ctx.traffic_plugins = self.traffic_plugins
         ctx.recorder = self.recorder
+        ctx.aws = self.target_groups
         try:
             reconcile(ctx, error, resolve_error=resolve_error)
         except Conflict as err:
@@ -223,6 +234,9 @@ class RolloutController:
             return Result.retry()
         except sync.HashCollision:
             return Result.requeue_after(0)
+        except WeightNotVerified as err:
+            log.info("%s: %s", request.key, err)
+            return Result.requeue_after(VERIFY_RETRY_SECONDS)
         except TrafficRoutingError as err:
             log.warning("traffic routing of %s failed (%s); retrying", request.key, err)
             return Result.retry()
@@ -233,24 +247,28 @@ class RolloutController:
         return Result.done()
 
     def _ingresses(self, obj: Obj) -> tuple[dict[str, Obj], list[str]]:
-        """The nginx router's stable Ingresses and the canary Ingresses made from them, by name
-        (those found), and the keys of the canary Ingresses."""
+        """The Ingresses the rollout routes through, by name (those found): the nginx router's
+        stable Ingresses and the canary Ingresses made from them, the ALB router's Ingresses;
+        and the keys of the canary Ingresses (ours: the cache must hold them once written)."""
         if self.ingresses is None:
             return {}, []
         namespace = str(obj["metadata"].get("namespace", ""))
-        nginx = (
-            (((obj.get("spec") or {}).get("strategy") or {}).get("canary") or {}).get(
-                "trafficRouting"
-            )
-            or {}
-        ).get("nginx") or {}
+        routing = traffic_routing(obj)
+        nginx = routing.get("nginx") or {}
         stable = {
             n
             for n in [nginx.get("stableIngress"), *(nginx.get("stableIngresses") or [])]
             if isinstance(n, str) and n
         }
         canary = {canary_ingress_name(str(obj["metadata"]["name"]), n) for n in stable}
-        found = self.ingresses.get_many(f"{namespace}/{name}" for name in stable | canary)
+        alb = routing.get("alb") or {}
+        routed = {
+            n
+            for n in [alb.get("ingress"), *(alb.get("ingresses") or [])]
+            if isinstance(n, str) and n
+        }
+        names = stable | canary | routed
+        found = self.ingresses.get_many(f"{namespace}/{name}" for name in names)
         canary_keys = sorted(f"{namespace}/{name}" for name in canary)
         return {str(i["metadata"]["name"]): i for i in found}, canary_keys
 
@@ -499,8 +517,22 @@ def make_handler(runtime: Runtime) -> Handler:
         traffic_plugins=TrafficRouterPluginRegistry(enabled=frozenset(settings.plugins.traffic)),
         outbox=make_outbox(runtime),
         events=runtime.events,
+        target_groups=aws_verification(kube, settings.aws),
     )
     return when_cache_synced(runtime, controller.sync)
+
+
+def aws_verification(kube: Kube, aws: AwsSettings) -> TargetGroupVerification | None:
+    """AWS target group verification when the settings turn it on (off by default, as Argo's
+    --aws-verify-target-group)."""
+    if not aws.verify_target_group:
+        return None
+    return target_group_verification(
+        kube,
+        api_version=aws.target_group_binding_api_version,
+        tag_key_resource_id=aws.alb_tag_key_resource_id,
+        clients=elbv2_clients(),
+    )
 
 
 def step_plugin_registry(plugins: PluginSettings) -> StepPluginRegistry:

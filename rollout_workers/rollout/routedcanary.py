@@ -26,7 +26,7 @@ from rollout_workers.api.rollout import TrafficWeights as StatusWeights
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout import sync
+from rollout_workers.rollout import sync, targetgroups
 from rollout_workers.rollout.context import Obj, RolloutContext
 from rollout_workers.rollout.scaledown import (
     abort_scale_down_delay,
@@ -224,6 +224,8 @@ def scale_down_others(ctx: RolloutContext) -> bool:
     )
     if budget <= 0:
         return scaled
+    if not targetgroups.can_scale_down(ctx, [ctx.replaced(x) for x in others]):
+        return scaled  # the stable pods are not all in the load balancer yet
     limit = canary.scale_down_delay_revision_limit
     limit = sys.maxsize if limit is None else int(limit)
     referenced = _referenced(ctx)

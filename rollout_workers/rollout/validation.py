@@ -190,6 +190,8 @@ INGRESS_WITHOUT_STABLE_RULE = "ingress `{}` has no rules using service {} backen
 NGINX_BOTH_INGRESSES = (
     "Either StableIngress or StableIngresses must be configured. Both are configured."
 )
+ALB_BOTH_INGRESSES = "Either Ingress or Ingresses must be configured. Both are configured."
+ALB_NO_INGRESS = "Either Ingress or Ingresses must be configured. Neither are configured."
 NGINX_NO_INGRESS = (
     "Either StableIngress or StableIngresses must be configured. Neither are configured."
 )
@@ -1136,6 +1138,11 @@ def reference_errors(rollout: Rollout, references: ReferencedResources) -> list[
 
 _ROUTING_PATH = "spec.strategy.canary.trafficRouting"
 _NGINX_PATH = f"{_ROUTING_PATH}.nginx"
+_ALB_PATH = f"{_ROUTING_PATH}.alb"
+
+
+def _go_strings(names: list[str]) -> str:
+    return "[]string{" + ", ".join(go_quote(n) for n in names) + "}"
 
 
 def _nginx_ingress_refs(rollout: Rollout) -> list[tuple[str, str, str]]:
@@ -1148,37 +1155,75 @@ def _nginx_ingress_refs(rollout: Rollout) -> list[tuple[str, str, str]]:
     if nginx is None:
         return []
     if nginx.stable_ingresses is not None:
-        value = "[]string{" + ", ".join(go_quote(n) for n in nginx.stable_ingresses) + "}"
+        value = _go_strings(nginx.stable_ingresses)
         return [(f"{_NGINX_PATH}.stableIngresses", value, n) for n in nginx.stable_ingresses]
     name = nginx.stable_ingress or ""
     return [(f"{_NGINX_PATH}.stableIngress", go_quote(name), name)]
 
 
+def _alb_ingress_refs(rollout: Rollout) -> list[tuple[str, str, str]]:
+    """(field path, Go-rendered field value, name) of each Ingress the ALB router uses:
+    `ingresses` when set, else `ingress`."""
+    strategy = rollout.spec.strategy
+    canary = strategy.canary if strategy else None
+    routing = canary.traffic_routing if canary else None
+    alb = routing.alb if routing else None
+    if alb is None:
+        return []
+    if alb.ingresses is not None:
+        value = _go_strings(alb.ingresses)
+        return [(f"{_ALB_PATH}.ingresses", value, n) for n in alb.ingresses]
+    name = alb.ingress or ""
+    return [(f"{_ALB_PATH}.ingress", go_quote(name), name)]
+
+
 def _ingress_lookup_errors(
     rollout: Rollout, references: ReferencedResources
 ) -> list[ValidationError]:
-    """Argo's ValidateRolloutNginxIngressesConfig, then the look-up of each stable Ingress."""
+    """Argo's ValidateRolloutNginxIngressesConfig and ValidateRolloutAlbIngressesConfig, then
+    the look-up of each Ingress (the ALB router's when it is configured, else nginx's)."""
     strategy = rollout.spec.strategy
     routing = strategy.canary.traffic_routing if strategy and strategy.canary else None
-    nginx = routing.nginx if routing else None
-    if nginx is None:
+    if routing is None:
         return []
-    single, multiple = bool(nginx.stable_ingress), nginx.stable_ingresses is not None
-    if single and multiple:
-        return [ValidationError(_NGINX_PATH, NGINX_BOTH_INGRESSES, ErrorType.INTERNAL)]
-    if not single and not multiple:
-        return [ValidationError(_NGINX_PATH, NGINX_NO_INGRESS, ErrorType.INTERNAL)]
-    for path, value, name in _nginx_ingress_refs(rollout):
+    nginx, alb = routing.nginx, routing.alb
+    if nginx is not None:
+        single, multiple = bool(nginx.stable_ingress), nginx.stable_ingresses is not None
+        if single and multiple:
+            return [ValidationError(_NGINX_PATH, NGINX_BOTH_INGRESSES, ErrorType.INTERNAL)]
+        if not single and not multiple:
+            return [ValidationError(_NGINX_PATH, NGINX_NO_INGRESS, ErrorType.INTERNAL)]
+    if alb is not None:
+        single, multiple = bool(alb.ingress), alb.ingresses is not None
+        if single and multiple:
+            return [ValidationError(_ALB_PATH, ALB_BOTH_INGRESSES, ErrorType.INTERNAL)]
+        if not single and not multiple:
+            return [ValidationError(_ALB_PATH, ALB_NO_INGRESS, ErrorType.INTERNAL)]
+    refs = _alb_ingress_refs(rollout) if alb is not None else _nginx_ingress_refs(rollout)
+    for path, value, name in refs:
         if name not in references.ingresses:
             return [_invalid(path, value, INGRESS_NOT_FOUND.format(name))]
     return []
 
 
 def _ingress_errors(rollout: Rollout, references: ReferencedResources) -> list[ValidationError]:
-    """Argo's ValidateIngress for nginx: each stable Ingress routes to the stable Service."""
+    """Argo's ValidateIngress: each Ingress routes to the stable Service (nginx), or to the ALB
+    router's action Service (`rootService`, else the stable one). Argo validates the Ingresses
+    it looked up: the ALB router's when it is configured, else nginx's."""
     strategy = rollout.spec.strategy
-    stable_service = (strategy.canary.stable_service if strategy and strategy.canary else "") or ""
+    canary = strategy.canary if strategy else None
+    stable_service = (canary.stable_service if canary else "") or ""
+    routing = canary.traffic_routing if canary else None
     errors = []
+    if routing is not None and routing.alb is not None:
+        action = routing.alb.root_service or stable_service
+        multiple = routing.alb.ingresses is not None
+        for path, value, name in _alb_ingress_refs(rollout):
+            ingress = references.ingresses[name]
+            if not uses_service(dict(ingress), action):
+                message = INGRESS_WITHOUT_STABLE_RULE.format(name, action)
+                errors.append(_invalid(path, go_quote(name) if multiple else value, message))
+        return errors
     for path, _value, name in _nginx_ingress_refs(rollout):
         ingress = references.ingresses[name]
         if not uses_service(dict(ingress), stable_service):

@@ -1,25 +1,29 @@
-"""The traffic-router scenarios (nginx, SMI, Istio, Gateway API, Traefik, APISIX, Ambassador,
-App Mesh), run concurrently with the scenarios of test_rollouts.py by the RBAC audit
+"""The traffic-router scenarios (nginx, ALB, SMI, Istio, Gateway API, Traefik, APISIX,
+Ambassador, App Mesh), run concurrently with the scenarios of test_rollouts.py by the RBAC audit
 (test_rbac.py) on both CRD shapes, with real watcher, beat and worker processes. The routers'
 CRDs are installed through the embedded API's CRD support (tests/support/routercrds.py); the
-weights are read from the router's own object:
+weights are read from the router's own object (for ALB, the action annotation on the user's
+Ingress):
 
 - the weights follow setWeight step by step, and end 0/100 after promotion with the stable
   Service on the new pod hash;
 - on abort the weight goes back to the stable before the canary is scaled down;
 - Istio and Gateway API: a header route and a mirror route appear at their steps and are gone
-  at the end; nginx, SMI, Traefik, APISIX, Ambassador and App Mesh: setCanaryScale keeps the
-  canary at its replicas while the weight moves;
+  at the end; ALB: a header route; nginx, SMI, Traefik, APISIX, Ambassador and App Mesh:
+  setCanaryScale keeps the canary at its replicas while the weight moves;
 - Ambassador and App Mesh: someone else's edit of the weight (and App Mesh's VirtualNode hash)
   is put back while paused, and what the router made goes at the end (Ambassador's canary
   Mapping, 5 s after its weight went to 0). App Mesh's edit is of its VirtualRouter, which no
   rollout names: it reaches the rollout through the VirtualNodes its routes target.
+- ALB: someone else's edit of the action annotation is put back (the Ingress's event wakes the
+  rollout), their other annotations kept.
 - Gateway API: an experiment template's Service is a backendRef of the route, with its weight,
   while the experiment runs.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,6 +64,8 @@ class Router:
     tamper: Callable[[World, str], None] | None = None
     #: What the router made for the update is gone (checked after promotion), else None.
     cleaned: Callable[[World, str], bool] | None = None
+    #: A header route only (ALB, which has no mirror routes), instead of setCanaryScale.
+    header_routes: bool = False
 
 
 def services(name: str) -> list[Obj]:
@@ -107,6 +113,52 @@ NGINX = Router(
     routing=lambda name, ns: {"nginx": {"stableIngress": f"{name}-ing"}},
     weight=nginx_weight,
     routes=lambda w, name: 0,
+)
+
+
+# -- ALB ----------------------------------------------------------------------------------------
+
+ALB_PREFIX = "alb.ingress.kubernetes.io"
+
+
+def alb_objects(name: str, ns: str) -> list[Obj]:
+    """An ALB Ingress `<name>-ing` sending `/` to the stable Service on `use-annotation` (the
+    AWS Load Balancer Controller reads the action annotation of that name)."""
+    backend = {"service": {"name": f"{name}-stable", "port": {"name": "use-annotation"}}}
+    return [{
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": f"{name}-ing", "annotations": {"kubernetes.io/ingress.class": "alb"}},
+        "spec": {"rules": [{"host": f"{name}.example", "http": {"paths": [
+            {"path": "/", "pathType": "Prefix", "backend": backend}]}}]},
+    }]  # fmt: skip
+
+
+def alb_annotations(w: World, name: str) -> dict[str, str]:
+    ingress = get(w, r.INGRESSES, f"{name}-ing") or {}
+    return dict((ingress.get("metadata") or {}).get("annotations") or {})
+
+
+def alb_weight(w: World, name: str) -> int | None:
+    """The canary's weight in the forward action on the stable Service's action annotation."""
+    action = alb_annotations(w, name).get(f"{ALB_PREFIX}/actions.{name}-stable")
+    if action is None:
+        return None
+    groups = json.loads(action)["ForwardConfig"]["TargetGroups"]
+    return next((int(g["Weight"]) for g in groups if g["ServiceName"] == f"{name}-canary"), None)
+
+
+ALB = Router(
+    "alb",
+    objects=alb_objects,
+    routing=lambda name, ns: {
+        "alb": {"ingress": f"{name}-ing", "servicePort": 80},
+        "managedRoutes": [{"name": "header"}],
+    },
+    weight=alb_weight,
+    header_routes=True,
+    routes=lambda w, name: sum(
+        1 for key in alb_annotations(w, name) if key == f"{ALB_PREFIX}/conditions.header"
+    ),
 )
 
 
@@ -504,9 +556,10 @@ def weights_follow_the_steps(router: Router) -> Callable[[World], None]:
         from tests.e2e.test_rollouts import phase, promoted, selector, status
 
         name = f"{router.name[:2]}w"
-        with_routes = router.managed_routes
+        with_routes = router.managed_routes or router.header_routes
         first = [{"setCanaryScale": {"replicas": 2}}] if not with_routes else []
-        extra = [HEADER_ROUTE, MIRROR_ROUTE] if with_routes else []
+        extra = [HEADER_ROUTE, MIRROR_ROUTE] if router.managed_routes else []
+        extra = [HEADER_ROUTE] if router.header_routes else extra
         steps = [*first, {"setWeight": 20}, *extra, {"pause": {}}, {"setWeight": 60}, {"pause": {}}]
         routed_canary(w, router, name, steps)
         w.wait(name, lambda o: promoted(o) and router.weight(w, name) == 0, "first deploy")
@@ -523,7 +576,7 @@ def weights_follow_the_steps(router: Router) -> Callable[[World], None]:
         )
         new = paused["status"]["currentPodHash"]
         if with_routes:
-            assert router.routes(w, name) == 2, "the header and mirror routes are in place"
+            assert router.routes(w, name) == len(extra), "the header (and mirror) routes are set"
         else:
             assert w.replicas(name)[new] == 2, "setCanaryScale holds the canary at 2 replicas"
         w.cli("promote", name)
@@ -692,9 +745,43 @@ def gateway_3_experiment_service_on_the_route(w: World) -> None:
     w.wait(name, lambda o: promoted(o) and gateway_weight(w, name) == 0, "promoted, weight 0")
 
 
+def alb_3_an_edit_of_the_action_is_put_back(w: World) -> None:
+    """Someone else sets the canary's weight in the action annotation (and adds an annotation of
+    their own): the Ingress's event wakes the rollout, which puts its weight back and leaves
+    their annotation alone."""
+    from tests.e2e.test_rollouts import phase, promoted
+
+    name = "ale"
+    routed_canary(w, ALB, name, [{"setWeight": 30}, {"pause": {}}])
+    w.wait(name, lambda o: promoted(o) and ALB.weight(w, name) == 0, "first deploy")
+    w.cli("set", "image", name, "app=demo:2")
+    w.wait(
+        name,
+        lambda o: phase(o) == "Paused" and ALB.weight(w, name) == 30,
+        "paused at weight 30",
+    )
+    key = f"{ALB_PREFIX}/actions.{name}-stable"
+    edited = json.loads(alb_annotations(w, name)[key])
+    for group in edited["ForwardConfig"]["TargetGroups"]:
+        group["Weight"] = 90 if group["ServiceName"] == f"{name}-canary" else 10
+    w.kube.patch(
+        r.INGRESSES,
+        w.namespace,
+        f"{name}-ing",
+        {"metadata": {"annotations": {key: json.dumps(edited), "team": "payments"}}},
+    )
+    deadline = time.monotonic() + TIMEOUT
+    while ALB.weight(w, name) != 30:
+        assert time.monotonic() < deadline, f"the weight was not put back: {ALB.weight(w, name)}"
+        time.sleep(0.1)
+    assert alb_annotations(w, name)["team"] == "payments"
+    assert phase(w.rollout(name)) == "Paused"
+
+
 def scenarios(*routers: Router) -> list[Callable[[World], None]]:
     """Both scenarios for each router, and the edit one for those with a tamper; subset-level
-    Istio (a variant) runs the abort one, and Gateway API the experiment Service one."""
+    Istio (a variant) runs the abort one, Gateway API the experiment Service one, and ALB an
+    edit of its annotation."""
     found = [
         make(router)
         for router in routers
@@ -705,4 +792,6 @@ def scenarios(*routers: Router) -> list[Callable[[World], None]]:
         found.append(abort_weight_back_before_scale_down(ISTIO_SUBSET))
     if GATEWAY in routers:
         found.append(gateway_3_experiment_service_on_the_route)
+    if ALB in routers:
+        found.append(alb_3_an_edit_of_the_action_is_put_back)
     return found

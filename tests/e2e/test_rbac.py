@@ -73,6 +73,11 @@ UNUSED_BUT_NEEDED = {
             "sets one (unit-tested in test_apisix.py)")
         for verb in ("create", "delete")
     },
+    ("worker", "elbv2.k8s.aws", "targetgroupbindings", "list"): ({"argo", "status-everywhere"},
+        "AWS target group verification (ROLLOUTS_AWS_VERIFY_TARGET_GROUP) is off in the e2e "
+        "runs: it needs AWS (unit-tested against moto in test_targetgroups.py)"),
+    ("worker", "", "endpoints", "get"): ({"argo", "status-everywhere"},
+        "as targetgroupbindings: the Endpoints of the Service whose target groups are verified"),
     **{
         (who, "x.getambassador.io", "ambassadormappings", verb): ({"argo", "status-everywhere"},
             "Emissary 2's previews serve Mappings only as x.getambassador.io AmbassadorMappings "
@@ -280,11 +285,12 @@ def test_each_process_uses_exactly_the_rbac_it_is_granted(
 
     scenarios = [
         *e2e.SCENARIOS,
-        # Traffic routing (nginx, SMI, Istio host- and subset-level, Gateway API, Traefik,
+        # Traffic routing (nginx, ALB, SMI, Istio host- and subset-level, Gateway API, Traefik,
         # APISIX, Ambassador, App Mesh): the routers' reflectors started on demand, the worker's
         # writes to their objects.
         *routers.scenarios(
             routers.NGINX,
+            routers.ALB,
             routers.SMI,
             routers.ISTIO,
             routers.GATEWAY,

@@ -278,50 +278,67 @@ def sigv4_headers(
     return {str(k): str(v) for k, v in request.headers.items()}
 
 
-# -- CloudWatch ----------------------------------------------------------------------------------
+# -- AWS API clients (CloudWatch metrics, ELBv2 for the ALB router) ------------------------------
 
-#: The environment a CloudWatch client is built from; a client is kept per combination.
-_CLOUDWATCH_ENVIRONMENT = (
+#: The environment every AWS client is built from; a client is kept per combination (and per
+#: service's own endpoint variable).
+_AWS_ENVIRONMENT = (
     "AWS_REGION",
     "AWS_DEFAULT_REGION",
     "AWS_PROFILE",
     "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_CLOUDWATCH",
     "AWS_ACCESS_KEY_ID",
     "AWS_ROLE_ARN",
 )
-#: Bounds of one GetMetricData call: no retries (the next measurement is the retry).
-CLOUDWATCH_CONNECT_TIMEOUT_SECONDS = 10.0
-CLOUDWATCH_READ_TIMEOUT_SECONDS = 30.0
+#: Bounds of one call: no retries (the next measurement, or reconcile, is the retry).
+AWS_CONNECT_TIMEOUT_SECONDS = 10.0
+AWS_READ_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass
-class CloudWatchClients:
-    """boto3 CloudWatch clients built as the AWS SDK's default configuration is (Argo's
+class AwsClients:
+    """boto3 clients of one AWS service, built as the AWS SDK's default configuration is (Argo's
     `config.LoadDefaultConfig`): credentials from the chain, the region from `AWS_REGION`, else
-    `AWS_DEFAULT_REGION` or the profile's config, the endpoint from `AWS_ENDPOINT_URL_CLOUDWATCH`
-    or `AWS_ENDPOINT_URL` when set. Building one loads the service model, so a client is kept a
+    `AWS_DEFAULT_REGION` or the profile's config, the endpoint from the service's own variable
+    (`AWS_ENDPOINT_URL_CLOUDWATCH`, `AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2`) or
+    `AWS_ENDPOINT_URL` when set. Building one loads the service model, so a client is kept a
     few minutes (botocore clients are thread-safe; refreshable credentials refresh themselves)."""
 
+    service: str
+    """boto3's name of the service (`cloudwatch`, `elbv2`)."""
+    title: str
+    """The SDK's name of the service, for messages (`CloudWatch`)."""
+    endpoint_variable: str
     clock: Callable[[], float] = time.monotonic
     _entries: dict[tuple[str | None, ...], tuple[Any, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def get(self) -> Any:
-        """A CloudWatch client; raises AuthError when no region is configured."""
-        key = tuple(os.environ.get(name) for name in _CLOUDWATCH_ENVIRONMENT)
+        """A client of the service; raises AuthError when no region is configured."""
+        names = (*_AWS_ENVIRONMENT, self.endpoint_variable)
+        key = tuple(os.environ.get(name) for name in names)
         now = self.clock()
         with self._lock:
             cached = self._entries.get(key)
             if cached is not None and cached[1] > now:
                 return cached[0]
-        client = _cloudwatch_client()
+        client = _aws_client(self.service, self.title)
         with self._lock:
             self._entries[key] = (client, now + CREDENTIALS_TTL_SECONDS)
         return client
 
 
-def _cloudwatch_client() -> Any:
+def cloudwatch_clients() -> AwsClients:
+    return AwsClients("cloudwatch", "CloudWatch", "AWS_ENDPOINT_URL_CLOUDWATCH")
+
+
+def elbv2_clients() -> AwsClients:
+    return AwsClients(
+        "elbv2", "Elastic Load Balancing v2", "AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2"
+    )
+
+
+def _aws_client(service: str, title: str) -> Any:
     import boto3.session
     import botocore.config
     import botocore.exceptions
@@ -336,10 +353,26 @@ def _cloudwatch_client() -> Any:
                 "controller's environment)"
             )
         config = botocore.config.Config(
-            connect_timeout=CLOUDWATCH_CONNECT_TIMEOUT_SECONDS,
-            read_timeout=CLOUDWATCH_READ_TIMEOUT_SECONDS,
+            connect_timeout=AWS_CONNECT_TIMEOUT_SECONDS,
+            read_timeout=AWS_READ_TIMEOUT_SECONDS,
             retries={"total_max_attempts": 1},
         )
-        return session.client("cloudwatch", region_name=region, config=config)
+        return session.client(service, region_name=region, config=config)
     except botocore.exceptions.BotoCoreError as err:
-        raise AuthError(f"could not create a CloudWatch client: {err}") from None
+        raise AuthError(f"could not create a {title} client: {err}") from None
+
+
+def go_sdk_error(err: Any, operation: str) -> str:
+    """A botocore error worded as the AWS SDK for Go words it: `operation error CloudWatch:
+    GetMetricData, https response error StatusCode: 400, RequestID: ..., api error Code:
+    Message` for an API error (a ClientError), `<operation>, <error>` for any other."""
+    response = getattr(err, "response", None)
+    if not isinstance(response, dict):
+        return f"{operation}, {err}"
+    error = response.get("Error") or {}
+    meta = response.get("ResponseMetadata") or {}
+    return (
+        f"{operation}, https response error StatusCode: {meta.get('HTTPStatusCode', 0)}, "
+        f"RequestID: {meta.get('RequestId', '')}, api error {error.get('Code', '')}: "
+        f"{error.get('Message', '')}"
+    )

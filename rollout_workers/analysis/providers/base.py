@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Protocol
 
 import urllib3
 
-from rollout_workers.analysis.providers.auth import AwsCredentials, CloudWatchClients
+from rollout_workers.analysis.providers.auth import AwsClients, AwsCredentials, cloudwatch_clients
 from rollout_workers.analysis.providers.plugin import MetricPluginRegistry
 from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement, Metric
 from rollout_workers.kube import resources as r
@@ -148,7 +148,7 @@ class ProviderDeps:
     environ: Mapping[str, str] = field(default_factory=dict)
     """The controller's environment variables providers may read (Argo's datadog provider
     takes `DD_API_KEY`, `DD_APP_KEY` and `DD_ADDRESS` from it)."""
-    cloudwatch: CloudWatchClients = field(default_factory=CloudWatchClients)
+    cloudwatch: AwsClients = field(default_factory=cloudwatch_clients)
     """CloudWatch clients, kept a few minutes (building one loads the service model)."""
     metric_plugins: MetricPluginRegistry = field(default_factory=MetricPluginRegistry)
     """The metric provider plugins enabled in settings (`plugins.metric`), loaded on first use."""

@@ -3,7 +3,7 @@
 Behaviour of Argo Rollouts' `metricproviders/cloudwatch` (AWS SDK for Go v2), here with boto3:
 
 - The client is built from the controller's environment as the SDK's default configuration
-  (credentials chain, `AWS_REGION`, `AWS_ENDPOINT_URL_CLOUDWATCH`; see `auth.CloudWatchClients`).
+  (credentials chain, `AWS_REGION`, `AWS_ENDPOINT_URL_CLOUDWATCH`; see `auth.AwsClients`).
   The metric carries no credentials: the controller's identity needs `cloudwatch:GetMetricData`.
 - `interval` (default 5m; a bare integer is seconds) sets `StartTime` = now - interval and
   `EndTime` = now, now being the measurement's time. A bad interval is an Error with Go's
@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from rollout_workers.analysis.providers.auth import AuthError
+from rollout_workers.analysis.providers.auth import AuthError, go_sdk_error
 from rollout_workers.analysis.providers.base import mark_error, started
 from rollout_workers.analysis.providers.instant import InstantProvider
 from rollout_workers.analysis.providers.values import condition_time, sprint
@@ -94,9 +94,9 @@ class CloudWatchProvider(InstantProvider):
                 MetricDataQueries=queries, StartTime=start, EndTime=end
             )
         except botocore.exceptions.ClientError as err:
-            raise QueryError(_api_error(err)) from None
+            raise QueryError(go_sdk_error(err, OPERATION)) from None
         except (botocore.exceptions.BotoCoreError, ValueError) as err:
-            raise QueryError(f"{OPERATION}, {err}") from None
+            raise QueryError(go_sdk_error(err, OPERATION)) from None
         return response
 
 
@@ -177,17 +177,6 @@ def _timestamp(value: Any) -> str:
     if isinstance(value, dt.datetime):
         return condition_time(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
     return str(value)
-
-
-def _api_error(err: Any) -> str:
-    """A ClientError worded as the AWS SDK for Go words an API error."""
-    error = err.response.get("Error") or {}
-    meta = err.response.get("ResponseMetadata") or {}
-    return (
-        f"{OPERATION}, https response error StatusCode: {meta.get('HTTPStatusCode', 0)}, "
-        f"RequestID: {meta.get('RequestId', '')}, api error {error.get('Code', '')}: "
-        f"{error.get('Message', '')}"
-    )
 
 
 def _spec(metric: Metric) -> CloudWatchMetric:

@@ -3,14 +3,13 @@
 Mirrors argo-rollouts' `TrafficRoutingReconciler` (rollout/trafficrouting/): a router applies a
 canary weight (and header or mirror routes) to whatever carries the traffic, reports whether the
 weight is verified (None: the router cannot tell), and removes the routes it manages once the
-update is over or aborted. The nginx (`nginx.py`), SMI (`smi.py`), Istio (`istio.py`), Traefik
-(`traefik.py`), APISIX (`apisix.py`), Ambassador (`ambassador.py`), App Mesh (`appmesh.py`) and
-Gateway API (`gatewayapi.py`: the first-class `gatewayAPI` field, or Argo's
-`argoproj-labs/gatewayAPI` plugin entry) routers are implemented; any other entry of
+update is over or aborted. The nginx (`nginx.py`), ALB (`alb.py`), SMI (`smi.py`), Istio
+(`istio.py`), Traefik (`traefik.py`), APISIX (`apisix.py`), Ambassador (`ambassador.py`), App
+Mesh (`appmesh.py`) and Gateway API (`gatewayapi.py`: the first-class `gatewayAPI` field, or
+Argo's `argoproj-labs/gatewayAPI` plugin entry) routers are implemented; any other entry of
 `trafficRouting.plugins` is a Python traffic router plugin enabled in settings (`plugins.py`).
-Every other router a rollout may name, and a plugin that is not enabled, is reported by
-`unsupported_router` so the controller can refuse the spec with a message naming it, rather than
-act on it half-way.
+A plugin that is not enabled is reported by `unsupported_router`, so the controller can refuse
+the spec with a message naming it rather than act on it half-way.
 """
 
 from __future__ import annotations
@@ -29,9 +28,6 @@ from rollout_workers.kube import resources as r
 if TYPE_CHECKING:
     from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 
-#: The routers Argo knows besides those implemented, by their field in trafficRouting.
-OTHER_ROUTERS = ("alb",)
-UNSUPPORTED_ROUTER_MESSAGE = "trafficRouting.{} is not supported by this controller yet"
 #: The plugin this controller implements natively (trafficrouting/gatewayapi.py), whatever
 #: plugins the settings enable.
 NATIVE_PLUGINS = frozenset({"argoproj-labs/gatewayAPI"})
@@ -39,6 +35,21 @@ NATIVE_PLUGINS = frozenset({"argoproj-labs/gatewayAPI"})
 
 class TrafficRoutingError(RuntimeError):
     """A router could not apply the desired state; the reconcile is retried with backoff."""
+
+
+class WeightVerifyError(TrafficRoutingError):
+    """A router could not verify the weight; the reconcile goes on (Argo's WeightVerifyError
+    event) with `verified` as the weights' status, what the router returns with its error."""
+
+    def __init__(self, message: str, *, verified: bool | None = False) -> None:
+        super().__init__(message)
+        self.verified = verified
+
+
+class WeightNotVerified(TrafficRoutingError):
+    """The full weight at the end of an update is not verified yet: the rest of the reconcile
+    (the promotion, the old stable's scale-down) waits, and the rollout is looked at again after
+    the verify interval (Argo's "end of rollout, desired weight %d not yet verified" error)."""
 
 
 def not_served_message(kind: str) -> str:
@@ -77,17 +88,11 @@ def unsupported_router(
     routing: RolloutTrafficRouting | None, plugins: TrafficRouterPluginRegistry | None = None
 ) -> str:
     """The InvalidSpec message for the first configured router this controller cannot drive
-    ('' when every configured router is supported): a router it does not implement, or an
-    entry of `plugins` that is neither native nor enabled in `plugins` (Argo's "plugin NAME not
-    configured in configmap")."""
+    ('' when every configured router is supported): every router Argo ships is implemented, so
+    that is an entry of `plugins` that is neither native nor enabled in `plugins` (Argo's
+    "plugin NAME not configured in configmap")."""
     if routing is None:
         return ""
-    extra = routing.model_extra or {}
-    for name in OTHER_ROUTERS:
-        modelled = name in RolloutTrafficRouting.model_fields
-        value = getattr(routing, name) if modelled else extra.get(name)
-        if value is not None:
-            return UNSUPPORTED_ROUTER_MESSAGE.format(name)
     # Imported here: the plugins module builds on this one (TrafficRoutingError).
     from rollout_workers.rollout.trafficrouting.plugins import (
         TrafficRouterPluginRegistry,

@@ -31,9 +31,12 @@ from rollout_workers.rollout.trafficrouting import (
     NATIVE_PLUGINS,
     TrafficRouter,
     TrafficRoutingError,
+    WeightNotVerified,
+    WeightVerifyError,
     appmesh,
 )
 from rollout_workers.rollout.trafficrouting import weights as w
+from rollout_workers.rollout.trafficrouting.alb import ALBRouter
 from rollout_workers.rollout.trafficrouting.ambassador import AmbassadorRouter
 from rollout_workers.rollout.trafficrouting.apisix import ApisixRouter
 from rollout_workers.rollout.trafficrouting.gatewayapi import GatewayAPIRouter, config_of
@@ -56,6 +59,8 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
     routers: list[TrafficRouter] = []
     if routing.nginx is not None:
         routers.append(NginxRouter(ctx, routing.nginx))
+    if routing.alb is not None:
+        routers.append(ALBRouter(ctx, routing.alb))
     if routing.smi is not None:
         routers.append(SMIRouter(ctx, routing.smi))
     if routing.istio is not None:
@@ -250,10 +255,17 @@ def reconcile_traffic_routing(ctx: RolloutContext, *, at_desired_counts: bool) -
         try:
             new.verified = router.verify_weight(desired, additional)
         except TrafficRoutingError as err:
-            # Argo goes on with the reconcile: the weight stays unverified.
-            new.verified = None
+            # Argo goes on with the reconcile, with what the router returned beside its error.
+            new.verified = err.verified if isinstance(err, WeightVerifyError) else None
             ctx.event(w.WEIGHT_VERIFY_ERROR_REASON, w.WEIGHT_VERIFY_ERROR_MESSAGE.format(err))
             continue
         if new.verified is False:
             log.info("%s: weight %d not yet verified by %s", ctx.key, desired, router.type)
             ctx.requeue(w.VERIFY_RETRY_SECONDS)
+            # At the end of the update nothing else holds the promotion and the scale-down of
+            # the old stable: the reconcile stops here (mid-update the step is held instead).
+            index = status.current_step_index or 0
+            if desired == inputs.max_weight and len(ctx.steps) >= index:
+                raise WeightNotVerified(
+                    f"end of rollout, desired weight {desired} not yet verified"
+                )

@@ -77,6 +77,7 @@ RUN_SETTINGS = Acted(
 )
 RUN_METADATA = Acted(TEMPLATES + "test_analysis_run_metadata_labels_and_annotations_go_on_the_run")
 STEP = "tests/unit/experiment/test_rollout_step.py::"
+ALB = "tests/unit/rollout/test_alb.py::"
 STEP_SETTINGS = Acted(STEP + "test_the_step_settings_are_carried_over")
 EXPERIMENT = "tests/unit/experiment/test_reconcile.py::"
 EXPERIMENT_ANALYSES = Acted(
@@ -126,10 +127,6 @@ ITEM5_FIELDREF = Acted("tests/unit/analysis/test_fieldpath.py::test_the_run_gets
 ITEM6 = Pending("#18 item 6: not modelled yet (our CRD prunes it)")
 
 # -- refusals -----------------------------------------------------------------------------------
-
-
-def router_refused(name: str) -> Refused:
-    return Refused(f"trafficRouting.{name} is not supported by this controller yet")
 
 
 # -- shared blocks ------------------------------------------------------------------------------
@@ -684,8 +681,19 @@ ROLLOUT: Table = {
     f"{ROUTING}.appMesh.virtualNodeGroup.stableVirtualNodeRef.name": Acted(
         APP_MESH + "test_update_hash"
     ),
-    # Routers this controller does not implement.
-    f"{ROUTING}.alb.**": Refused(router_refused("alb").message, example={"servicePort": 80}),
+    f"{ROUTING}.alb.ingress": Acted(ALB + "test_weights_step_by_step_then_back_to_the_stable"),
+    f"{ROUTING}.alb.rootService": Acted(ALB + "test_weights_step_by_step_then_back_to_the_stable"),
+    f"{ROUTING}.alb.servicePort": Acted(ALB + "test_set_initial_desired_weight"),
+    f"{ROUTING}.alb.ingresses": Acted(ALB + "test_several_ingresses_a_prefix_and_stickiness"),
+    f"{ROUTING}.alb.annotationPrefix": Acted(
+        ALB + "test_several_ingresses_a_prefix_and_stickiness"
+    ),
+    f"{ROUTING}.alb.stickinessConfig.enabled": Acted(
+        ALB + "test_several_ingresses_a_prefix_and_stickiness"
+    ),
+    f"{ROUTING}.alb.stickinessConfig.durationSeconds": Acted(
+        ALB + "test_forward_action_detects_a_bad_sticky_duration"
+    ),
 }
 
 #: Rollout rows of the Gateway API plugin's config that neither Argo's CRD nor ours lists: they are

@@ -17,6 +17,8 @@ import pytest
 
 from rollout_workers.api.crdgen import calculate_crds
 from rollout_workers.api.experiment import ExperimentAnalysisRunStatus, TemplateStatus
+from rollout_workers.api.rollout import ALBStatus, AwsResourceRef, RolloutStatus
+from rollout_workers.rollout.status import normalize
 from tests.unit.api.argo_fields import calculate_status_structures
 
 ARGO: dict[str, Any] = {
@@ -36,7 +38,8 @@ EXCEPTIONS: dict[str, str] = {}
 #: without them is rejected (422) by a server with Argo's CRD. Each entry says what makes the
 #: writer always set them (test_go_zero_values_fill_argos_required_fields checks the models).
 REQUIRED_ONLY_BY_ARGO: dict[str, list[str]] = {
-    # Not written by this controller (no ALB status yet).
+    # rollout.status.normalize writes the ALB status whole, "" for what is not known, as Argo's
+    # Go structs are (test_alb_status_is_written_whole).
     "Rollout status.alb.canaryTargetGroup": ["arn", "name"],
     "Rollout status.alb.loadBalancer": ["arn", "name"],
     "Rollout status.alb.stableTargetGroup": ["arn", "name"],
@@ -131,3 +134,26 @@ def test_go_zero_values_fill_argos_required_fields() -> None:
     # What Argo wrote reads back: "" is no phase yet.
     read = ExperimentAnalysisRunStatus.from_dict({"name": "a", "analysisRun": "", "phase": ""})
     assert read.phase is None and read.to_dict()["phase"] == ""
+
+
+def test_alb_status_is_written_whole() -> None:
+    """As Argo's Go structs: every reference with its name, ARN and full name ("" unknown)."""
+    empty = {"name": "", "arn": "", "fullName": ""}
+    assert normalize(RolloutStatus(alb=ALBStatus()))["alb"] == {
+        "loadBalancer": empty,
+        "canaryTargetGroup": empty,
+        "stableTargetGroup": empty,
+    }
+    status = RolloutStatus(
+        albs=[ALBStatus(ingress="i", load_balancer=AwsResourceRef(name="lb"))],
+    )
+    assert normalize(status)["albs"] == [
+        {
+            "ingress": "i",
+            "loadBalancer": {"name": "lb", "arn": "", "fullName": ""},
+            "canaryTargetGroup": empty,
+            "stableTargetGroup": empty,
+        }
+    ]
+    assert "alb" not in normalize(RolloutStatus(alb=None))
+    assert "albs" not in normalize(RolloutStatus(albs=[]))

@@ -226,6 +226,10 @@ ROUTED = {
         {"nginx": {"stableIngress": "ing"}},
         [("ns", "prod"), ("ing", "prod/ing")],
     ),
+    "alb: its Ingresses too (ingress, ingresses)": (
+        {"alb": {"ingress": "ing", "ingresses": ["a", "b"], "servicePort": 80}},
+        [("ns", "prod"), ("ing", "prod/ing"), ("ing", "prod/a"), ("ing", "prod/b")],
+    ),
 }
 
 

@@ -58,3 +58,17 @@ def test_router_objects_are_granted(overlay: str) -> None:
             assert watcher == {"list", "watch"}, (kind, group)  # never a GET or a write
             worker = {verb for g, res, verb in rules["worker"] if (g, res) == (group, plural)}
             assert worker == {"get"} | WORKER_WRITES[kind], (kind, group)
+
+
+@pytest.mark.parametrize("overlay", [o for o in overlays() if o != "crds"])
+def test_target_group_verification_is_granted_to_the_worker_only(overlay: str) -> None:
+    """AWS target group verification reads TargetGroupBindings and Endpoints from the API (the
+    worker, when a verification runs); the watcher never lists them."""
+    rules = granted(rendered(overlay))
+    for group, plural, verbs in (
+        (r.TARGETGROUPBINDINGS.group, "targetgroupbindings", {"list"}),
+        ("", "endpoints", {"get"}),
+    ):
+        worker = {verb for g, res, verb in rules["worker"] if (g, res) == (group, plural)}
+        assert worker == verbs, plural
+        assert not {verb for g, res, verb in rules["watcher"] if (g, res) == (group, plural)}

@@ -11,8 +11,9 @@ the context's pod reader, as the API's.
 Options for the rest of what a worker hands a reconcile: `owned_only` (the ReplicaSets and
 AnalysisRuns the rollout owns, as the cache's owner index returns them, rather than all seeded),
 `template_lookup` (AnalysisTemplates), `step_plugins` and `traffic_plugins` (plugin
-registries); a rollout with a `workloadRef` is reconciled with it resolved from the seeded
-objects, as the worker resolves it from the cache.
+registries), `aws` (AWS target group verification, as ROLLOUTS_AWS_VERIFY_TARGET_GROUP turns it
+on); a rollout with a `workloadRef` is reconciled with it resolved from the seeded objects, as
+the worker resolves it from the cache.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from rollout_workers.kube.writer import Action, RecordingWriter
 from rollout_workers.rollout import templateref
 from rollout_workers.rollout.context import Event, RolloutContext, RouterObjects
 from rollout_workers.rollout.controller import reconcile
+from rollout_workers.rollout.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.stepplugins.registry import StepPluginRegistry, StepPluginState
 from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
@@ -177,6 +179,7 @@ class OneSync:
     template_lookup: TemplateLookup | None = None
     step_plugins: StepPluginRegistry | None = None
     traffic_plugins: TrafficRouterPluginRegistry | None = None
+    aws: TargetGroupVerification | None = None
 
     def __post_init__(self) -> None:
         self.writer = ClockedWriter(self)
@@ -353,6 +356,7 @@ class OneSync:
             ctx.step_plugins = StepPluginState(registry=self.step_plugins)
         if self.traffic_plugins is not None:
             ctx.traffic_plugins = self.traffic_plugins
+        ctx.aws = self.aws
         self.last = ctx
         reconcile(ctx, resolve_error=resolve_error)
         actions = [a for a in self.writer.actions[start:] if a.resource != "events"]

@@ -166,18 +166,6 @@ def test_a_changed_canary_ingress_is_put_back() -> None:
     assert weight(sim) == "0"
 
 
-def test_other_routers_are_invalid_spec_naming_the_router() -> None:
-    obj = routed_rollout({"setWeight": 20})
-    obj["spec"]["strategy"]["canary"]["trafficRouting"] = {
-        "alb": {"ingress": "web-ing", "servicePort": 80}
-    }
-    sim = routed_sim(obj)
-    sim.sync()
-    condition = next(c for c in sim.status_patch()["conditions"] if c["type"] == "InvalidSpec")
-    expected = "trafficRouting.alb is not supported by this controller yet"
-    assert condition["message"] == expected
-
-
 class WriterReader:
     """A cache lister over the recording writer's objects of one type (always up to date)."""
 

@@ -893,6 +893,15 @@ def ingresses(*found: Obj) -> dict[str, Obj]:
 
 
 NGINX = "spec.strategy.canary.trafficRouting.nginx"
+ALB = "spec.strategy.canary.trafficRouting.alb"
+
+
+def alb_routed(**router: Any) -> Obj:
+    """A canary with services and the ALB router on Ingress `ing`, root Service `root` (unless
+    overridden)."""
+    config: Obj = {"ingress": "ing", "servicePort": 80, "rootService": "root"}
+    config.update(router)
+    return routed(trafficRouting={"alb": {k: x for k, x in config.items() if x is not None}})
 
 
 REF_CASES = [
@@ -1081,6 +1090,71 @@ REF_CASES = [
         ),
         f'{NGINX}.stableIngresses: Invalid value: "other": '
         "ingress `other` has no rules using service stable backend",
+    ),
+    RefCase(
+        "ALB ingress routes to the root service",
+        alb_routed(),
+        lambda: v.ReferencedResources(
+            services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "root"))
+        ),
+        None,
+    ),
+    RefCase(
+        "argo: ALB with both ingress and ingresses",
+        alb_routed(ingresses=["ing", "other"]),
+        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        f"{ALB}: Internal error: "
+        "Either Ingress or Ingresses must be configured. Both are configured.",
+    ),
+    RefCase(
+        "argo: ALB with neither ingress nor ingresses",
+        alb_routed(ingress=None),
+        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        f"{ALB}: Internal error: "
+        "Either Ingress or Ingresses must be configured. Neither are configured.",
+    ),
+    RefCase(
+        "ALB ingress not found",
+        alb_routed(),
+        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        f'{ALB}.ingress: Invalid value: "ing": ingress.networking.k8s.io "ing" not found',
+    ),
+    RefCase(
+        "ALB: the first of ingresses not found is reported",
+        alb_routed(ingress=None, ingresses=["ing", "other"]),
+        lambda: v.ReferencedResources(
+            services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "root"))
+        ),
+        f'{ALB}.ingresses: Invalid value: []string{{"ing", "other"}}: '
+        'ingress.networking.k8s.io "other" not found',
+    ),
+    RefCase(
+        "argo: ALB ingress without a rule using the root service",
+        alb_routed(),
+        lambda: v.ReferencedResources(
+            services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "stable"))
+        ),
+        f'{ALB}.ingress: Invalid value: "ing": '
+        "ingress `ing` has no rules using service root backend",
+    ),
+    RefCase(
+        "argo: ALB without a root service: the stable service's rule",
+        alb_routed(rootService=None),
+        lambda: v.ReferencedResources(
+            services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "web"))
+        ),
+        f'{ALB}.ingress: Invalid value: "ing": '
+        "ingress `ing` has no rules using service stable backend",
+    ),
+    RefCase(
+        "ALB: each of ingresses must use the root service",
+        alb_routed(ingress=None, ingresses=["ing", "other"]),
+        lambda: v.ReferencedResources(
+            services=services("stable", "canary"),
+            ingresses=ingresses(ingress("ing", "root"), ingress("other", "web", "canary")),
+        ),
+        f'{ALB}.ingresses: Invalid value: "other": '
+        "ingress `other` has no rules using service root backend",
     ),
     RefCase(
         "a missing service is reported before a missing ingress",

@@ -222,7 +222,7 @@ def test_no_region_is_an_error(aws: str, monkeypatch: Any) -> None:
 
 
 def test_a_service_that_hangs_times_out(aws: str, monkeypatch: Any) -> None:
-    monkeypatch.setattr(auth, "CLOUDWATCH_READ_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(auth, "AWS_READ_TIMEOUT_SECONDS", 0.2)
     with stalled_server() as url:
         monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", url)
         measurement = measure(cloudwatch_metric([stat("requests", "requests")]))
@@ -233,7 +233,7 @@ def test_a_service_that_hangs_times_out(aws: str, monkeypatch: Any) -> None:
 
 
 def test_clients_are_kept_per_environment(aws: str, monkeypatch: Any) -> None:
-    clients = auth.CloudWatchClients()
+    clients = auth.cloudwatch_clients()
     first = clients.get()
     assert clients.get() is first
     monkeypatch.setenv("AWS_REGION", "us-east-2")
