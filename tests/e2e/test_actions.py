@@ -318,6 +318,7 @@ def test_missing_kubeconfig_is_one_line(env: dict[str, str], tmp_path: Path) -> 
     one_line_error(run(bad, "pause", "x"), "does not exist")
 
 
+@pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_status_exit_codes(env: dict[str, str], rollouts: Rollouts) -> None:
     name = rollouts.create()
     rollouts.set_status(name, {"phase": "Healthy", "message": ""})

@@ -203,6 +203,7 @@ def test_demo_runs_to_the_end(tmp_path: Path) -> None:
         assert not (tmp_path / "state" / "demo" / record).exists(), record
 
 
+@pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_up_starts_and_stops_the_system(tmp_path: Path) -> None:
     state = tmp_path / "state"
     procs = Processes(env={"ROLLOUTS_STATE_DIR": str(state)}, logs=tmp_path / "logs")

@@ -104,6 +104,7 @@ def port(procs: Processes) -> Iterator[int]:
     yield chosen
 
 
+@pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_one_scrape_gives_the_pool(
     procs: Processes, cluster: DevClusterThread, tmp_path: Path, rdb: redis.Redis, port: int
 ) -> None:

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rollout_workers.devcluster.server import DevClusterThread
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
@@ -53,6 +55,7 @@ def wait_paused(kube: Kube, timeout: float = 60) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_status_gates_on_the_controller(
     procs: Processes, cluster: DevClusterThread, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ import random
 import time
 from collections import defaultdict
 
+import pytest
 import redis
 
 from rollout_workers.pool.app import create_app
@@ -47,6 +48,7 @@ def idle(runtime: Runtime) -> bool:
     return s.queued == 0 and s.active == 0 and s.dirty == 0
 
 
+@pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_no_key_is_reconciled_twice_at_once_and_none_is_lost(
     procs: Processes, runtime: Runtime, rdb: redis.Redis, settings: Settings
 ) -> None:

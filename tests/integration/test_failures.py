@@ -179,6 +179,7 @@ def test_a_malformed_key_never_reaches_a_worker(runtime: Runtime, rdb: redis.Red
     assert rdb.llen("rollouts") == 0
 
 
+@pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_worker_keeps_serving_across_a_redis_restart(
     procs: Processes, settings: Settings, tmp_path: Path
 ) -> None:

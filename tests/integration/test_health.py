@@ -57,6 +57,7 @@ def pause_redis(rdb: redis.Redis, seconds: float) -> float:
     return time.monotonic() + seconds
 
 
+@pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_worker_is_unready_while_redis_is_gone(procs: Processes, tmp_path: Path) -> None:
     server = EmbeddedRedis(tmp_path / "own-redis").start()
     try:
@@ -82,6 +83,7 @@ def test_worker_is_unready_while_redis_is_gone(procs: Processes, tmp_path: Path)
         server.stop()
 
 
+@pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_beat_liveness_fails_while_ticks_stop_and_a_standby_stays_live(
     procs: Processes, rdb: redis.Redis
 ) -> None:

@@ -215,6 +215,7 @@ def test_cache_equals_a_fresh_list_after_1000_random_ops(
     assert "Traceback" not in watcher.text() and "WARNING" not in watcher.text()
 
 
+@pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_a_relist_in_pages_of_three_equals_the_list(
     watchers: Processes, api: k8s.ApiClient, rdb: redis.Redis
 ) -> None:

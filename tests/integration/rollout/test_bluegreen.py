@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from rollout_workers.kube import resources as r
 from tests.integration.rollout.conftest import NS, Harness, phase
 
@@ -193,6 +195,7 @@ def hold(h: Harness, name: str, check: Callable[[], bool], seconds: float) -> in
     return syncs
 
 
+@pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_progress_deadline_abort_keeps_the_new_replicaset_down_until_a_retry(
     harness: Harness,
 ) -> None:
