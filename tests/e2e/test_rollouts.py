@@ -411,18 +411,22 @@ def analysis_4_pre_and_post_then_fast_rollback(w: World) -> None:
     w.cli("set", "image", "pp", "app=demo:2")
     w.wait("pp", promoted_past(old), "promoted")
     runs = w.list(r.ANALYSISRUNS)
-    assert sorted(x["metadata"]["labels"]["rollout-type"] for x in runs) == [
-        "PostPromotion",
-        "PrePromotion",
-    ]
-    assert all(x["status"]["phase"] == "Successful" for x in runs)
+    # One run of each type; a reconcile killed after creating one and before recording it may
+    # leave its `.1` sibling (Argo's collision counter).
+    passed = {
+        x["metadata"]["labels"]["rollout-type"]
+        for x in runs
+        if (x.get("status") or {}).get("phase") == "Successful"
+    }
+    assert passed == {"PostPromotion", "PrePromotion"}, runs
+    assert len({x["metadata"]["name"].split(".")[0] for x in runs}) == 2, runs
     w.cli("set", "image", "pp", "app=demo:1")
     w.wait(
         "pp",
         lambda o: selector(w, "pp-active") == old and status(o).get("stableRS") == old,
         "rolled back",
     )
-    assert len(w.list(r.ANALYSISRUNS)) == 2, "a fast rollback analyses nothing"
+    assert len(w.list(r.ANALYSISRUNS)) == len(runs), "a fast rollback analyses nothing"
 
 
 def analysis_5_experiment_step(w: World) -> None:
