@@ -331,10 +331,14 @@ def dry_run_of_every_metric(w: World) -> None:
         lambda o: promoted(o) and e2e.status(o).get("currentStepIndex") == 2,
         "promoted despite the failing dry-run metric",
     )
-    (run,) = [x for x in e2e.runs_of(w, "Step") if x["metadata"]["name"].startswith(name)]
-    assert run["status"]["phase"] == "Successful", run["status"]
-    summary = run["status"].get("dryRunSummary") or {}
-    assert summary.get("failed") == 1, run["status"]
+    # One step run; a reconcile killed after creating it and before recording it may leave a
+    # `.1` sibling (Argo's collision counter): the one that decided is Successful.
+    runs = [x for x in e2e.runs_of(w, "Step") if x["metadata"]["name"].startswith(name)]
+    assert len({x["metadata"]["name"].split(".")[0] for x in runs}) == 1, runs
+    passed = [x for x in runs if (x.get("status") or {}).get("phase") == "Successful"]
+    assert passed, [x.get("status") for x in runs]
+    summary = passed[-1]["status"].get("dryRunSummary") or {}
+    assert summary.get("failed") == 1, passed[-1]["status"]
 
 
 SCENARIOS = [
