@@ -86,7 +86,11 @@ def parse_query(text: str) -> tuple[str, str, dict[str, str]]:
 
 def measure(text: str, series: Sequence[Series]) -> float | None:
     """The query's value over `series` (None: no series matched); raises DatadogQueryError."""
-    aggregator, name, labels = parse_query(text)
+    return _combine(parse_query(text), series)
+
+
+def _combine(query: tuple[str, str, dict[str, str]], series: Sequence[Series]) -> float | None:
+    aggregator, name, labels = query
     values = [
         s.value
         for s in series
@@ -103,12 +107,13 @@ def v1_query(params: Mapping[str, str], *, series: Sequence[Series]) -> Reply:
     except (KeyError, ValueError):
         return errors(400, "The 'from' and 'to' parameters must be Unix seconds")
     try:
-        value = measure(text, series)
+        query = parse_query(text)
     except DatadogQueryError as err:
         return errors(400, str(err))
+    value = _combine(query, series)
     found = []
     if value is not None:
-        _, name, labels = parse_query(text)
+        _, name, labels = query
         scope = ",".join(f"{k}:{v}" for k, v in sorted(labels.items())) or "*"
         found.append({
             "metric": name.replace("_", "."), "scope": scope, "expression": text,

@@ -299,6 +299,24 @@ def moto_server() -> Iterator[str]:
         server.stop()
 
 
+def point_aws_at(monkeypatch: Any, endpoint: str, *, region: str, endpoint_variable: str) -> None:
+    """The controller's AWS environment, and only it, pointed at a fresh emulator: moto reset,
+    no profile or shared files, test credentials, `region`, and `endpoint_variable` (the
+    service's AWS_ENDPOINT_URL_<SERVICE>) set to `endpoint`."""
+    import urllib3
+
+    urllib3.PoolManager().request("POST", f"{endpoint}/moto-api/reset")
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", region)
+    monkeypatch.setenv(endpoint_variable, endpoint)
+
+
 @contextlib.contextmanager
 def stalled_server() -> Iterator[str]:
     """A loopback port that accepts connections (the kernel completes the handshake) and never

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import urllib3
 
 from rollout_workers.analysis.providers.auth import elbv2_clients
 from rollout_workers.kube import resources as r
@@ -35,7 +34,7 @@ from rollout_workers.rollout.elbv2 import (
 )
 from rollout_workers.rollout.trafficrouting import WeightNotVerified
 from rollout_workers.rollout.trafficrouting.alb import ALBRouter
-from tests.support.metricapis_b import moto_server
+from tests.support.metricapis_b import moto_server, point_aws_at
 from tests.unit.rollout.onesync import NS, T0, OneSync, rollout, service
 from tests.unit.rollout.test_alb import alb_ingress, alb_sim, weights
 from tests.unit.rollout.test_routing_reconcile import V1, update
@@ -54,16 +53,12 @@ def endpoint() -> Iterator[str]:
 @pytest.fixture
 def aws(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A fresh emulator, reached only through the environment (as the controller's clients)."""
-    urllib3.PoolManager().request("POST", f"{endpoint}/moto-api/reset")
-    for name in ("AWS_PROFILE", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_REGION", REGION)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2", endpoint)
+    point_aws_at(
+        monkeypatch,
+        endpoint,
+        region=REGION,
+        endpoint_variable="AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2",
+    )
     yield endpoint
 
 

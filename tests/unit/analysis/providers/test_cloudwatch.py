@@ -10,7 +10,6 @@ from typing import Any
 
 import boto3
 import pytest
-import urllib3
 
 from rollout_workers.analysis.providers import auth
 from rollout_workers.analysis.providers.base import ProviderDeps
@@ -22,7 +21,7 @@ from rollout_workers.analysis.providers.cloudwatch import (
 from rollout_workers.analysis.providers.factory import provider_for
 from rollout_workers.api.analysis import AnalysisPhase as P
 from rollout_workers.api.analysis import CloudWatchMetricDataQuery, Measurement, Metric
-from tests.support.metricapis_b import moto_server, stalled_server
+from tests.support.metricapis_b import moto_server, point_aws_at, stalled_server
 from tests.unit.analysis.providers.stubs import NOW, NOW_TEXT, analysis_run, metric
 
 REGION = "eu-west-1"
@@ -37,16 +36,9 @@ def endpoint() -> Iterator[str]:
 @pytest.fixture
 def aws(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The controller's environment pointed at a fresh emulator."""
-    urllib3.PoolManager().request("POST", f"{endpoint}/moto-api/reset")
-    for name in ("AWS_PROFILE", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_REGION", REGION)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", endpoint)
+    point_aws_at(
+        monkeypatch, endpoint, region=REGION, endpoint_variable="AWS_ENDPOINT_URL_CLOUDWATCH"
+    )
     yield endpoint
 
 
