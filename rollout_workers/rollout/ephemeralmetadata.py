@@ -9,7 +9,9 @@ the label it should carry leaves that Service without endpoints.
   already has the new metadata.
 - What was injected is recorded on the ReplicaSet as JSON in the
   `rollout.argoproj.io/ephemeral-metadata` annotation. Only keys recorded there are ever
-  removed, so labels other controllers add (a sidecar injector's) are left alone.
+  removed, so labels other controllers add (a sidecar injector's) are left alone. While live
+  pods still carry keys being removed, the record keeps them too, so a reconcile killed
+  between the ReplicaSet's write and its pods' still removes them next time.
 - Roles follow the rollout: fully rolled out (no stable yet, or the new ReplicaSet is the
   stable), the new ReplicaSet has the stable role; during an update it is the canary (preview)
   and the stable ReplicaSet keeps the stable (active) role. Every other ReplicaSet has its
@@ -37,6 +39,7 @@ from rollout_workers.rollout.podmetadata import (
     calculate_metadata_patch,
     calculate_rs_patch,
     role_metadata,
+    settled_record_patch,
 )
 from rollout_workers.rollout.pods import PodReader, replicaset_pods
 from rollout_workers.rollout.sync import write_rs
@@ -77,13 +80,14 @@ def reconcile_ephemeral_metadata(ctx: RolloutContext) -> None:
 
 def _sync(ctx: RolloutContext, rs: Obj, desired: Obj | None, pods: PodReader | None) -> None:
     injected = calculate_injected(rs)
-    patch = calculate_rs_patch(rs, desired)
+    pods_follow = pods is not None and rsutil.spec_replicas(rs) > 0
+    patch = calculate_rs_patch(rs, desired, pods_follow=pods_follow)
     if patch:
         rs = write_rs(ctx, rs, patch)
         log.info(
             "%s: synced ephemeral metadata %s to ReplicaSet %s", ctx.key, desired, rsutil.name(rs)
         )
-    if pods is None or rsutil.spec_replicas(rs) == 0:
+    if pods is None or not pods_follow:
         return
     for pod in replicaset_pods(rs, pods, namespace=ctx.namespace):
         meta = pod.get("metadata") or {}
@@ -96,3 +100,6 @@ def _sync(ctx: RolloutContext, rs: Obj, desired: Obj | None, pods: PodReader | N
             log.info("%s: pod %s is gone: ephemeral metadata skipped", ctx.key, meta.get("name"))
             continue
         log.info("%s: synced ephemeral metadata %s to pod %s", ctx.key, desired, meta.get("name"))
+    settled = settled_record_patch(rs, desired)
+    if settled:
+        write_rs(ctx, rs, settled)

@@ -78,21 +78,50 @@ def record(desired: Obj) -> str:
     return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
 
 
-def calculate_rs_patch(rs: Obj, desired: Obj | None) -> Obj:
+def calculate_rs_patch(rs: Obj, desired: Obj | None, *, pods_follow: bool = False) -> Obj:
     """The ReplicaSet patch that injects `desired` into its pod template and records it, or
     removes everything injected when `desired` is None; `{}` when nothing changes (Argo's
-    SyncReplicaSetEphemeralPodMetadata)."""
+    SyncReplicaSetEphemeralPodMetadata).
+
+    With `pods_follow` (the ReplicaSet's live pods are patched after it), the record keeps the
+    keys being removed: a reconcile killed between the two writes must still know, next time,
+    which keys to take off the pods. `settled_record_patch` shrinks the record once they are
+    clean.
+    """
     template_meta = ((rs.get("spec") or {}).get("template") or {}).get("metadata") or {}
-    changes = calculate_metadata_patch(
-        template_meta, injected=calculate_injected(rs), desired=desired
-    )
+    injected = calculate_injected(rs)
+    changes = calculate_metadata_patch(template_meta, injected=injected, desired=desired)
     if not changes:
         return {}
-    value = record(desired) if desired is not None else None
+    recorded = desired
+    if pods_follow and injected is not None and _removes_keys(injected, desired):
+        recorded = {
+            kind: {**injected[kind], **((desired or {}).get(kind) or {})}
+            for kind in ("labels", "annotations")
+        }
+    value = record(recorded) if recorded is not None else None
     return {
         "metadata": {"annotations": {EPHEMERAL_METADATA_ANNOTATION: value}},
         "spec": {"template": {"metadata": changes}},
     }
+
+
+def settled_record_patch(rs: Obj, desired: Obj | None) -> Obj:
+    """The patch that shrinks a ReplicaSet's record to `desired` once its pods are clean; `{}`
+    when the record names no key that `desired` lacks."""
+    injected = calculate_injected(rs)
+    if injected is None or not _removes_keys(injected, desired):
+        return {}
+    value = record(desired) if desired is not None else None
+    return {"metadata": {"annotations": {EPHEMERAL_METADATA_ANNOTATION: value}}}
+
+
+def _removes_keys(injected: Obj, desired: Obj | None) -> bool:
+    return any(
+        key not in ((desired or {}).get(kind) or {})
+        for kind in ("labels", "annotations")
+        for key in injected[kind]
+    )
 
 
 def apply_to_new_rs(body: Obj, desired: Obj | None) -> Obj:

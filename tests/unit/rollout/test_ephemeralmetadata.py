@@ -105,6 +105,27 @@ def test_rs_patch_removes_record_and_injected_keys_when_the_role_ends() -> None:
     }
 
 
+def test_rs_patch_keeps_removed_keys_recorded_while_pods_follow() -> None:
+    """The ReplicaSet is written before its pods: until they are clean, the record keeps the
+    keys being removed, and a second patch shrinks it."""
+    rs = rs_with({"app": "x", ROLE: "canary"}, json.dumps({"labels": {ROLE: "canary"}}))
+    tier = {"labels": {"tier": "s"}, "annotations": {}}
+    patch = pm.calculate_rs_patch(rs, tier, pods_follow=True)
+    recorded = patch["metadata"]["annotations"][pm.EPHEMERAL_METADATA_ANNOTATION]
+    assert json.loads(recorded) == {"labels": {ROLE: "canary", "tier": "s"}}
+    assert patch["spec"]["template"]["metadata"] == {"labels": {"tier": "s", ROLE: None}}
+    written = rs_with({"app": "x", "tier": "s"}, recorded)
+    assert pm.calculate_rs_patch(written, tier, pods_follow=True) == {}
+    assert pm.settled_record_patch(written, tier) == {
+        "metadata": {"annotations": {pm.EPHEMERAL_METADATA_ANNOTATION: '{"labels":{"tier":"s"}}'}}
+    }
+    assert pm.settled_record_patch(written, None) == {
+        "metadata": {"annotations": {pm.EPHEMERAL_METADATA_ANNOTATION: None}}
+    }
+    settled = rs_with({"app": "x", "tier": "s"}, '{"labels":{"tier":"s"}}')
+    assert pm.settled_record_patch(settled, tier) == {}
+
+
 def test_unreadable_record_injects_again_and_removes_nothing() -> None:
     rs = rs_with({"app": "x", ROLE: "old"}, "{not json")
     assert pm.calculate_injected(rs) is None
@@ -249,3 +270,31 @@ def test_no_metadata_configured_lists_no_pods() -> None:
     sim.writer.list_pods = counting  # type: ignore[method-assign]
     sim.settle()
     assert calls == []
+
+
+def test_a_reconcile_killed_between_the_replicaset_and_its_pods_still_cleans_the_pods() -> None:
+    """Killed after the ReplicaSet's write and before its pods', the next reconcile still
+    knows which keys the pods must lose (Argo forgets them: its record is already the new one)."""
+    sim = OneSync(canary_rollout(), [service("canary"), service("stable")])
+    sim.settle()
+    stable_hash = sim.status["stableRS"]
+    canary = sim.rollout["spec"]["strategy"]["canary"]
+    sim.edit_spec(strategy={"canary": {**canary, "stableMetadata": {"labels": {"tier": "s"}}}})
+    original = sim.writer.patch
+
+    def killed_at_pods(resource: Any, namespace: str, name: str, body: Obj) -> Obj:
+        if resource.plural == "pods":
+            raise SystemExit("kill -9")
+        return original(resource, namespace, name, body)
+
+    sim.writer.patch = killed_at_pods  # type: ignore[method-assign]
+    with pytest.raises(SystemExit):
+        sim.sync()
+    sim.writer.patch = original  # type: ignore[method-assign]
+    assert all(p["metadata"]["labels"].get(ROLE) == "stable" for p in sim.pods(stable_hash))
+    sim.settle()
+    pods = sim.pods(stable_hash)
+    assert all(p["metadata"]["labels"].get("tier") == "s" for p in pods)
+    assert all(ROLE not in p["metadata"]["labels"] for p in pods)
+    recorded = sim.rs(stable_hash)["metadata"]["annotations"][pm.EPHEMERAL_METADATA_ANNOTATION]
+    assert json.loads(recorded) == {"labels": {"tier": "s"}}
