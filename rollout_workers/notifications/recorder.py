@@ -53,17 +53,36 @@ class EventRecorder:
         self._type = {"apiVersion": resource.api_version, "kind": resource.kind}
 
     def record(
-        self, obj: Obj, *, reason: str, message: str, warning: bool, now: dt.datetime
+        self,
+        obj: Obj,
+        *,
+        reason: str,
+        message: str,
+        warning: bool,
+        now: dt.datetime,
+        notify: bool = True,
     ) -> None:
+        """The Event, then its notifications (unless `notify` is False: they were queued
+        ahead, see `notify`)."""
         full = {**obj, **self._type}
         body = event_body(
             full, reason=reason, message=message, warning=warning, now=format_time(now)
         )
         self.sink.emit(body)  # never raises
+        if notify:
+            self.notify(obj, reason=reason, message=message, warning=warning)
+
+    def notify(self, obj: Obj, *, reason: str, message: str, warning: bool) -> None:
+        """Queue the notifications of an event alone. A reconcile calls this before a write
+        whose retry could not tell the event is due (the write that sets a rollout's revision:
+        once it lands, nothing records the event again), so a kill -9 between the write and
+        the event loses no notification; the job key makes the retried call a no-op."""
         if self.outbox is None:
             return
         try:
-            self.outbox.event(full, reason=reason, message=message, warning=warning)
+            self.outbox.event(
+                {**obj, **self._type}, reason=reason, message=message, warning=warning
+            )
         except redis.RedisError:
             raise
         except Exception:  # a bad config or object: logged, never a failed reconcile

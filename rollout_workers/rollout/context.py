@@ -237,12 +237,25 @@ class RolloutContext:
             self.new_status.canary = CanaryStatus()
         self.new_status.canary.current_experiment = name
 
-    def event(self, reason: str, message: str, *, warning: bool = False) -> None:
+    def event(
+        self, reason: str, message: str, *, warning: bool = False, notified: bool = False
+    ) -> None:
         """Record an event about the rollout as it was read (its notifications render it so,
-        as Argo's do: before this reconcile's status patch)."""
+        as Argo's do: before this reconcile's status patch). `notified`: its notifications
+        were queued ahead with `notify_ahead`."""
         self.events.append(Event(reason, message, warning))
-        recorder = self.recorder or EventRecorder(self.writer, r.ROLLOUTS)
-        recorder.record(self.obj, reason=reason, message=message, warning=warning, now=self.now)
+        self._recorder().record(
+            self.obj, reason=reason, message=message, warning=warning, now=self.now,
+            notify=not notified,
+        )  # fmt: skip
+
+    def notify_ahead(self, obj: Obj, reason: str, message: str) -> None:
+        """Queue the notifications of an event about `obj` (the rollout as a write is about to
+        leave it) before that write: see EventRecorder.notify."""
+        self._recorder().notify(obj, reason=reason, message=message, warning=False)
+
+    def _recorder(self) -> EventRecorder:
+        return self.recorder or EventRecorder(self.writer, r.ROLLOUTS)
 
     # -- keeping the context's copies current after writes --------------------------------
 

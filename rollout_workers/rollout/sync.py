@@ -102,13 +102,16 @@ def sync_revision(ctx: RolloutContext) -> None:
 def set_rollout_revision(ctx: RolloutContext, revision: str) -> None:
     if not revision or ann.annotations_of(ctx.obj).get(ann.REVISION) == revision:
         return
-    patch = fenced(
-        {"metadata": {"annotations": {ann.REVISION: revision}}},
-        ctx.obj["metadata"].get("resourceVersion"),
-    )
+    annotations = {ann.REVISION: revision}
+    message = c.ROLLOUT_UPDATED_MESSAGE.format(revision)
+    # Once the revision lands nothing records the event again: its notifications go first.
+    meta = ctx.obj["metadata"]
+    ahead = {**meta, "annotations": {**(meta.get("annotations") or {}), **annotations}}
+    ctx.notify_ahead({**ctx.obj, "metadata": ahead}, c.ROLLOUT_UPDATED_REASON, message)
+    patch = fenced({"metadata": {"annotations": annotations}}, meta.get("resourceVersion"))
     written = ctx.writer.patch(r.ROLLOUTS, ctx.namespace, ctx.name, patch)
     ctx.replaced_rollout(written)
-    ctx.event(c.ROLLOUT_UPDATED_REASON, c.ROLLOUT_UPDATED_MESSAGE.format(revision))
+    ctx.event(c.ROLLOUT_UPDATED_REASON, message, notified=True)
 
 
 def current_pod_hash(ctx: RolloutContext) -> str:

@@ -50,6 +50,9 @@ class World:
     kubeconfig: Path
     namespace: str
     metrics: MetricsServer
+    #: Under chaos: how many `kind` keys starting with a prefix a killed host held claimed
+    #: (a notification job whose sender was killed mid-send may be sent again).
+    interrupted: Callable[[str, str], int] = lambda kind, prefix: 0
 
     def cli(self, *args: str) -> str:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
@@ -523,6 +526,7 @@ def run_all(
     *,
     prefix: str = "s",
     logs: Path | None = None,
+    tracker: OrphanTracker | None = None,
 ) -> None:
     """Run the scenarios (default: SCENARIOS) concurrently, one namespace `<prefix><n>` each;
     every failure is reported at the end, with the lines of the process logs under `logs` that
@@ -536,7 +540,10 @@ def run_all(
         manifests.ensure_namespace(kube, ns)
         started = time.monotonic()
         try:
-            scenario(World(kube, kubeconfig, ns, metrics))
+            world = World(kube, kubeconfig, ns, metrics)
+            if tracker is not None:
+                world.interrupted = tracker.interrupted
+            scenario(world)
         except Exception:
             failures.append(
                 f"{scenario.__name__}:\n{traceback.format_exc()}{log_lines(logs, f'{ns}/')}"
@@ -614,6 +621,14 @@ class OrphanTracker:
         with self._lock:
             self.orphans += found
             self._pending += found
+
+    def interrupted(self, kind: str, prefix: str) -> int:
+        """How many `kind` keys starting with `prefix` a killed host held claimed."""
+        with self._lock:
+            return sum(
+                o.how == "claimed" and o.kind == kind and o.key.startswith(prefix)
+                for o in self.orphans
+            )
 
     def poll(self) -> None:
         with self._lock:
@@ -725,7 +740,7 @@ def test_scenarios_survive_kill_9_of_workers(
             wref.pod_template_reference,
         ]
     try:
-        run_all(kube, kubeconfig, scenarios, logs=tmp_path / "logs")
+        run_all(kube, kubeconfig, scenarios, logs=tmp_path / "logs", tracker=tracker)
     finally:
         stop.set()
         thread.join(30)

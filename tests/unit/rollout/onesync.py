@@ -27,6 +27,7 @@ from typing import Any
 from rollout_workers.analysis.templates import TemplateLookup
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import Action, RecordingWriter
+from rollout_workers.notifications.recorder import EventRecorder
 from rollout_workers.rollout import templateref
 from rollout_workers.rollout.context import Event, RolloutContext, RouterObjects
 from rollout_workers.rollout.controller import reconcile
@@ -180,6 +181,8 @@ class OneSync:
     step_plugins: StepPluginRegistry | None = None
     traffic_plugins: TrafficRouterPluginRegistry | None = None
     aws: TargetGroupVerification | None = None
+    #: Events and their notifications (None: events only, through the writer).
+    recorder: EventRecorder | None = None
 
     def __post_init__(self) -> None:
         self.writer = ClockedWriter(self)
@@ -357,6 +360,7 @@ class OneSync:
         if self.traffic_plugins is not None:
             ctx.traffic_plugins = self.traffic_plugins
         ctx.aws = self.aws
+        ctx.recorder = self.recorder
         self.last = ctx
         reconcile(ctx, resolve_error=resolve_error)
         actions = [a for a in self.writer.actions[start:] if a.resource != "events"]

@@ -111,3 +111,47 @@ def test_progress_deadline_exceeded_with_abort() -> None:
     assert progressing["reason"] == "RolloutAborted"
     assert progressing["message"] == "Rollout aborted update to revision 2"
     assert sim.status["abort"] is True
+
+
+def test_rollout_updated_is_notified_before_the_revision_lands() -> None:
+    """Once a rollout's revision annotation is written, no retry records RolloutUpdated
+    again: its notification is queued before the write, so a reconcile killed right after
+    the write loses none (and the retry's notify is the same job)."""
+    from typing import Any
+
+    from rollout_workers.kube import resources as r
+    from rollout_workers.notifications.recorder import EventRecorder
+    from tests.unit.rollout.onesync import rollout
+
+    sim = OneSync(rollout(strategy={"canary": {"steps": STEPS}}, replicas=1))
+    notified: list[tuple[str, str, str]] = []
+
+    class Outbox:
+        def event(self, obj: Any, *, reason: str, message: str, warning: bool) -> None:
+            annotations = obj["metadata"].get("annotations") or {}
+            revision = annotations.get("rollout.argoproj.io/revision", "")
+            notified.append((reason, message, revision))
+
+    sim.recorder = EventRecorder(sim.writer, r.ROLLOUTS, outbox=Outbox())  # type: ignore[arg-type]
+    sim.settle()
+    sim.set_image("web:2")
+    original = sim.writer.patch
+
+    def killed_after_the_revision(
+        resource: Any, namespace: str, name: str, body: Any, **kwargs: Any
+    ) -> Any:
+        written = original(resource, namespace, name, body, **kwargs)
+        if "annotations" in (body.get("metadata") or {}) and resource.plural == "rollouts":
+            raise SystemExit("kill -9")
+        return written
+
+    sim.writer.patch = killed_after_the_revision  # type: ignore[method-assign]
+    with pytest.raises(SystemExit):
+        sim.settle()
+    sim.writer.patch = original  # type: ignore[method-assign]
+    sim.settle()
+    updated = [n for n in notified if n[0] == "RolloutUpdated"]
+    assert updated == [
+        ("RolloutUpdated", "Rollout updated to revision 1", "1"),
+        ("RolloutUpdated", "Rollout updated to revision 2", "2"),
+    ]
