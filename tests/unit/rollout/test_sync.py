@@ -145,7 +145,7 @@ def test_rollout_updated_is_notified_before_the_revision_lands() -> None:
             raise SystemExit("kill -9")
         return written
 
-    sim.writer.patch = killed_after_the_revision  # type: ignore[method-assign]
+    sim.writer.patch = killed_after_the_revision  # type: ignore[method-assign,assignment]
     with pytest.raises(SystemExit):
         sim.settle()
     sim.writer.patch = original  # type: ignore[method-assign]
