@@ -60,6 +60,7 @@ from harness import (
     wait_for,
     write_json,
 )
+from profiling import Sampler, phases, top_functions
 
 sys.path.insert(0, str(REPO))  # the routers' CRDs, as the tests install them
 from rollout_workers.kube.client import iter_lines
@@ -531,12 +532,23 @@ def run_case(
         client = controller.client if isinstance(controller, Pool) else None
         if client is not None:
             client.config_resetstat()
+        samplers = (
+            {name: Sampler(proc.pid).start() for name, proc in controller.procs.items()}
+            if args.profile
+            else {}
+        )
         cpu0, audit0, reconciles0 = cpu(), audit(http), controller.reconciles()
         t0 = time.perf_counter()
         patch_all(http, targets, {"spec": {"template": {"spec": {"containers": [container("2")]}}}})
         patched_s = time.perf_counter() - t0
         rollout_s = patched_s + wait_healthy("2", f"{n} rollouts Healthy on revision 2")
         cpu1, audit1, reconciles1 = cpu(), audit(http), controller.reconciles()
+        stacks = {name: sampler.stop() for name, sampler in samplers.items()}
+        if args.profile_stacks:
+            args.profile_stacks.mkdir(parents=True, exist_ok=True)
+            for name, found in stacks.items():
+                path = args.profile_stacks / f"{kind}-{size}-{name}.txt"
+                path.write_text("".join(f"{stack} {count}\n" for stack, count in found))
         commands = command_stats(client) if client is not None else {}
         print(f"  {label}: all Healthy on revision 2 after {rollout_s:.1f} s", flush=True)
 
@@ -553,6 +565,7 @@ def run_case(
                 )
 
     reconciles = reconciles1 - reconciles0
+    profile = profile_table(stacks, reconciles) if stacks else None
     calls = audit1 - audit0
     calls["patch rollouts"] -= n  # the bench's own image patches
     requests = calls.total()
@@ -584,7 +597,26 @@ def run_case(
         "redis_top_commands": dict(sorted(commands.items(), key=lambda kv: -kv[1])[:10]),
         "peak_rss_mib": rss,
         "latency": latency,
+        "profile_ms_per_reconcile": profile,
     }
+
+
+def profile_table(stacks: dict[str, list[tuple[str, int]]], reconciles: int) -> Obj:
+    """Sampled CPU ms per reconcile: by phase in the processes that reconcile (the worker
+    host, or the peer), the watcher and beat whole; and the leaf functions that cost most."""
+    table: Obj = {}
+    top: list[tuple[str, int]] = []
+    for name, process_stacks in stacks.items():
+        if name in ("worker", "peer"):
+            for phase, seconds in sorted(phases(process_stacks).items(), key=lambda kv: -kv[1]):
+                table[phase] = round(1000 * seconds / max(1, reconciles), 3)
+            top = process_stacks
+        else:
+            seconds = sum(phases(process_stacks).values())
+            table[f"{name} (whole process)"] = round(1000 * seconds / max(1, reconciles), 3)
+    table["total sampled"] = round(sum(table.values()), 3)
+    table["top leaf functions (s)"] = top_functions(top)
+    return table
 
 
 def measure_latency(
@@ -698,6 +730,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--qps", type=float, help="the controllers' API QPS (default: the settings')")
     p.add_argument("--burst", type=int, help="the controllers' API burst (default: 2 x --qps)")
     p.add_argument("--log-level", default="WARNING")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the controller's processes with py-spy over the rollout: CPU by phase",
+    )
+    p.add_argument(
+        "--profile-stacks",
+        type=Path,
+        help="with --profile: write each process' collapsed stacks here (flamegraph input)",
+    )
     p.add_argument("--output", type=Path, default=RESULTS)
     return p.parse_args(argv)
 
@@ -763,6 +805,22 @@ def render(report: Obj) -> list[str]:
                 for c in cases
             )
         )
+    profiled = [c for c in cases if c.get("profile_ms_per_reconcile")]
+    if profiled:
+        lines.append("sampled CPU ms/reconcile by phase (py-spy):")
+        names: list[str] = []
+        for c in profiled:
+            names += [k for k in c["profile_ms_per_reconcile"] if k not in names]
+        for name in names:
+            if name == "top leaf functions (s)":
+                continue
+            cells = "".join(
+                str(c["profile_ms_per_reconcile"].get(name, "")).rjust(width) for c in profiled
+            )
+            lines.append(f"  {name}"[:52].ljust(52) + cells)
+        for c in profiled:
+            lines.append(f"  {c['case']}: top leaf functions")
+            lines += [f"    {f}" for f in c["profile_ms_per_reconcile"]["top leaf functions (s)"]]
     lines.append("CPU cores over the rollout (by process):")
     for c in cases:
         lines.append(f"  {c['case']}: " + ", ".join(f"{k} {v}" for k, v in c["cpu_cores"].items()))
@@ -794,7 +852,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\ntotal {report['total_seconds']:.0f} s; written to {args.output}")
     peer = f"peer({args.peer_threads})"
     enqueue = report["enqueue_all"]
-    print(f"scale: pool(2)/peer throughput ratio {ratio(report, 'pool(2)', peer):.2f}")
+    by_case = {c["case"]: c for c in report["cases"]}
+    pool2, peer_case = by_case.get("pool(2)"), by_case.get(peer)
+    bound = "cpu-bound " if (args.qps or 0) >= 1000 else ""
+    print(f"scale: {bound}pool(2)/peer throughput ratio {ratio(report, 'pool(2)', peer):.2f}")
+    if pool2 and peer_case:
+        print(
+            "scale: controller cpu per reconcile pool "
+            f"{pool2['controller_cpu_ms_per_reconcile']:.2f} ms peer "
+            f"{peer_case['controller_cpu_ms_per_reconcile']:.2f} ms"
+        )
+        print(
+            f"scale: latency copied p99 pool {pool2['latency']['copied']['p99_ms']:g} ms "
+            f"peer {peer_case['latency']['copied']['p99_ms']:g} ms"
+        )
+    if pool2:
+        print(f"scale: redis commands per reconcile {pool2['redis_commands_per_reconcile']}")
     print(f"scale: pool(4)/pool(1) speed-up {ratio(report, 'pool(4)', 'pool(1)'):.2f}")
     seconds = enqueue["seconds"] if enqueue else float("nan")
     keys = enqueue["keys"] if enqueue else 0
