@@ -178,7 +178,6 @@ def worker_argv(settings: Settings, concurrency: int) -> list[str]:
     """The same `celery worker` options as `rollouts worker` (rollout_workers/cli/main.py)."""
     return [
         "worker",
-        "--events",
         f"--concurrency={concurrency}",
         f"--queues={CELERY_QUEUE}",
         f"--loglevel={settings.log.level}",

@@ -217,6 +217,12 @@ class WorkerSettings(BaseModel):
         default_factory=lambda: ["rollouts", "analysis", "notifications", "system"],
         description="Queues a worker consumes.",
     )
+    task_events: bool = Field(
+        default=False,
+        description="Send Celery task events from the start. Off, a worker sends them once a "
+        "monitor asks (Flower does, every 5 s): three publishes a task that nobody reads "
+        "otherwise.",
+    )
 
 
 class FlowerSettings(BaseModel):

@@ -163,7 +163,6 @@ def worker(
     install(app, settings, url)
     argv = [
         "worker",
-        "--events",
         f"--concurrency={settings.worker.concurrency}",
         f"--queues={','.join(settings.worker.queues)}",
         f"--loglevel={settings.log.level}",

@@ -1,7 +1,7 @@
 """The Celery app, built from settings (never from a module global).
 
 JSON only; prefetch one message per process (a key is a wake-up, and holding many in a dead
-process's memory delays them); task events on for Flower; one queue per kind of work so that a
+process's memory delays them); task events when Flower asks for them; one queue per kind of work so that a
 burst of rollout reconciles never delays the timer tick.
 """
 
@@ -40,9 +40,10 @@ def celery_config(settings: Settings, redis_url: str) -> dict[str, Any]:
         # Cancels only acks_late tasks (none here) when the broker connection is lost; set so
         # that Celery 5's deprecation warning is not logged on every outage.
         "worker_cancel_long_running_tasks_on_connection_loss": True,
-        "worker_send_task_events": True,
-        # Workers' events give Flower every state it shows; a sent event per message would
-        # double the producer's publishes (bench/queue_overhead.py).
+        # Task events cost three publishes a task; a worker sends them once a monitor asks
+        # (Flower's `enable_events`, every 5 s). A sent event per message would double the
+        # producer's publishes (bench/queue_overhead.py).
+        "worker_send_task_events": settings.worker.task_events,
         "task_send_sent_event": False,
         "worker_hijack_root_logger": False,
         "worker_redirect_stdouts": False,
