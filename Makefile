@@ -41,6 +41,7 @@ crds: install
 
 bench: install
 	$(BIN)/python bench/queue_overhead.py
+	$(BIN)/python bench/scale.py
 
 # Notifications at scale (bench/notifications.py; 1,000 rollouts by default, sizes by
 # NOTIFICATIONS_ARGS, e.g. --rollouts 50 for a smoke run). Not part of `make test`.

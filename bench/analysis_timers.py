@@ -149,9 +149,10 @@ def start_worker(
     env: dict[str, str],
     workdir: Path,
     stack: contextlib.ExitStack,
+    extra: Sequence[str] = (),
 ) -> Proc:
     node = f"host-{index}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
-    argv = ["-m", "rollout_workers", "worker", "-c", str(concurrency), "-n", node]
+    argv = ["-m", "rollout_workers", "worker", "-c", str(concurrency), "-n", node, *extra]
     proc = spawn(f"worker-{index}", argv, env, workdir, stack)
     proc.node = node
 

@@ -102,10 +102,10 @@ def phase_of(stack: str) -> str:
 
 def phases(stacks: list[tuple[str, int]], rate: int = RATE) -> dict[str, float]:
     """CPU seconds by phase."""
-    seconds: Counter[str] = Counter()
+    samples: Counter[str] = Counter()
     for stack, count in stacks:
-        seconds[phase_of(stack)] += count / rate
-    return dict(seconds)
+        samples[phase_of(stack)] += count
+    return {phase: n / rate for phase, n in samples.items()}
 
 
 def top_functions(stacks: list[tuple[str, int]], n: int = 15, rate: int = RATE) -> list[str]:

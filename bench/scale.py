@@ -1,11 +1,13 @@
 """The pool against its yardstick at scale: R rollouts all changing image at once.
 
-Run: `.venv/bin/python bench/scale.py [--rollouts 2000] [--namespaces 20] [--pools 1,2,4]
-[--peer-threads 10]` (`--rollouts 100` is a smoke run of about a minute and a half). For each
+Run: `.venv/bin/python bench/scale.py [--rollouts 500] [--namespaces 20] [--pools 2,4]
+[--solo-pools 2] [--peer-threads 10] [--qps Q] [--profile]` (`make bench` runs it at these
+defaults, about 12 minutes on 2 cores; `--rollouts 100` is a smoke run). For each
 case, a fresh embedded API (`python -m rollout_workers.devcluster`, its own process) and, for
 the pool, a fresh EmbeddedRedis:
 
 * `pool(N)`: a real `watcher`, `beat` and one `worker -c N` host (N pool processes);
+* `solo(N)`: the same with N `worker -P solo` hosts (one process each, no prefork hand-off);
 * `peer(T)`: bench/peer.py, Argo's architecture (one process, T threads, in-process informers
   and an in-memory client-go workqueue) running the same reconcile code.
 
@@ -330,6 +332,10 @@ class Controller:
     def reconciles(self) -> int:
         raise NotImplementedError
 
+    def durations(self) -> list[float]:
+        """The latest reconciles' durations, seconds (none recorded: empty)."""
+        return []
+
     def idle(self) -> bool:
         raise NotImplementedError
 
@@ -345,6 +351,10 @@ class Pool(Controller):
 
     def reconciles(self) -> int:
         return int(self.client.hget(f"{PREFIX}:wq:{KIND}:stats", "reconciles") or 0)
+
+    def durations(self) -> list[float]:
+        """The workqueue's record of the latest reconciles' durations, seconds."""
+        return [float(v) / 1000 for v in self.client.lrange(f"{PREFIX}:wq:{KIND}:durations", 0, -1)]
 
     def idle(self) -> bool:
         base = f"{PREFIX}:wq:{KIND}"
@@ -414,8 +424,16 @@ class Peer(Controller):
 
 
 def start_pool(
-    n: int, env: dict[str, str], workdir: Path, stack: contextlib.ExitStack, url: str
+    n: int,
+    env: dict[str, str],
+    workdir: Path,
+    stack: contextlib.ExitStack,
+    url: str,
+    *,
+    solo: bool = False,
 ) -> Pool:
+    """A watcher, beat and the workers: one prefork host of `n` processes, or with `solo` `n`
+    hosts of one process each (`-P solo`: the consumer runs each task itself)."""
     client = redis.Redis.from_url(url)
     stack.callback(client.close)
     watcher = spawn("watcher", ["-m", "rollout_workers", "watcher"], env, workdir, stack)
@@ -427,9 +445,19 @@ def start_pool(
         alive=watcher.check_alive,
     )
     app = create_app(Settings(state_dir=workdir / "state", redis={"url": url}), url)
-    worker = start_worker(app, 0, concurrency=n, env=env, workdir=workdir, stack=stack)
+    if solo:
+        workers = {
+            f"worker-{i}": start_worker(
+                app, i, concurrency=1, env=env, workdir=workdir, stack=stack, extra=["-P", "solo"]
+            )
+            for i in range(n)
+        }
+    else:
+        workers = {
+            "worker": start_worker(app, 0, concurrency=n, env=env, workdir=workdir, stack=stack)
+        }
     beat = spawn("beat", ["-m", "rollout_workers", "beat"], env, workdir, stack)
-    return Pool({"watcher": watcher, "worker": worker, "beat": beat}, client, url)
+    return Pool({"watcher": watcher, **workers, "beat": beat}, client, url)
 
 
 def start_peer(
@@ -489,18 +517,21 @@ def run_case(
         tracker = Tracker(api_url).start()
         stack.callback(tracker.stop)
         redis_pid = 0
-        if kind == "pool":
+        if kind in ("pool", "solo"):
             server = EmbeddedRedis(workdir / "redis").start()
             stack.callback(server.stop)
             assert server.process is not None
             redis_pid = server.process.pid
             env["ROLLOUTS_REDIS_URL"] = server.url
-            controller: Controller = start_pool(size, env, workdir, stack, server.url)
+            controller: Controller = start_pool(
+                size, env, workdir, stack, server.url, solo=kind == "solo"
+            )
         else:
             controller = start_peer(size, env, workdir, stack)
         procs = {"api": api, **controller.procs}
         n = len(targets)
-        timeout = 120 + n / 5
+        # Room for the slowest case: one process' API budget for about 25 requests a rollout.
+        timeout = 120 + n / 5 + 25 * n / float(env.get("ROLLOUTS_KUBE_QPS") or KubeSettings().qps)
         print(f"  {label}: {n} rollouts created in {created_s:.1f} s", flush=True)
 
         def alive() -> None:
@@ -543,6 +574,7 @@ def run_case(
         patched_s = time.perf_counter() - t0
         rollout_s = patched_s + wait_healthy("2", f"{n} rollouts Healthy on revision 2")
         cpu1, audit1, reconciles1 = cpu(), audit(http), controller.reconciles()
+        durations = controller.durations()
         stacks = {name: sampler.stop() for name, sampler in samplers.items()}
         if args.profile_stacks:
             args.profile_stacks.mkdir(parents=True, exist_ok=True)
@@ -582,6 +614,8 @@ def run_case(
         "reconciles": reconciles,
         "reconciles_per_rollout": round(reconciles / n, 2),
         "reconciles_per_s": rate(reconciles, rollout_s),
+        "reconcile_p50_ms": round(1000 * percentile(durations, 0.5), 2) if durations else None,
+        "reconcile_p99_ms": round(1000 * percentile(durations, 0.99), 2) if durations else None,
         "rollouts_per_s": rate(n, rollout_s),
         "api_requests": requests,
         "api_requests_per_s": rate(requests, rollout_s),
@@ -607,10 +641,10 @@ def profile_table(stacks: dict[str, list[tuple[str, int]]], reconciles: int) -> 
     table: Obj = {}
     top: list[tuple[str, int]] = []
     for name, process_stacks in stacks.items():
-        if name in ("worker", "peer"):
-            for phase, seconds in sorted(phases(process_stacks).items(), key=lambda kv: -kv[1]):
-                table[phase] = round(1000 * seconds / max(1, reconciles), 3)
-            top = process_stacks
+        if name.startswith("worker") or name == "peer":
+            for phase, seconds in phases(process_stacks).items():
+                table[phase] = round(table.get(phase, 0.0) + 1000 * seconds / max(1, reconciles), 3)
+            top += process_stacks
         else:
             seconds = sum(phases(process_stacks).values())
             table[f"{name} (whole process)"] = round(1000 * seconds / max(1, reconciles), 3)
@@ -715,9 +749,12 @@ def measure_enqueue(keys: int, workdir: Path, base_env: dict[str, str]) -> Obj:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rollouts", type=int, default=2000)
+    p.add_argument("--rollouts", type=int, default=500)
     p.add_argument("--namespaces", type=int, default=20)
-    p.add_argument("--pools", default="1,2,4", help="worker processes of each pool case")
+    p.add_argument("--pools", default="2,4", help="worker processes of each pool case")
+    p.add_argument(
+        "--solo-pools", default="2", help="cases of N solo hosts (`-P solo`, one process each)"
+    )
     p.add_argument("--peer-threads", type=int, default=10, help="0 skips the peer")
     p.add_argument("--bluegreen-every", type=int, default=10, help="every n-th is blue-green")
     p.add_argument(
@@ -757,6 +794,7 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
     else:
         qps = {"qps": default.qps, "burst": default.burst}
     cases = [("pool", int(n)) for n in args.pools.split(",") if n.strip()]
+    cases += [("solo", int(n)) for n in args.solo_pools.split(",") if n.strip()]
     if args.peer_threads:
         cases.append(("peer", args.peer_threads))
     results = []
@@ -788,6 +826,8 @@ def render(report: Obj) -> list[str]:
         ("reconciles", "reconciles"),
         ("reconciles/rollout", "reconciles_per_rollout"),
         ("reconciles/s", "reconciles_per_s"),
+        ("reconcile p50 ms", "reconcile_p50_ms"),
+        ("reconcile p99 ms", "reconcile_p99_ms"),
         ("API requests/s", "api_requests_per_s"),
         ("API requests/reconcile", "api_requests_per_reconcile"),
         ("controller CPU ms/reconcile", "controller_cpu_ms_per_reconcile"),
