@@ -1,8 +1,8 @@
 """The Celery app, built from settings (never from a module global).
 
 JSON only; prefetch one message per process (a key is a wake-up, and holding many in a dead
-process's memory delays them); task events when Flower asks for them; one queue per kind of work so that a
-burst of rollout reconciles never delays the timer tick.
+process's memory delays them); task events once Flower asks for them; one queue per kind of
+work so that a burst of rollout reconciles never delays the timer tick.
 """
 
 from __future__ import annotations
