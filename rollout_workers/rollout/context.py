@@ -131,8 +131,10 @@ class RolloutContext:
         template_lookup: TemplateLookup | None = None,
         workload_ref: Resolved | None = None,
         pods: PodReader | None = None,
+        parsed: Rollout | None = None,
     ) -> RolloutContext:
-        rollout = Rollout.from_dict(obj)
+        """`parsed`: the model of `obj`, when the caller has it already."""
+        rollout = parsed if parsed is not None else Rollout.from_dict(obj)
         status = (rollout.status or RolloutStatus()).model_copy(deep=True)
         new = rsutil.find_new(obj, rss)
         older = rsutil.find_old(rss, new)

@@ -189,12 +189,19 @@ class RolloutController:
                 self.cluster_templates, None, obj, CLUSTER_TEMPLATE
             ),
         )
-        checked = templateref.unresolved_for_validation(resolved.obj) if resolved else obj
-        error = validation.validate_raw(checked, references)
+        target = resolved.obj if resolved is not None else obj
         now = self.clock()
         try:
-            Rollout.from_dict(resolved.obj if resolved is not None else obj)
+            rollout: Rollout | None = Rollout.from_dict(target)
         except pydantic.ValidationError:
+            rollout = None
+        # Parsed once: a plain rollout is validated as it is reconciled.
+        if resolved is None:
+            error = validation.validate_raw(obj, references, parsed=rollout)
+        else:
+            checked = templateref.unresolved_for_validation(resolved.obj)
+            error = validation.validate_raw(checked, references)
+        if rollout is None:
             assert error is not None
             write_unparseable(
                 self.writer,
@@ -204,7 +211,8 @@ class RolloutController:
             )
             return Result.requeue_after(INVALID_SPEC_REQUEUE)
         ctx = RolloutContext.build(
-            obj=resolved.obj if resolved is not None else obj,
+            obj=target,
+            parsed=rollout,
             rss=rss,
             now=now,
             writer=self.writer,

@@ -295,18 +295,23 @@ def validate(
 
 
 def validate_raw(
-    obj: Mapping[str, Any], references: ReferencedResources | None = None
+    obj: Mapping[str, Any],
+    references: ReferencedResources | None = None,
+    *,
+    parsed: Rollout | None = None,
 ) -> ValidationError | None:
-    """Like `validate`, for a decoded object that may not even fit the model.
+    """Like `validate`, for a decoded object that may not even fit the model (`parsed`: the
+    caller's model of `obj`, which spares parsing it again).
 
     A spec the model rejects (a string where an integer belongs, a required field missing) is
     reported on the first offending field, in the same `field.Error` form.
     """
-    try:
-        rollout = Rollout.from_dict(dict(obj))
-    except pydantic.ValidationError as exc:
-        return _from_pydantic(exc)
-    return validate(rollout, references)
+    if parsed is None:
+        try:
+            parsed = Rollout.from_dict(dict(obj))
+        except pydantic.ValidationError as exc:
+            return _from_pydantic(exc)
+    return validate(parsed, references)
 
 
 # -- Go rendering ------------------------------------------------------------------------------
