@@ -25,7 +25,7 @@ from redis.commands.core import Script
 
 from rollout_workers.cache import CacheWriter, Change
 from rollout_workers.cache.fence import SET_FENCED, Fence, fence_key
-from rollout_workers.cache.store import apply_source
+from rollout_workers.cache.store import INDEXED_OBJECTS, Lister, apply_source
 from rollout_workers.cache.written import _RECORD, WrittenVersions
 from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
@@ -66,6 +66,7 @@ KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
     "RPOPLPUSH": (1, 2, 1),
     "SADD": (1, 1, 1),
     "SET": (1, 1, 1),
+    "SMEMBERS": (1, 1, 1),
     "SREM": (1, 1, 1),
     "TIME": (0, 0, 0),
     "ZADD": (1, 1, 1),
@@ -125,6 +126,7 @@ def known_scripts() -> dict[str, str]:
         names[event_script(script_source("add", mode))] = EVENT_SCRIPT
     names[apply_source()] = "cache/apply.lua"
     names[SET_FENCED] = "cache/fence.py SET_FENCED"
+    names[INDEXED_OBJECTS] = "cache/store.py INDEXED_OBJECTS"
     names[_RECORD] = "cache/written.py _RECORD"
     names[leader._ACQUIRE] = "watcher/leader.py _ACQUIRE"
     names[leader._HOLD] = "watcher/leader.py _HOLD"
@@ -321,6 +323,9 @@ def drive_watcher(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
         queuer.event(writer, "DELETED", run("b", 22, "u1")),
     ]
     assert [c.type for c in events] == ["ADDED", "MODIFIED", "DELETED"]
+    owned = Lister(rdb, prefix=prefix, resource=r.ANALYSISRUNS).by_owner("u1")
+    assert [o["metadata"]["name"] for o in owned] == ["c"]  # d moved to u3, b is gone
+    assert Lister(rdb, prefix=prefix, resource=r.ANALYSISRUNS).by_owner("nobody") == []
     WrittenVersions(rdb, prefix=prefix, own="analysisruns").record("analysisruns", "team-a/c", "30")
     lease.release()
     assert lease.holder() is None
