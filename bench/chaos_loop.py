@@ -47,8 +47,10 @@ def figures(output: str) -> dict[str, Any]:
     return {"shapes": shapes}
 
 
-def run_once(index: int, logs: Path) -> dict[str, Any]:
+def run_once(index: int, logs: Path, *, solo: bool = False) -> dict[str, Any]:
     env = {**os.environ, "ROLLOUTS_CHAOS_WIDE": "1"}
+    if solo:  # every worker host `-P solo` (tests/support/procs.py)
+        env["ROLLOUTS_TEST_WORKER_POOL"] = "solo"
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-s", "-m", "slow", "-p", "no:cacheprovider", TEST],
@@ -93,10 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logs", type=Path, default=REPO / ".rollouts" / "chaos")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "chaos.json")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--solo", action="store_true", help="Worker hosts run `-P solo`.")
     args = parser.parse_args(argv)
     runs: list[dict[str, Any]] = []
     for i in range(1, args.runs + 1):
-        result = run_once(i, args.logs)
+        result = run_once(i, args.logs, solo=args.solo)
         runs.append(result)
         state = "ok" if result["ok"] else f"FAILED (log: {result.get('log')})"
         print(

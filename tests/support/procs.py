@@ -100,9 +100,12 @@ class Processes:
         return proc
 
     def worker(self, name: str, concurrency: int = 2, queues: str | None = None) -> Proc:
+        """A worker host; ROLLOUTS_TEST_WORKER_POOL=solo makes it `-P solo` (one process)."""
         args = ["worker", "-c", str(concurrency), "-n", f"{name}@%h"]
         if queues:
             args += ["-Q", queues]
+        if os.environ.get("ROLLOUTS_TEST_WORKER_POOL") == "solo":
+            args += ["-P", "solo"]
         proc = self.spawn(name, *args)
         proc.wait_log(r"ready\.", timeout=60)
         return proc
