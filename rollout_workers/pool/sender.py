@@ -15,6 +15,9 @@ A batch that fails raises, as a failed `send_task` did: its keys stay queued in 
 
 from __future__ import annotations
 
+import base64
+import json
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,43 +46,57 @@ class SyncSender:
     def __call__(self, keys: Sequence[ObjectKey]) -> None:
         if not keys:
             return
+        with self._app.producer_or_acquire() as producer, producer.batch(max_size=BATCH):
+            self._publish(producer, keys)
+
+    def capture(self, key: ObjectKey) -> tuple[str, str]:
+        """The entry `__call__` would push for `key` and the list it would push it on, made by
+        the same path but not pushed (transport.Channel's capture)."""
+        with self._app.producer_or_acquire() as producer:
+            channel = producer.channel
+            captured: list[tuple[str, str]] = []
+            channel.rollouts_capture = captured
+            try:
+                self._publish(producer, [key])
+            finally:
+                channel.rollouts_capture = None
+        ((list_key, message),) = captured
+        return list_key, message
+
+    def lineage(self) -> tuple[str | None, str | None]:
+        """(root_id, parent_id) of a message sent now: the task running in this thread's."""
+        parent = self._app.current_worker_task
+        if not parent:
+            return None, None
+        return parent.request.root_id or parent.request.id, parent.request.id
+
+    def _publish(self, producer: Any, keys: Sequence[ObjectKey]) -> None:
         app, amqp = self._app, self._app.amqp
         options = self._options()
         queue = options["queue"]
         limits = {name: options.pop(name, None) for name in _POPPED}
-        root_id = parent_id = None
-        parent = app.current_worker_task
-        if parent:
-            root_id = parent.request.root_id or parent.request.id
-            parent_id = parent.request.id
-        with app.producer_or_acquire() as producer:
-            producer.maybe_declare(queue)
-            with producer.batch(max_size=BATCH):
-                for key in keys:
-                    task_id = uuid()
-                    message = amqp.create_task_message(
-                        task_id,
-                        self._name,
-                        args=(key,),
-                        kwargs={},
-                        reply_to=app.thread_oid,
-                        create_sent_event=app.conf.task_send_sent_event,
-                        root_id=root_id,
-                        parent_id=parent_id,
-                        # What Celery's saferepr gives for a tuple of one short string.
-                        argsrepr=repr((key,)),
-                        kwargsrepr="{}",
-                        **limits,
-                        **options,
-                    )
-                    amqp.send_task_message(
-                        producer,
-                        self._name,
-                        message,
-                        declare=[],
-                        headers={KEY_HEADER: key},
-                        **options,
-                    )
+        root_id, parent_id = self.lineage()
+        producer.maybe_declare(queue)
+        for key in keys:
+            task_id = uuid()
+            message = amqp.create_task_message(
+                task_id,
+                self._name,
+                args=(key,),
+                kwargs={},
+                reply_to=app.thread_oid,
+                create_sent_event=app.conf.task_send_sent_event,
+                root_id=root_id,
+                parent_id=parent_id,
+                # What Celery's saferepr gives for a tuple of one short string.
+                argsrepr=repr((key,)),
+                kwargsrepr="{}",
+                **limits,
+                **options,
+            )
+            amqp.send_task_message(
+                producer, self._name, message, declare=[], headers={KEY_HEADER: key}, **options
+            )
 
     def _options(self) -> dict[str, Any]:
         """What `send_task` derives for this task and queue: the task's own execution options
@@ -93,3 +110,57 @@ class SyncSender:
         options["queue"] = self._queue
         routed: dict[str, Any] = app.amqp.router.route(options, self._name, None, None, task)
         return routed
+
+
+class Envelopes:
+    """The broker entry SyncSender would push for a key, made without kombu, for a script to
+    push itself (the workqueue's `done`: a dirty key queued again and its message in one step).
+
+    The entry of one placeholder key is captured once from the real publish path
+    (`SyncSender.capture`); each key's entry is that one with the key, a fresh task id and
+    delivery tag, and this moment's root and parent task put in: what changes from one message
+    to the next (tests/integration/test_sender.py compares them with `SyncSender`'s).
+    """
+
+    _PLACEHOLDER = ObjectKey("rollouts-workers/envelope")
+
+    def __init__(self, sender: SyncSender) -> None:
+        self._sender = sender
+        self._lock = threading.Lock()
+        self._template: tuple[str, dict[str, Any], list[Any]] | None = None
+
+    def _load(self) -> tuple[str, dict[str, Any], list[Any]]:
+        with self._lock:
+            if self._template is None:
+                list_key, raw = self._sender.capture(self._PLACEHOLDER)
+                entry = json.loads(raw)
+                body = json.loads(base64.b64decode(entry["body"]))
+                self._template = (list_key, entry, body)
+            return self._template
+
+    @property
+    def list_key(self) -> str:
+        return self._load()[0]
+
+    def __call__(self, key: ObjectKey) -> str:
+        _, entry, (_, kwargs, embed) = self._load()
+        task_id = uuid()
+        root_id, parent_id = self._sender.lineage()
+        headers = {
+            **entry["headers"],
+            "id": task_id,
+            "root_id": root_id or task_id,
+            "parent_id": parent_id,
+            "argsrepr": repr((key,)),
+            KEY_HEADER: key,
+        }
+        properties = {**entry["properties"], "correlation_id": task_id, "delivery_tag": uuid()}
+        body = json.dumps([[key], kwargs, embed]).encode()
+        return json.dumps(
+            {
+                **entry,
+                "body": base64.b64encode(body).decode(),
+                "headers": headers,
+                "properties": properties,
+            }
+        )

@@ -23,10 +23,10 @@ from rollout_workers.metrics.store import PendingCounts
 from rollout_workers.pool.handlers import Handler, load_handler
 from rollout_workers.pool.runner import LeaseKeeper, SyncReport, run_sync
 from rollout_workers.pool.runtime import Runtime
-from rollout_workers.pool.sender import SyncSender
+from rollout_workers.pool.sender import Envelopes, SyncSender
 from rollout_workers.pool.transport import worker_host
 from rollout_workers.settings import KINDS, Settings
-from rollout_workers.workqueue import Sender, WorkQueue
+from rollout_workers.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def sync_task_name(kind: str) -> str:
     return f"{kind}.sync"
 
 
-def make_sender(app: Celery, kind: str, queue: str) -> Sender:
+def make_sender(app: Celery, kind: str, queue: str) -> SyncSender:
     """Send one `<kind>.sync` message per key, in pipelined batches (pool/sender.py). The key
     also rides in a header, so a consumer's transport can record who reserved it without
     decoding the body."""
@@ -45,19 +45,21 @@ def make_sender(app: Celery, kind: str, queue: str) -> Sender:
 def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
     client = redis_server.client(redis_url, settings)
     host = worker_host(app)
-    queues = {
-        kind: WorkQueue(
+    queues = {}
+    for kind in KINDS:
+        sender = make_sender(app, kind, settings.queue.for_kind(kind))
+        queues[kind] = WorkQueue(
             client,
             kind=kind,
             prefix=settings.redis.key_prefix,
             settings=settings.queue,
-            send=make_sender(app, kind, settings.queue.for_kind(kind)),
+            send=sender,
             host=host,
             replicas=settings.redis.replicas_to_wait(),
             replicas_timeout=settings.redis.claim_replicas_timeout,
+            # A dirty key's message goes out with `done` itself, not through kombu afterwards.
+            envelope=Envelopes(sender),
         )
-        for kind in KINDS
-    }
     counts = PendingCounts(MetricKeys(settings.redis.key_prefix))
     events = BackgroundEventSink(
         # Made on the sink's thread, at the first event this process records.

@@ -93,6 +93,15 @@ class Channel(kombu_redis.Channel):
     )
     rollouts_host: str | None = None
     rollouts_held: dict[str, str] | None = None
+    #: While a list: what would be pushed, as (list, serialized message), instead of pushing.
+    rollouts_capture: list[tuple[str, str]] | None = None
+
+    def _put(self, queue: Any, message: Any, **kwargs: Any) -> None:
+        if self.rollouts_capture is None:
+            super()._put(queue, message, **kwargs)  # type: ignore[no-untyped-call]
+            return
+        priority = self._get_message_priority(message, reverse=False)  # type: ignore[no-untyped-call]
+        self.rollouts_capture.append((self._q_for_pri(queue, priority), dumps(message)))  # type: ignore[no-untyped-call]
 
     def held_record(self, message: Any) -> tuple[str, str, str] | None:
         """(hash, key, host) to record that this host reserved a sync message, else None."""

@@ -1,4 +1,4 @@
--- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep, holder,
+-- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep, holder, message,
 --      increments...):
 -- release a claim and record the outcome in one step.
 -- KEYS: queued, active, leases, dirty, failures(hash key->count), timers(zset key->due ms),
@@ -7,14 +7,18 @@
 --       dirty_own(hash key->resourceVersion, see add.lua), own_written(string: the newest
 --       resourceVersion of the object that its controller wrote, kept by the caller's
 --       controller; absent when it records none), fair prefix, tenants, fair.lua's three fixed
---       keys (see fair.lua), then the hashes the increments name
+--       keys (see fair.lua), the broker list `message` goes on, then the hashes the
+--       increments name
 -- holder: the caller's host ('' for none), recorded as the publisher of a dirty key's message
+-- message: the dirty key's message as the broker holds it, pushed here when the key is queued
+--          again ('' for none: the caller sends it, and `holder` records who is publishing)
 -- increments: triples (index into KEYS, field, amount), applied with the outcome (the
 -- caller's metrics ride on this call instead of costing another round trip)
 -- outcome: ok (reset backoff), after (reset backoff, run again after delay_ms),
 --          error (per-key exponential backoff), gone (the object no longer exists)
 -- Returns {owned, send}: owned is 0 when the lease was lost to another owner (nothing is
--- changed); send is 1 when the key was dirty and is queued again (the caller sends a message).
+-- changed); send is 1 when the key was dirty and is queued again (the caller sends a message),
+-- 2 when it is queued again and its message pushed here.
 -- A key dirty only by its own watch events, none newer than what its controller wrote, is not
 -- queued again: the reconcile that wrote it acted on everything up to its writes, which are
 -- fenced by resourceVersion, so no one else's change lies between (counted as `own_skipped`).
@@ -31,7 +35,7 @@ redis.call('HDEL', KEYS[2], k)
 redis.call('ZREM', KEYS[3], k)
 redis.call('HDEL', KEYS[10], k)
 fair_keys(KEYS[15], KEYS[16])
-for i = 10, #ARGV, 3 do
+for i = 11, #ARGV, 3 do
   redis.call('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
 end
 redis.call('HINCRBY', KEYS[8], 'reconciles', 1)
@@ -72,7 +76,12 @@ if redis.call('SREM', KEYS[4], k) == 1 then
     if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
       send = 1
       fair_push(k, 'e', now)
-      if ARGV[9] ~= '' then redis.call('HSET', KEYS[12], k, ARGV[9]) end
+      if ARGV[10] ~= '' then
+        redis.call('LPUSH', KEYS[20], ARGV[10])
+        send = 2
+      elseif ARGV[9] ~= '' then
+        redis.call('HSET', KEYS[12], k, ARGV[9])
+      end
     end
   end
 end

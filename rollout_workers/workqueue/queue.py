@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import redis
 
@@ -21,6 +21,19 @@ log = logging.getLogger(__name__)
 
 #: Sends one Celery message per key. Injected so this package never imports Celery.
 Sender = Callable[[Sequence[ObjectKey]], None]
+
+
+class Envelope(Protocol):
+    """A key's message as the broker holds it (a kombu envelope), for a script to push itself:
+    `done` queues a dirty key and pushes its message in one step."""
+
+    @property
+    def list_key(self) -> str:
+        """The Redis list the messages go on."""
+
+    def __call__(self, key: ObjectKey) -> str:
+        """A fresh message for `key`, serialized."""
+
 
 #: Recent reconcile durations kept per kind, for percentiles.
 DURATIONS_KEPT = 10_000
@@ -157,15 +170,20 @@ class WorkQueue:
         host: str | None = None,
         replicas: int = 0,
         replicas_timeout: float = 0.2,
+        envelope: Envelope | None = None,
     ) -> None:
         """`host` names the worker host this process belongs to (None elsewhere): messages it
         publishes are recorded as in its hands until sent, so its death cannot lose them.
-        `replicas`: how many replicas a claim must reach (WAIT) before it is handed out."""
+        `replicas`: how many replicas a claim must reach (WAIT) before it is handed out.
+        `envelope`: makes the message of a key that `done` queues again, which the script then
+        pushes itself (no publish afterwards, nothing to record as being published); None
+        sends it through `send`."""
         self.kind = kind
         self._replicas, self._replicas_timeout_ms = replicas, _ms(replicas_timeout)
         self._redis = client
         self._settings = settings
         self._send = send
+        self._envelope = envelope
         self.host = host
         self._holder = publisher(host) if host else ""
         self._prefix = prefix
@@ -370,7 +388,10 @@ class WorkQueue:
             self.k_fair,
             self.k_tenants,
             *self.k_fair_fixed,
+            # Where `message` goes (an unused stand-in without one).
+            self._envelope.list_key if self._envelope is not None else self.k_queued,
         ]
+        message = self._envelope(key) if self._envelope is not None else ""
         extra: list[str | int] = []
         index: dict[str, int] = {}
         for inc in increments:
@@ -389,10 +410,11 @@ class WorkQueue:
                 *self._backoff_args(),
                 DURATIONS_KEPT,
                 self._holder,
+                message,
                 *extra,
             ],
         )
-        if int(send):
+        if int(send) == 1:  # queued again, its message not pushed by the script
             self._publish([key])
         return bool(int(owned))
 

@@ -221,6 +221,16 @@ def claim_one(wq: WorkQueue, sent: SentLog, token: str) -> ObjectKey:
     raise AssertionError("no message claimed a key")
 
 
+class StubEnvelope:
+    """A key's "message" is the key itself, pushed on `list_key`."""
+
+    def __init__(self, list_key: str) -> None:
+        self.list_key = list_key
+
+    def __call__(self, key: ObjectKey) -> str:
+        return str(key)
+
+
 def drive_queue(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
     sent = SentLog()
     wq = WorkQueue(rdb, kind="rollouts", prefix=prefix, settings=qs, send=sent, host="h1")
@@ -234,6 +244,16 @@ def drive_queue(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
     assert wq.add([k]).dirty == [k]
     metrics = f"{prefix}:metrics:test"
     assert wq.done(k, "h1-p1", Outcome.OK, duration=0.01, increments=[Increment(metrics, "x", 1)])
+    # The same, by a queue whose `done` pushes the key's message itself.
+    broker = f"{prefix}:broker"
+    pushing = WorkQueue(
+        rdb, kind="rollouts", prefix=prefix, settings=qs, send=sent, host="h1",
+        envelope=StubEnvelope(broker),
+    )  # fmt: skip
+    k = claim_one(pushing, sent, "h1-p1")
+    assert pushing.add([k]).dirty == [k]
+    assert pushing.done(k, "h1-p1", Outcome.OK)
+    assert rdb.lrange(broker, 0, -1) == [k.encode()]
     # The object's own write only: not queued again.
     k = claim_one(wq, sent, "h1-p1")
     WrittenVersions(rdb, prefix=prefix, own="rollouts").record_own("rollouts", k, "7")

@@ -10,10 +10,11 @@ import redis
 
 from rollout_workers.keys import ObjectKey
 from rollout_workers.pool.app import create_app
-from rollout_workers.pool.sender import BATCH, SyncSender
+from rollout_workers.pool.sender import BATCH, Envelopes, SyncSender
 from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.pool.transport import KEY_HEADER
 from rollout_workers.settings import Settings
+from rollout_workers.workqueue import Claim, Outcome
 
 A = ObjectKey("default/a")
 
@@ -73,3 +74,44 @@ def test_a_worker_host_resync_sends_every_key_and_clears_its_publish_records(
     assert queue.held() == {}, "every record cleared once its message was sent"
     sent = [e["headers"][KEY_HEADER] for e in _envelopes(rdb, "rollouts")]
     assert sorted(sent) == keys
+
+
+def test_an_envelope_is_the_message_the_sender_sends(rdb: redis.Redis, settings: Settings) -> None:
+    assert settings.redis.url
+    app = create_app(settings, settings.redis.url)
+    sender = SyncSender(app, name="rollouts.sync", queue="rollouts")
+    envelopes = Envelopes(sender)
+    sender([A])
+    (sent,) = _envelopes(rdb, "rollouts")
+    assert envelopes.list_key == "rollouts"
+    assert rdb.llen("rollouts") == 1, "capturing the template pushed nothing"
+    made = json.loads(envelopes(A))
+    assert _without_ids(made) == _without_ids(sent)
+    headers = made["headers"]
+    assert headers["root_id"] == headers["id"] == made["properties"]["correlation_id"]
+    assert headers[KEY_HEADER] == A and headers["argsrepr"] == repr((A,))
+    other = json.loads(envelopes(ObjectKey("ns/b")))
+    assert other["headers"]["id"] != headers["id"]
+    assert other["properties"]["delivery_tag"] != made["properties"]["delivery_tag"]
+
+
+def test_done_pushes_a_dirty_keys_message_itself(rdb: redis.Redis, settings: Settings) -> None:
+    """A worker host's queue: the dirty key's message is on the broker when `done` returns,
+    with no publish afterwards and no record of it being published."""
+    assert settings.redis.url
+    app = create_app(settings, settings.redis.url)
+    app.conf.broker_transport_options = {
+        **app.conf.broker_transport_options,
+        "rollouts_host": "h1",
+    }
+    queue = build_runtime(app, settings, settings.redis.url).queue("rollouts")
+    queue.add([A])
+    rdb.delete("rollouts")  # the add's own message: not the one under test
+    claimed = queue.claim(A, "h1/1:x")
+    assert claimed.status is Claim.CLAIMED
+    assert queue.add([A]).dirty == [A]
+    assert queue.done(A, "h1/1:x", Outcome.OK)
+    (message,) = _envelopes(rdb, "rollouts")
+    assert message["headers"][KEY_HEADER] == A
+    assert message["headers"]["task"] == "rollouts.sync"
+    assert queue.held() == {}
