@@ -11,6 +11,11 @@ send (tests/integration/test_sender.py compares them), so any worker consumes th
 
 A batch that fails raises, as a failed `send_task` did: its keys stay queued in the workqueue
 (recorded as being published when the caller is a worker host), and the tick sends them again.
+
+`Envelopes` makes the same message without kombu, for the workqueue's `done` to push in its own
+script: a dirty key queued again after its reconcile, which is most reconciles' end (their own
+status write is an event while they hold the key). One message built and pushed there costs no
+producer, no client and no round trip, and leaves nothing to record as being published.
 """
 
 from __future__ import annotations

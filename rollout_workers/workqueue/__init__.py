@@ -43,7 +43,8 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
   - messages in hand: reserved or prefetched (the transport records key -> host in the `held`
     hash as it takes the message off the broker, in the pipeline that already records the
     unacked message), or being published (a worker host's add/done/requeue/release records
-    `host|pub` in the script that queues the key, cleared once sent). `tick` sends again every
+    `host|pub` in the script that queues the key, cleared once sent; a worker's `done` pushes
+    a dirty key's message in the script itself, so it records nothing). `tick` sends again every
     still-queued key recorded against the lapsed host. `claim` clears the record, so the common
     path costs one HSET and one HDEL inside calls that are made anyway, and no round trip.
 * Lost or duplicated messages: a duplicate finds the key not queued and is dropped (`stale`);
