@@ -205,7 +205,13 @@ def flower(
     url = redis_url(settings)
     logs.configure(settings.log)
     fl = settings.flower
-    argv = ["flower", f"--address={fl.address}", f"--port={fl.port}"]
+    # The task list shows each reconcile's key (its argument) and outcome (its result).
+    argv = [
+        "flower",
+        f"--address={fl.address}",
+        f"--port={fl.port}",
+        f"--tasks_columns={TASK_COLUMNS}",
+    ]
     if fl.basic_auth is not None:
         argv.append(f"--basic-auth={fl.basic_auth.get_secret_value()}")
     elif fl.address in ("127.0.0.1", "localhost", "::1"):
@@ -216,6 +222,10 @@ def flower(
     from rollout_workers.pool.app import create_app
 
     sys.exit(create_app(settings, url).start(argv=argv) or 0)
+
+
+#: Flower's task list columns: its defaults, with the key and the outcome.
+TASK_COLUMNS = "name,uuid,state,args,result,received,runtime,worker"
 
 
 def _controllers(value: str | None) -> list[str] | None:

@@ -155,7 +155,7 @@ def reconcile_step(ctx: RolloutContext, current: Obj | None, lookup: TemplateLoo
 
 
 def before_starting_step(ctx: RolloutContext) -> bool:
-    analysis = ctx.canary.analysis
+    analysis = ctx.canary_spec.analysis
     starting: int | None = analysis.starting_step if analysis else None
     if starting is None:
         return False
@@ -166,7 +166,7 @@ def before_starting_step(ctx: RolloutContext) -> bool:
 def reconcile_background(
     ctx: RolloutContext, current: Obj | None, lookup: TemplateLookup
 ) -> Obj | None:
-    analysis = ctx.canary.analysis
+    analysis = ctx.canary_spec.analysis
     if analysis is None:
         cancel(ctx, [current] if current else [])
         return None
@@ -312,7 +312,7 @@ def skip_pre_promotion(ctx: RolloutContext, run: Obj | None) -> bool:
         # Started: not cancelled, nor left unreplaced after a retry, because the preview lost a
         # pod (or was scaled down by the abort).
         return False
-    preview: int | None = ctx.blue_green.preview_replica_count
+    preview: int | None = ctx.blue_green_spec.preview_replica_count
     if preview is not None:
         return (
             rsutil.spec_replicas(ctx.new_rs) != preview
@@ -364,7 +364,7 @@ def reconcile_bluegreen_analysis(ctx: RolloutContext) -> None:
 def _reconcile_promotion_run(
     ctx: RolloutContext, which: str, current: Obj | None, skip: bool
 ) -> Obj | None:
-    bg = ctx.blue_green
+    bg = ctx.blue_green_spec
     spec = bg.pre_promotion_analysis if which == "pre" else bg.post_promotion_analysis
     if spec is None:
         cancel(ctx, [current] if current else [])

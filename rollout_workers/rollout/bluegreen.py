@@ -48,7 +48,7 @@ def by_hash(ctx: RolloutContext, pod_hash: str | None) -> Obj | None:
 
 
 def needs_controller_pause(ctx: RolloutContext) -> bool:
-    bg = ctx.blue_green
+    bg = ctx.blue_green_spec
     if bg.auto_promotion_enabled is False:
         return True
     return (bg.auto_promotion_seconds or 0) > 0
@@ -65,7 +65,7 @@ def completed_pause(ctx: RolloutContext) -> bool:
     if not needs_controller_pause(ctx):
         return True
     condition = ctx.pause.get(PauseReason.BLUE_GREEN_PAUSE)
-    bg = ctx.blue_green
+    bg = ctx.blue_green_spec
     if bg.auto_promotion_enabled is not False:
         seconds = bg.auto_promotion_seconds or 0
         if seconds == 0:
@@ -90,7 +90,7 @@ def new_rs_replicas(ctx: RolloutContext) -> int:
     assert ctx.new_rs is not None
     return rmath.calculate_bluegreen_new_rs_replicas(
         rollout_replicas=ctx.replicas,
-        preview_replica_count=ctx.blue_green.preview_replica_count,
+        preview_replica_count=ctx.blue_green_spec.preview_replica_count,
         has_active_rs=active is not None,
         new_rs_is_active=active is not None and rsutil.name(active) == rsutil.name(ctx.new_rs),
         promote_full=bool(status.promote_full),
@@ -125,7 +125,7 @@ def fast_tracked(ctx: RolloutContext, active: Obj) -> bool:
 
 
 def reconcile_bluegreen(ctx: RolloutContext) -> None:
-    bg = ctx.blue_green
+    bg = ctx.blue_green_spec
     active = ctx.services.get(bg.active_service or "")
     preview = ctx.services.get(bg.preview_service) if bg.preview_service else None
     if active is None:
@@ -161,7 +161,7 @@ def reconcile_replicasets(ctx: RolloutContext) -> None:
 
 def reconcile_stable(ctx: RolloutContext) -> None:
     """The ReplicaSet behind the active Service stays at full size, without a deadline."""
-    active = ctx.services.get(ctx.blue_green.active_service or "")
+    active = ctx.services.get(ctx.blue_green_spec.active_service or "")
     active_rs = by_hash(ctx, service.selector_hash(active))
     if active_rs is None:
         return
@@ -187,7 +187,7 @@ def reconcile_new(ctx: RolloutContext) -> None:
     wanted = new_rs_replicas(ctx)
     delay_on_abort = False
     if aborted and status.stable_rs and status.stable_rs != rsutil.pod_hash(new):
-        delay = abort_scale_down_delay(ctx.blue_green)
+        delay = abort_scale_down_delay(ctx.blue_green_spec)
         delay_on_abort = delay is not None
         deadline_text = ann.annotations_of(new).get(ann.SCALE_DOWN_DEADLINE)
         if delay is None:
@@ -212,7 +212,7 @@ def scale_down_old(ctx: RolloutContext) -> None:
     status = ctx.rollout.status or RolloutStatus()
     if ctx.pause.get(PauseReason.INCONCLUSIVE_ANALYSIS) is not None:
         return
-    bg = ctx.blue_green
+    bg = ctx.blue_green_spec
     if (
         bg.post_promotion_analysis is not None
         and bg.scale_down_delay_seconds is None
@@ -220,7 +220,7 @@ def scale_down_old(ctx: RolloutContext) -> None:
         and analysis.post_promotion_blocks_stable(ctx)
     ):
         return  # keep the previous version up until post-promotion analysis passes
-    limit = ctx.blue_green.scale_down_delay_revision_limit
+    limit = ctx.blue_green_spec.scale_down_delay_revision_limit
     referenced = {status.stable_rs, (status.blue_green or BlueGreenStatus()).active_selector}
     annotated = 0
     candidates = [rs for rs in ctx.other_rss if rsutil.spec_replicas(rs) > 0]
@@ -249,7 +249,7 @@ def reconcile_pause(ctx: RolloutContext) -> None:
     status = ctx.rollout.status or RolloutStatus()
     if status.abort or not ready_for_pause(ctx) or ctx.rollout.spec.paused:
         return
-    active = ctx.services.get(ctx.blue_green.active_service or "") or {}
+    active = ctx.services.get(ctx.blue_green_spec.active_service or "") or {}
     bg_status = status.blue_green or BlueGreenStatus()
     if (
         fast_tracked(ctx, active)
@@ -263,16 +263,14 @@ def reconcile_pause(ctx: RolloutContext) -> None:
     condition = ctx.pause.get(PauseReason.BLUE_GREEN_PAUSE)
     if condition is None and not status.controller_pause:
         ctx.pause.add.append(PauseReason.BLUE_GREEN_PAUSE)
-        seconds = ctx.blue_green.auto_promotion_seconds or 0
+        seconds = ctx.blue_green_spec.auto_promotion_seconds or 0
         if seconds > 0:
             ctx.requeue(seconds)
         return
     if completed_pause(ctx):
         ctx.pause.remove.append(PauseReason.BLUE_GREEN_PAUSE)
-    elif condition is not None and (ctx.blue_green.auto_promotion_seconds or 0) > 0:
-        deadline = parse_time(condition.start_time) + dt.timedelta(
-            seconds=ctx.blue_green.auto_promotion_seconds
-        )
+    elif condition is not None and (seconds := ctx.blue_green_spec.auto_promotion_seconds or 0) > 0:
+        deadline = parse_time(condition.start_time) + dt.timedelta(seconds=seconds)
         ctx.requeue((deadline - ctx.now).total_seconds())
 
 
@@ -283,7 +281,7 @@ def reconcile_active_service(ctx: RolloutContext) -> None:
     if not ann.is_saturated(rollout_replicas=ctx.replicas, rs=new):
         log.info("%s: new ReplicaSet %s is not saturated yet", ctx.key, rsutil.name(new))
         return
-    active = ctx.services.get(ctx.blue_green.active_service or "")
+    active = ctx.services.get(ctx.blue_green_spec.active_service or "")
     assert active is not None
     wanted = service.selector_hash(active)
     if fast_tracked(ctx, active) or (
@@ -325,7 +323,7 @@ def sync_status(ctx: RolloutContext) -> None:
     if status.promote_full or ctx.rollback_within_window():
         ctx.pause.clear = True
         ctx.pause.remove_abort = True
-    bg = ctx.blue_green
+    bg = ctx.blue_green_spec
     preview = ctx.services.get(bg.preview_service) if bg.preview_service else None
     active = ctx.services.get(bg.active_service or "")
     runs = ctx.bluegreen_runs
@@ -341,7 +339,7 @@ def sync_status(ctx: RolloutContext) -> None:
         new.promote_full = None
         previous = by_hash(ctx, status.stable_rs)
         if previous is not None and rsutil.spec_replicas(previous) > 0:
-            add_scale_down_delay(ctx, previous, scale_down_delay(ctx.blue_green))
+            add_scale_down_delay(ctx, previous, scale_down_delay(ctx.blue_green_spec))
     active_rs = by_hash(ctx, new.blue_green.active_selector)
     if active_rs is not None:
         new.hpa_replicas = rsutil.status_count(active_rs, "replicas")
@@ -360,14 +358,14 @@ def sync_status(ctx: RolloutContext) -> None:
 def preview_checkpoint(ctx: RolloutContext, stable_hash: str | None) -> bool:
     status = ctx.rollout.status or RolloutStatus()
     previous = bool((status.blue_green or BlueGreenStatus()).scale_up_preview_check_point)
-    if ctx.blue_green.preview_replica_count is None:
+    if ctx.blue_green_spec.preview_replica_count is None:
         return False
     if status.abort and template_changed(ctx):
         return False
     if ctx.new_rs is None or not stable_hash or stable_hash == rsutil.pod_hash(ctx.new_rs):
         return False
     return rmath.calculate_scale_up_preview_checkpoint(
-        preview_replica_count=ctx.blue_green.preview_replica_count,
+        preview_replica_count=ctx.blue_green_spec.preview_replica_count,
         previous=previous,
         pre_promotion_analysis_completed=analysis.completed_pre_promotion(ctx),
         pause_completed=completed_pause(ctx),

@@ -106,7 +106,7 @@ def desired_counts(ctx: RolloutContext) -> tuple[int, int]:
         and ctx.new_rs is not None
         and rsutil.name(ctx.stable_rs) == rsutil.name(ctx.new_rs)
     )
-    canary = ctx.canary
+    canary = ctx.canary_spec
     new, stable = rmath.calculate_canary_replica_counts(
         rollout_replicas=ctx.replicas,
         weight=scale.weight,
@@ -186,12 +186,12 @@ def reconcile_ping_pong_service(ctx: RolloutContext) -> None:
     """During an update, the ping-pong Service in the canary role selects the new pods (at
     once: the router's weight, not the selector, decides what it gets)."""
     status = ctx.rollout.status or RolloutStatus()
-    if ctx.canary.ping_pong is None or (
+    if ctx.canary_spec.ping_pong is None or (
         status.stable_rs and status.stable_rs == status.current_pod_hash
     ):
         return
     _, canary_service = pingpong.stable_and_canary_services(
-        ctx.canary, status, ping_pong_preferred=True
+        ctx.canary_spec, status, ping_pong_preferred=True
     )
     service.ensure_targets(ctx, canary_service, ctx.new_rs, check_available=False)
 
@@ -202,7 +202,7 @@ def reconcile_services(ctx: RolloutContext) -> None:
     reconcile_traffic_routing; Argo points it at the canary first and back again on every
     reconcile of the abort, a switch this skips), and while dynamically rolling back to the
     stable it stays where the traffic still goes until the stable can take it all."""
-    canary = ctx.canary
+    canary = ctx.canary_spec
     service.ensure_targets(ctx, canary.stable_service, ctx.stable_rs, check_available=True)
     if ctx.pause.is_aborted():
         if not routed(ctx):
@@ -246,7 +246,7 @@ def scale_down_others(ctx: RolloutContext) -> bool:
     cleaned = cleanup_unhealthy(ctx, others)
     others = [ctx.replaced(rs) for rs in others]
     others = [rs for rs in others if rsutil.spec_replicas(rs) > 0]
-    canary = ctx.canary
+    canary = ctx.canary_spec
     budget = rmath.calculate_old_rs_scale_down_budget(
         rollout_replicas=ctx.replicas,
         max_surge=canary.max_surge,
@@ -288,19 +288,21 @@ def reconcile_pause(ctx: RolloutContext) -> None:
         ctx.requeue(remaining)
 
 
-def should_full_promote(ctx: RolloutContext) -> str:
+def should_full_promote(ctx: RolloutContext) -> str | None:
+    """Why the rollout goes straight to its new revision now, or None (Argo's
+    shouldFullPromote, which answers "" for no)."""
     status = ctx.rollout.status or RolloutStatus()
     if ctx.stable_rs is None:
         return "Initial deploy"
     if ctx.pause.is_aborted():
-        return ""
+        return None
     # Fewer available than desired holds the promotion (unless the progress threshold is met);
     # more (an HPA scaled the rollout down meanwhile) does not: it scales down once promoted.
     if ctx.new_rs is None or (
         rsutil.status_count(ctx.new_rs, "availableReplicas") < ctx.replicas
         and not routedcanary.new_rs_progressed(ctx, ctx.replicas)
     ):
-        return ""
+        return None
     if status.promote_full:
         return "Full promotion requested"
     if ctx.rollback_within_window():
@@ -309,7 +311,7 @@ def should_full_promote(ctx: RolloutContext) -> str:
     steps = len(ctx.steps)
     if steps == 0 or (index is not None and index == steps):
         return f"Completed all {steps} canary steps"
-    return ""
+    return None
 
 
 def promote_stable(ctx: RolloutContext, new: RolloutStatus, reason: str) -> None:
@@ -318,7 +320,7 @@ def promote_stable(ctx: RolloutContext, new: RolloutStatus, reason: str) -> None
     steps = len(ctx.steps)
     new.current_step_index = steps if steps > 0 else None
     if new.stable_rs != new.current_pod_hash:
-        if ctx.canary.ping_pong is not None:
+        if ctx.canary_spec.ping_pong is not None:
             # The canary Service, already on the new pods, becomes the stable one.
             ensure_canary_status(new).stable_ping_pong = pingpong.calculate_flipped(
                 ctx.rollout.status

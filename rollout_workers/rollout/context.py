@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollout_workers.analysis.templates import TemplateLookup
-from rollout_workers.api.rollout import CanaryStatus, CanaryStep, Rollout, RolloutStatus
+from rollout_workers.api.rollout import (
+    BlueGreenStrategy,
+    CanaryStatus,
+    CanaryStep,
+    CanaryStrategy,
+    Rollout,
+    RolloutStatus,
+    RolloutTrafficRouting,
+)
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import Writer
 from rollout_workers.notifications.recorder import EventRecorder
@@ -191,14 +199,36 @@ class RolloutContext:
         return replicas_or_default(self.rollout.spec)
 
     @property
-    def canary(self) -> Any:
+    def canary(self) -> CanaryStrategy | None:
         strategy = self.rollout.spec.strategy
         return strategy.canary if strategy else None
 
     @property
-    def blue_green(self) -> Any:
+    def blue_green(self) -> BlueGreenStrategy | None:
         strategy = self.rollout.spec.strategy
         return strategy.blue_green if strategy else None
+
+    @property
+    def canary_spec(self) -> CanaryStrategy:
+        """The canary strategy, where only a canary rollout's reconcile gets."""
+        if self.canary is None:
+            raise TypeError(f"{self.key}: not a canary rollout")
+        return self.canary
+
+    @property
+    def routing_spec(self) -> RolloutTrafficRouting:
+        """The canary's traffic routing, where only a traffic router's code gets."""
+        routing = self.canary_spec.traffic_routing
+        if routing is None:
+            raise TypeError(f"{self.key}: no traffic routing")
+        return routing
+
+    @property
+    def blue_green_spec(self) -> BlueGreenStrategy:
+        """The blue-green strategy, where only a blue-green rollout's reconcile gets."""
+        if self.blue_green is None:
+            raise TypeError(f"{self.key}: not a blue-green rollout")
+        return self.blue_green
 
     @property
     def steps(self) -> list[CanaryStep]:

@@ -46,10 +46,10 @@ def should_delay_scale_down_on_abort(ctx: RolloutContext) -> bool:
     """Argo's shouldDelayScaleDownOnAbort for a traffic-routed canary."""
     if not ctx.pause.is_aborted() or ctx.stable_rs is None:
         return False
-    if abort_scale_down_delay(ctx.canary) is None:
+    if abort_scale_down_delay(ctx.canary_spec) is None:
         return False
-    explicit = ctx.canary.abort_scale_down_delay_seconds is not None
-    return not (ctx.canary.dynamic_stable_scale and not explicit)
+    explicit = ctx.canary_spec.abort_scale_down_delay_seconds is not None
+    return not (ctx.canary_spec.dynamic_stable_scale and not explicit)
 
 
 def current_set_canary_scale(ctx: RolloutContext) -> rmath.SetCanaryScale | None:
@@ -82,7 +82,7 @@ def desired_counts(
     aborted = ctx.pause.is_aborted()
     at_stable = not status.stable_rs or status.stable_rs == status.current_pod_hash
     max_weight = max_traffic_weight(ctx)
-    canary = ctx.canary
+    canary = ctx.canary_spec
     scale = rmath.calculate_canary_scale(
         step_weight=step_weight,
         set_canary_scale=current_set_canary_scale(ctx),
@@ -119,7 +119,7 @@ def _previous_weights(ctx: RolloutContext) -> StatusWeights | None:
 def new_rs_progressed(ctx: RolloutContext, desired: int) -> bool:
     """The new ReplicaSet has enough pods available for `desired`: all of them, or as many as
     `canary.replicaProgressThreshold` asks."""
-    threshold = ctx.canary.replica_progress_threshold
+    threshold = ctx.canary_spec.replica_progress_threshold
     return rmath.calculate_progress_threshold_met(
         threshold=(str(threshold.type), threshold.value) if threshold is not None else None,
         available=rsutil.status_count(ctx.new_rs, "availableReplicas"),
@@ -138,7 +138,7 @@ def at_desired_counts(ctx: RolloutContext, *, step_weight: int) -> bool:
     )
     if ctx.new_rs is None or not new_rs_progressed(ctx, new_count):
         return False
-    if ctx.canary.dynamic_stable_scale:
+    if ctx.canary_spec.dynamic_stable_scale:
         return True
     stable = ctx.stable_rs
     return (
@@ -194,7 +194,7 @@ def reconcile_new_rs(ctx: RolloutContext, *, step_weight: int) -> bool:
             # The window starts once the stable can take all the traffic again.
             stable = ctx.stable_rs
             if rsutil.status_count(stable, "availableReplicas") == ctx.replicas:
-                add_scale_down_delay(ctx, new, abort_scale_down_delay(ctx.canary) or 0)
+                add_scale_down_delay(ctx, new, abort_scale_down_delay(ctx.canary_spec) or 0)
             return False
     return sync.scale_rs(ctx, new, count, keep_deadline=delay_on_abort)
 
@@ -215,7 +215,7 @@ def scale_down_others(ctx: RolloutContext) -> bool:
     if not others:
         return False
     scaled = cleanup_unhealthy(ctx, others)
-    canary = ctx.canary
+    canary = ctx.canary_spec
     budget = rmath.calculate_old_rs_scale_down_budget(
         rollout_replicas=ctx.replicas,
         max_surge=canary.max_surge,
@@ -252,7 +252,7 @@ def _delayed_count(ctx: RolloutContext, rs: Obj, *, annotated: int, limit: int) 
     """Argo's scaleDownDelayHelper: (ReplicaSets now counted as delayed, desired replicas)."""
     replicas = rsutil.spec_replicas(rs)
     if not has_deadline(rs):
-        delay = scale_down_delay(ctx.canary)
+        delay = scale_down_delay(ctx.canary_spec)
         if annotated < limit and delay > 0:
             add_scale_down_delay(ctx, rs, delay)
             return annotated + 1, replicas

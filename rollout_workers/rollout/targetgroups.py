@@ -120,7 +120,7 @@ def can_scale_down(ctx: RolloutContext, old_rss: list[Obj]) -> bool:
     if not any(rsutil.spec_replicas(rs) > 0 and not has_deadline(rs) for rs in old_rss):
         return True
     stable, _ = pingpong.stable_and_canary_services(
-        ctx.canary, ctx.rollout.status, ping_pong_preferred=True
+        ctx.canary_spec, ctx.rollout.status, ping_pong_preferred=True
     )
     service = ctx.services.get(stable)
     if service is None:

@@ -1,6 +1,7 @@
 """Flower shows the work: after the running system has reconciled a few rollouts for ~20 s,
 Flower's recent tasks are reconciles, each with its key as argument and its outcome as a
-readable result, and no timer ticks (beat runs those itself)."""
+readable result (both columns of its task list), and no timer ticks (beat runs those
+itself)."""
 
 from __future__ import annotations
 
@@ -108,5 +109,9 @@ def test_flower_lists_reconciles_with_keys_and_outcomes_and_no_ticks(
     outcomes = Counter(str(t["result"]).split(" after ")[0] for t in finished)
     assert outcomes["'done'"] > 0
     assert any(str(t["result"]).startswith("'requeue after") for t in finished), outcomes
+    # The task list page shows the key and the outcome as columns.
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/tasks", timeout=5) as response:
+        page = response.read().decode()
+    assert 'data-column="args"' in page and 'data-column="result"' in page
     print(f"Flower after {time.monotonic() - started:.0f}s: tasks {dict(by_name)}; "
           f"reconcile results {dict(outcomes)}")  # fmt: skip

@@ -313,7 +313,7 @@ class ALBRouter:
     def _services(self) -> tuple[str, str]:
         """(stable, canary) as the router sees them: the ping-pong Services when set."""
         return pingpong.stable_and_canary_services(
-            self.ctx.canary, self.ctx.rollout.status, ping_pong_preferred=True
+            self.ctx.canary_spec, self.ctx.rollout.status, ping_pong_preferred=True
         )
 
     def _ingress(self, name: str) -> Obj:
@@ -349,7 +349,7 @@ class ALBRouter:
 
     def set_weight(self, weight: int, additional: Sequence[WeightDestination] = ()) -> None:
         stable, canary = self._services()
-        action = action_service(self.alb, self.ctx.canary.stable_service or "")
+        action = action_service(self.alb, self.ctx.canary_spec.stable_service or "")
         key = action_key(self.alb, action)
         for name in ingress_names(self.alb):
             current = self._ingress(name)
@@ -376,8 +376,8 @@ class ALBRouter:
 
     def set_header_route(self, route: SetHeaderRoute) -> None:
         _, canary = self._services()
-        routing = self.ctx.canary.traffic_routing
-        managed = [m.name for m in routing.managed_routes or []]
+        routing = self.ctx.canary_spec.traffic_routing
+        managed = [m.name for m in (routing.managed_routes if routing else None) or []]
         route_name = route.name or ""
         action, condition = action_key(self.alb, route_name), condition_key(self.alb, route_name)
         add = route.match is not None
@@ -413,7 +413,7 @@ class ALBRouter:
         """Mirror routes are not an ALB feature in Argo (validation rejects the step)."""
 
     def remove_managed_routes(self) -> None:
-        managed = [m.name for m in self.ctx.canary.traffic_routing.managed_routes or []]
+        managed = [m.name for m in self.ctx.routing_spec.managed_routes or []]
         if not managed:
             return
         for name in ingress_names(self.alb):

@@ -194,8 +194,8 @@ class AmbassadorRouter:
         body = build_canary_mapping(
             base,
             resource=resource,
-            stable_service=ctx.canary.stable_service or "",
-            canary_service=ctx.canary.canary_service or "",
+            stable_service=ctx.canary_spec.stable_service or "",
+            canary_service=ctx.canary_spec.canary_service or "",
             weight=weight,
         )
         name = body["metadata"]["name"]

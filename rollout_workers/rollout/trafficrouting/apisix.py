@@ -167,7 +167,7 @@ class ApisixRouter:
 
     def calculate_http(self, route: Obj, weight: int) -> list[Any]:
         http = copy.deepcopy(_http(route))
-        canary = self.ctx.canary
+        canary = self.ctx.canary_spec
         for name in self.rule_names():
             backends = backends_of(find_rule(http, name))
             set_backend_weight(backends, canary.canary_service or "", weight)
@@ -202,7 +202,7 @@ class ApisixRouter:
     ) -> list[Any]:
         """The header route's rules from `http` (the route's, when `new`; else its own)."""
         http = copy.deepcopy(http)
-        canary = self.ctx.canary
+        canary = self.ctx.canary_spec
         for name in self.rule_names():
             rule = find_rule(http, name)
             backends = backends_of(rule)
@@ -297,7 +297,7 @@ class ApisixRouter:
     def remove_managed_routes(self) -> None:
         """Delete each managed route's ApisixRoute that the rollout owns."""
         ctx = self.ctx
-        routing = ctx.canary.traffic_routing
+        routing = ctx.canary_spec.traffic_routing
         uid = str(ctx.obj["metadata"].get("uid", ""))
         for managed in (routing.managed_routes if routing is not None else None) or []:
             existing = self._read(managed.name)

@@ -482,11 +482,11 @@ class GatewayAPIRouter:
 
     @property
     def canary_service(self) -> str:
-        return str(self.ctx.canary.canary_service or "")
+        return str(self.ctx.canary_spec.canary_service or "")
 
     @property
     def stable_service(self) -> str:
-        return str(self.ctx.canary.stable_service or "")
+        return str(self.ctx.canary_spec.stable_service or "")
 
     def _routes(self) -> list[Route]:
         configured = routes(self.config)
@@ -508,7 +508,7 @@ class GatewayAPIRouter:
         return found
 
     def _max_weight(self) -> int:
-        routing = self.ctx.canary.traffic_routing
+        routing = self.ctx.canary_spec.traffic_routing
         value = routing.max_traffic_weight if routing is not None else None
         return int(value) if value is not None else DEFAULT_MAX_TRAFFIC_WEIGHT
 
@@ -616,7 +616,7 @@ class GatewayAPIRouter:
         return [r for r in self._routes() if r.kind in kinds and r.use_header_routes]
 
     def _managed_names(self) -> set[str]:
-        routing = self.ctx.canary.traffic_routing
+        routing = self.ctx.canary_spec.traffic_routing
         return {m.name for m in (routing.managed_routes if routing else None) or []}
 
     def _without(

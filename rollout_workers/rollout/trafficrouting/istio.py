@@ -544,7 +544,7 @@ class IstioRouter:
 
     @property
     def managed(self) -> list[ManagedRoute]:
-        return list(self.ctx.canary.traffic_routing.managed_routes or [])
+        return list(self.ctx.routing_spec.managed_routes or [])
 
     def _virtual_service(self, vs: IstioVirtualService) -> tuple[str, str, Obj]:
         ctx = self.ctx
@@ -575,7 +575,7 @@ class IstioRouter:
         return str(((found[2].get("spec") or {}).get("host")) or "") if found else ""
 
     def targets(self) -> Targets:
-        canary, rule = self.ctx.canary, self.istio.destination_rule
+        canary, rule = self.ctx.canary_spec, self.istio.destination_rule
         stable_service, canary_service = stable_and_canary_services(
             canary, self.ctx.rollout.status, ping_pong_preferred=False
         )

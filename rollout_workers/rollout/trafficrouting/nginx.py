@@ -214,7 +214,7 @@ class NginxRouter:
                 f"error retrieving stableIngress `{stable_name}` from cache: "
                 f'ingress.networking.k8s.io "{stable_name}" not found'
             )
-        canary = ctx.canary
+        canary = ctx.canary_spec
         desired = build_canary_ingress(
             stable,
             name=name,
@@ -223,7 +223,9 @@ class NginxRouter:
             canary_service=canary.canary_service or "",
             weight=weight,
             nginx=self.nginx,
-            max_traffic_weight=canary.traffic_routing.max_traffic_weight,
+            max_traffic_weight=routing.max_traffic_weight
+            if (routing := canary.traffic_routing)
+            else None,
         )
         resource = ingress_resource(stable)
         current = ctx.ingresses.get(name)

@@ -115,7 +115,7 @@ def rolling_back_from(ctx: RolloutContext) -> str | None:
     to its stable (Argo's isDynamicallyRollingBackToStable): fully promoted, because the
     template went back to the stable's during an update, with dynamicStableScale, the weights
     still naming another canary, and the stable not yet fully available. None otherwise."""
-    canary = ctx.canary
+    canary = ctx.canary_spec
     if not (fully_promoted(ctx) and canary.dynamic_stable_scale and canary.traffic_routing):
         return None
     status = ctx.rollout.status or RolloutStatus()
@@ -144,7 +144,7 @@ def weight_inputs(ctx: RolloutContext, *, at_desired_counts: bool) -> w.WeightIn
         fully_promoted=fully_promoted(ctx),
         aborted=ctx.pause.is_aborted(),
         promote_full=bool(status.promote_full),
-        dynamic_stable_scale=bool(ctx.canary.dynamic_stable_scale),
+        dynamic_stable_scale=bool(ctx.canary_spec.dynamic_stable_scale),
         stable_available=rsutil.status_count(ctx.stable_rs, "availableReplicas"),
         new_available=(
             None if ctx.new_rs is None else rsutil.status_count(ctx.new_rs, "availableReplicas")
@@ -217,7 +217,9 @@ def reconcile_traffic_routing(ctx: RolloutContext, *, at_desired_counts: bool) -
     ):
         # The traffic is all back on the stable: so is the canary Service (without waiting for
         # availability, as Argo: the stable's pods may all be unready behind readiness gates).
-        service.ensure_targets(ctx, ctx.canary.canary_service, ctx.stable_rs, check_available=False)
+        service.ensure_targets(
+            ctx, ctx.canary_spec.canary_service, ctx.stable_rs, check_available=False
+        )
     for router in routers:
         if not inputs.rolling_back and (
             inputs.fully_promoted
@@ -243,8 +245,8 @@ def reconcile_traffic_routing(ctx: RolloutContext, *, at_desired_counts: bool) -
             max_weight=inputs.max_weight,
             canary_hash=canary_hash,
             stable_hash=_hash(ctx.stable_rs),
-            canary_service=ctx.canary.canary_service,
-            stable_service=ctx.canary.stable_service,
+            canary_service=ctx.canary_spec.canary_service,
+            stable_service=ctx.canary_spec.stable_service,
             additional=additional,
         )
         if changed:

@@ -123,7 +123,7 @@ class SMIRouter:
         ctx = self.ctx
         resource = ctx.routed.resource(KIND)
         name = traffic_split_name(ctx.name, self.smi)
-        canary = ctx.canary
+        canary = ctx.canary_spec
         desired = build_traffic_split(
             resource,
             name=name,

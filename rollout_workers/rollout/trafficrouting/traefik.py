@@ -105,8 +105,8 @@ class TraefikRouter:
             raise TrafficRoutingError(not_found_message(resource.group, name))
         services = calculate_services(
             current,
-            canary_service=ctx.canary.canary_service or "",
-            stable_service=ctx.canary.stable_service or "",
+            canary_service=ctx.canary_spec.canary_service or "",
+            stable_service=ctx.canary_spec.stable_service or "",
             weight=weight,
         )
         if services == current["spec"]["weighted"]["services"]:

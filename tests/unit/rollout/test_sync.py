@@ -40,7 +40,7 @@ def test_reconcile_revision_history_limit(limit: int | None, old: int, deleted: 
     assert removed == expected
 
 
-def promotion_reason(**status: object) -> str:
+def promotion_reason(**status: object) -> str | None:
     """should_full_promote for revision 2 of a 2-replica canary whose new ReplicaSet has
     `available` pods, with the given status fields."""
     available = int(status.pop("available", 2))  # type: ignore[call-overload]
@@ -63,8 +63,8 @@ def promotion_reason(**status: object) -> str:
     ("status", "reason"),
     [
         pytest.param({"stable": False}, "Initial deploy", id="no-stable"),
-        pytest.param({"abort": True}, "", id="aborted"),
-        pytest.param({"available": 1, "currentStepIndex": 2}, "", id="new-not-available"),
+        pytest.param({"abort": True}, None, id="aborted"),
+        pytest.param({"available": 1, "currentStepIndex": 2}, None, id="new-not-available"),
         pytest.param(
             {"available": 3, "currentStepIndex": 2},
             "Completed all 2 canary steps",
@@ -74,10 +74,10 @@ def promotion_reason(**status: object) -> str:
         pytest.param(
             {"currentStepIndex": 2}, "Completed all 2 canary steps", id="completed-all-steps"
         ),
-        pytest.param({"currentStepIndex": 1}, "", id="in-the-middle"),
+        pytest.param({"currentStepIndex": 1}, None, id="in-the-middle"),
     ],
 )
-def test_should_full_promote(status: dict[str, object], reason: str) -> None:
+def test_should_full_promote(status: dict[str, object], reason: str | None) -> None:
     """TestShouldFullPromote and the 1.9 change that an HPA's scale-down (more available than
     desired) no longer holds the promotion."""
     assert promotion_reason(**status) == reason
