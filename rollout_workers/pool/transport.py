@@ -95,6 +95,20 @@ class Channel(kombu_redis.Channel):
     rollouts_held: dict[str, str] | None = None
     #: While a list: what would be pushed, as (list, serialized message), instead of pushing.
     rollouts_capture: list[tuple[str, str]] | None = None
+    _rollouts_client: redis.Redis | None = None
+
+    def _create_client(self, asynchronous: bool = False) -> Any:
+        # kombu builds a redis.Redis, with its few hundred response callbacks, for every
+        # publish, ack and unacked record. One client over the channel's pool serves them all
+        # (redis-py clients are thread-safe); a new pool (after a connection error) gets a new
+        # one.
+        if asynchronous:
+            return super()._create_client(asynchronous=True)  # type: ignore[no-untyped-call]
+        client = self._rollouts_client
+        if client is None or client.connection_pool is not self.pool:
+            client = super()._create_client(asynchronous=False)  # type: ignore[no-untyped-call]
+            self._rollouts_client = client
+        return client
 
     def _put(self, queue: Any, message: Any, **kwargs: Any) -> None:
         if self.rollouts_capture is None:
