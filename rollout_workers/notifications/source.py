@@ -19,6 +19,7 @@ import base64
 import binascii
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -79,6 +80,9 @@ class NamespaceConfig:
     config: Config
 
 
+#: How long a worker uses a namespace's notification config before reading it again, seconds.
+CONFIG_RECHECK = 1.0
+
 #: Reads one object by namespace and name (a cache lister's `get`, or the API's).
 Getter = Callable[[str, str], Obj | None]
 
@@ -86,7 +90,10 @@ Getter = Callable[[str, str], Obj | None]
 class ConfigCache:
     """The configs that apply to an object's events, parsed once per ConfigMap and Secret
     version. ``controller_namespace`` is where the shared config lives; ``self_service`` adds
-    the object's own namespace."""
+    the object's own namespace. ``recheck_after``: for this many seconds a namespace's config
+    is used without reading its ConfigMap and Secret again (every event would otherwise read
+    and decode them: Argo's catalog alone is some 20 KB), so a change applies that much later;
+    a namespace without a ConfigMap is read every time."""
 
     def __init__(
         self,
@@ -95,21 +102,33 @@ class ConfigCache:
         secrets: Getter,
         controller_namespace: str,
         self_service: bool,
+        recheck_after: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._configmaps, self._secrets = configmaps, secrets
         self.controller_namespace = controller_namespace
         self.self_service = self_service
+        self._recheck_after, self._clock = recheck_after, clock
         self._lock = threading.Lock()
         self._parsed: dict[str, tuple[str, Config | None]] = {}
+        self._checked: dict[str, float] = {}
 
     def namespace(self, namespace: str) -> Config | None:
         """The config of `namespace`, None when it has no ConfigMap."""
+        now = self._clock()
+        with self._lock:
+            cached = self._parsed.get(namespace)
+            checked = self._checked.get(namespace)
+        # Only a config that exists is reused: a ConfigMap created now applies at once.
+        fresh = checked is not None and now - checked < self._recheck_after
+        if cached is not None and cached[1] is not None and fresh:
+            return cached[1]
         configmap = self._configmaps(namespace, CONFIGMAP_NAME)
         secret = self._secrets(namespace, SECRET_NAME) if configmap is not None else None
         version = f"{_version(configmap)}/{_version(secret)}"
-        with self._lock:
-            cached = self._parsed.get(namespace)
         if cached is not None and cached[0] == version:
+            with self._lock:
+                self._checked[namespace] = now
             return cached[1]
         config = config_from_objects(configmap, secret)
         if config is not None:
@@ -117,6 +136,7 @@ class ConfigCache:
                 log.error("notifications config in %s: %s", namespace, error)
         with self._lock:
             self._parsed[namespace] = (version, config)
+            self._checked[namespace] = now
         return config
 
     def for_object(self, namespace: str) -> list[NamespaceConfig]:
@@ -143,4 +163,5 @@ def config_cache(client: redis.Redis, settings: Settings) -> ConfigCache:
         secrets=lambda ns, name: secrets.get(f"{ns}/{name}"),
         controller_namespace=settings.notifications_namespace,
         self_service=settings.notifications.self_service,
+        recheck_after=CONFIG_RECHECK,
     )

@@ -69,6 +69,34 @@ def test_configs_parse_once_per_version(monkeypatch: pytest.MonkeyPatch) -> None
     assert len(parsed) == before + 1 and "a" in config.config.triggers
 
 
+def test_a_config_is_read_again_only_after_the_recheck_window() -> None:
+    reads: list[str] = []
+    objects: dict[tuple[str, str], Obj] = {("ctl", CONFIGMAP_NAME): obj("1", data={})}
+    now = [100.0]
+
+    def read(ns: str, name: str) -> Obj | None:
+        reads.append(name)
+        return objects.get((ns, name))
+
+    cache = ConfigCache(
+        configmaps=read, secrets=read, controller_namespace="ctl", self_service=False,
+        recheck_after=1.0, clock=lambda: now[0],
+    )  # fmt: skip
+    assert cache.namespace("ctl") is not None
+    first = len(reads)
+    objects[("ctl", CONFIGMAP_NAME)] = obj("2", data={"trigger.a": "- send: [x]"})
+    now[0] += 0.5
+    config = cache.namespace("ctl")
+    assert len(reads) == first and config is not None and not config.triggers  # not read
+    now[0] += 0.6
+    config = cache.namespace("ctl")
+    assert len(reads) > first and config is not None and "a" in config.triggers
+    # No ConfigMap: read every time, so one created now applies at once.
+    assert cache.namespace("team") is None and cache.namespace("team") is None
+    objects[("team", CONFIGMAP_NAME)] = obj("1", data={})
+    assert cache.namespace("team") is not None
+
+
 @pytest.mark.parametrize(
     ("env", "namespace", "expected"),
     [
