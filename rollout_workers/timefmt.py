@@ -1,13 +1,113 @@
 """Times and durations as Kubernetes and Argo write them: RFC 3339 UTC timestamps with second
-precision, and Go duration strings ("30s", "1m30s", "1.5h")."""
+precision, and Go duration strings ("30s", "1m30s", "1.5h").
+
+Every duration in the project is read by one parser, Go's `time.ParseDuration` to the letter
+(`parse_duration`, nanoseconds, Go's error texts), or Argo's `DurationString` over it (a bare
+integer is seconds: `parse_duration_string`).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import Final
 
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_NANOS: Final = 1_000_000_000
+_INT64_MAX: Final = (1 << 63) - 1
+_UNITS: Final = {
+    "ns": 1,
+    "us": 1_000,
+    "\u00b5s": 1_000,
+    "\u03bcs": 1_000,
+    "ms": 1_000_000,
+    "s": _NANOS,
+    "m": 60 * _NANOS,
+    "h": 3600 * _NANOS,
+}
+
+
+class TimeError(ValueError):
+    """A duration or date that does not parse; the message is Go's."""
+
+
+def quote(text: str) -> str:
+    """Go's time.quote: double quotes; non-ASCII and control bytes as \\xNN."""
+    out: list[str] = []
+    for char in text:
+        if ord(char) >= 0x80 or char < " ":
+            out.extend(f"\\x{byte:02x}" for byte in char.encode())
+        else:
+            out.append("\\" + char if char in '"\\' else char)
+    return '"' + "".join(out) + '"'
+
+
+_GO_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_duration_string(text: str) -> int:
+    """Argo's DurationString.Duration(), in nanoseconds: a bare integer is seconds, anything
+    else Go's time.ParseDuration; raises TimeError with Go's message."""
+    if _GO_ATOI.fullmatch(text) and -(2**63) <= int(text) < 2**63:
+        return int(text) * 1_000_000_000
+    return parse_duration(text)
+
+
+def parse_duration(text: str) -> int:
+    """Go's `time.ParseDuration`, in nanoseconds; raises TimeError with Go's message."""
+    invalid = TimeError("time: invalid duration " + quote(text))
+    rest, negative = text, False
+    if rest[:1] in ("-", "+"):
+        negative, rest = rest[0] == "-", rest[1:]
+    if rest == "0":
+        return 0
+    if not rest:
+        raise invalid
+    total = 0
+    while rest:
+        if not (rest[0] == "." or "0" <= rest[0] <= "9"):
+            raise invalid
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        whole_text, rest = rest[:digits], rest[digits:]
+        whole = int(whole_text) if whole_text else 0
+        if whole > 1 << 63:
+            raise invalid
+        fraction, scale, has_fraction = 0, 1, False
+        if rest[:1] == ".":
+            rest = rest[1:]
+            digits = len(rest) - len(rest.lstrip("0123456789"))
+            fraction_text, rest = rest[:digits], rest[digits:]
+            has_fraction = bool(fraction_text)
+            for char in fraction_text:
+                # Go stops taking digits once more would overflow; the rest only count as read.
+                if fraction > ((1 << 63) - 1) // 10:
+                    break
+                fraction, scale = fraction * 10 + int(char), scale * 10
+        if not whole_text and not has_fraction:
+            raise invalid
+        end = 0
+        while end < len(rest) and not (rest[end] == "." or "0" <= rest[end] <= "9"):
+            end += 1
+        if end == 0:
+            raise TimeError("time: missing unit in duration " + quote(text))
+        unit_name, rest = rest[:end], rest[end:]
+        unit = _UNITS.get(unit_name)
+        if unit is None:
+            raise TimeError(f"time: unknown unit {quote(unit_name)} in duration {quote(text)}")
+        if whole > (1 << 63) // unit:
+            raise invalid
+        value = whole * unit
+        if fraction:
+            value += int(float(fraction) * (float(unit) / scale))
+            if value > 1 << 63:
+                raise invalid
+        total += value
+        if total > 1 << 63:
+            raise invalid
+    if negative:
+        return -total
+    if total > _INT64_MAX:
+        raise invalid
+    return total
 
 
 def utcnow() -> dt.datetime:
@@ -30,17 +130,14 @@ def format_micro_time(value: dt.datetime) -> str:
 
 
 def duration_seconds(value: int | str) -> int | None:
-    """Whole seconds of an int or a digits-only string (seconds), or of a Go duration string;
-    None when unreadable."""
+    """Whole seconds of an int, or of a string as Argo's `DurationString` reads it (a bare
+    integer is seconds, else a Go duration); None when it does not read."""
     if isinstance(value, int):
         return value
-    text = value.strip()
-    if text.isdigit():  # a pause's `duration: "30"`: seconds, as Argo reads an IntOrString
-        return int(text)
-    parts = _PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
+    try:
+        return int(parse_duration_string(value) / _NANOS)
+    except TimeError:
         return None
-    return int(sum(float(n) * _UNITS[u] for n, u in parts))
 
 
 def human_duration(seconds: float) -> str:

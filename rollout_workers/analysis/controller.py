@@ -14,7 +14,6 @@ import datetime as dt
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
 
 import pydantic
 
@@ -31,7 +30,6 @@ from rollout_workers.api.analysis import (
 )
 from rollout_workers.cache import Lister
 from rollout_workers.cache.written import WrittenVersions
-from rollout_workers.expr.expr_time import TimeError, parse_duration_string, quote
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
@@ -41,14 +39,19 @@ from rollout_workers.kube.patch import merge_patch, prune_empty
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.notifications.outbox import Outbox, make_outbox
 from rollout_workers.notifications.recorder import EventRecorder
+from rollout_workers.objects import Clock, Obj
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
-from rollout_workers.timefmt import format_time, parse_time, utcnow
+from rollout_workers.timefmt import (
+    TimeError,
+    format_time,
+    parse_duration_string,
+    parse_time,
+    quote,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
-Clock = Callable[[], dt.datetime]
 
 
 #: Builds the provider a metric names; raises (any exception) with a message when it cannot.
@@ -438,9 +441,9 @@ def _validate_metric(metric: Metric) -> str:
         err = _go_duration_error(value)
         if err:
             return f"invalid {what} string: {err}"
-        if ar.seconds(value) is None:
-            # Argo reads it (a bare integer is seconds; a sign is allowed) but this controller's
-            # scheduler cannot: failing the run beats a metric that is never measured.
+        if (ar.seconds(value) or 0) < 0:
+            # Argo reads a negative duration, and what it then does is not a schedule: a run
+            # that fails at once beats one that measures in a loop.
             return f"unsupported {what} string: {quote(value)}"
     if failure_limit < -1:
         return "failureLimit must be >= -1"

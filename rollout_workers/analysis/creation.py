@@ -8,14 +8,12 @@ is used.
 
 from __future__ import annotations
 
-from typing import Any
-
 from rollout_workers.cache.indexers import controller_owner
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists
 from rollout_workers.kube.writer import Writer
+from rollout_workers.objects import Obj
 
-Obj = dict[str, Any]
 COMPLETED = frozenset({"Successful", "Failed", "Error", "Inconclusive"})
 MAX_ATTEMPTS = 6
 

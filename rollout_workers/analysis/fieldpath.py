@@ -23,8 +23,7 @@ import re
 from typing import Any
 
 from rollout_workers.expr.expr_values import format_float
-
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 _SEPARATORS = re.compile(r"[.\[\]]+")
 #: strconv.Atoi: an optional sign and ASCII digits, nothing else.

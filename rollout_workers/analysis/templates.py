@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import pydantic
 
@@ -28,8 +28,8 @@ from rollout_workers.api.analysis import (
     ClusterAnalysisTemplate,
 )
 from rollout_workers.kube.resources import INSTANCE_ID_LABEL
+from rollout_workers.objects import Obj
 
-Obj = dict[str, Any]
 #: Finds a template's spec by (name, cluster-scoped); None when it does not exist.
 TemplateLookup = Callable[[str, bool], AnalysisTemplateSpec | None]
 

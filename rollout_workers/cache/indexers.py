@@ -12,8 +12,7 @@ from typing import Any
 
 from rollout_workers.cache.routerrefs import router_kinds, router_refs
 from rollout_workers.kube.resources import EXPERIMENTS, ROLLOUTS, Resource
-
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 NAMESPACE = "ns"
 OWNER = "owner"

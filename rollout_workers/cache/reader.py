@@ -5,11 +5,10 @@ informers) unchanged."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from rollout_workers.kube.resources import Resource
-
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 
 class ObjectReader(Protocol):

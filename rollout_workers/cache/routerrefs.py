@@ -29,11 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from rollout_workers.kube.resources import APPMESH_VIRTUAL_SERVICE
-
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 #: The name of Argo's Gateway API traffic-router plugin, whose config is accepted as is.
 GATEWAY_API_PLUGIN = "argoproj-labs/gatewayAPI"

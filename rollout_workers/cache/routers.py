@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import redis
 
-from rollout_workers.cache.reader import Obj, RouterObjectReader
+from rollout_workers.cache.reader import RouterObjectReader
 from rollout_workers.cache.store import Lister
 from rollout_workers.cache.synced import is_synced, listed_caches
 from rollout_workers.kube.resources import ROUTER_OBJECTS, Resource
+from rollout_workers.objects import Obj
 
 
 class CachedRouterObjects:

@@ -22,8 +22,7 @@ from rollout_workers.cache.fence import SET_FENCED, Fence, Fenced, fence_key
 from rollout_workers.cache.indexers import NAMESPACE, OWNER, index_values, object_key
 from rollout_workers.keys import own_key
 from rollout_workers.kube.resources import Resource
-
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 
 @functools.cache

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 import sys
 import threading
 import time
@@ -54,9 +53,10 @@ from rollout_workers.kube.resources import (
     ROLLOUTS,
     Resource,
 )
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.annotations import REVISION
+from rollout_workers.timefmt import TimeError, parse_duration_string
 
-Obj = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Any])
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -202,28 +202,13 @@ def calculate_promote_patches(
     return PromotePatches(spec_patch, None, unified)
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
-
 def parse_duration(text: str) -> timedelta:
     """A duration as Argo writes them: a Go duration (`30s`, `5m`, `1h30m`) or whole seconds."""
-    value = text.strip()
-    if value.isdigit():
-        return timedelta(seconds=int(value))
-    if not value or _DURATION_PART.sub("", value):
-        raise ActionError(f"invalid duration {text!r} (expected e.g. 30s, 5m, 1h30m)")
-    seconds = sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(value))
-    return timedelta(seconds=seconds)
+    try:
+        nanos = parse_duration_string(text.strip())
+    except TimeError:
+        raise ActionError(f"invalid duration {text!r} (expected e.g. 30s, 5m, 1h30m)") from None
+    return timedelta(microseconds=nanos // 1000)
 
 
 def format_time(at: datetime) -> str:

@@ -67,9 +67,9 @@ from rollout_workers.notifications.source import (
 )
 from rollout_workers.notifications.subscriptions import Destination
 from rollout_workers.notifications.triggers import ExprEvaluator, run_conditions
+from rollout_workers.objects import Obj
 from rollout_workers.settings import Settings
 
-Obj = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Any])
 
 EMPTY_SECRET = ":empty"

@@ -17,11 +17,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rollout_workers.kube.resources import POD_TEMPLATE_HASH_LABEL
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.annotations import REVISION
 from rollout_workers.rollout.conditions import ROLLOUT_ABORTED_REASON, TIMED_OUT_REASON
 from rollout_workers.timefmt import duration_seconds, human_duration
-
-Obj = dict[str, Any]
 
 ICON_WAITING = "◷"
 ICON_PROGRESSING = "◌"

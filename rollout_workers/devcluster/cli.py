@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rollout_workers import staterecords
 from rollout_workers.devcluster.store import DEFAULT_HISTORY_SIZE
 
 if TYPE_CHECKING:
@@ -124,10 +125,8 @@ def devcluster(
         cluster.write_kubeconfig(kubeconfig)
         if kubeconfig_out is not None:
             cluster.write_kubeconfig(kubeconfig_out)
-        info.write_text(
-            json.dumps(
-                {"url": cluster.url, "pid": os.getpid(), "kubeconfig": str(kubeconfig.resolve())}
-            )
+        staterecords.write(
+            directory, INFO_NAME, url=cluster.url, kubeconfig=str(kubeconfig.resolve())
         )
         click.echo(f"devcluster listening on {cluster.url} (kubeconfig: {kubeconfig})")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import pydantic
@@ -34,14 +33,13 @@ from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.notifications.outbox import Outbox, make_outbox
 from rollout_workers.notifications.recorder import EventRecorder
+from rollout_workers.objects import Clock, Obj
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.timefmt import format_time, utcnow
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
-Clock = Callable[[], dt.datetime]
 STALE_REQUEUE = 0.5
 
 

@@ -44,6 +44,7 @@ from rollout_workers.cache.indexers import controller_owner
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists, Conflict, KubeError, Unavailable
 from rollout_workers.kube.writer import Writer, fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.hashing import pod_template_hash
@@ -51,7 +52,6 @@ from rollout_workers.timefmt import duration_seconds, format_time, parse_time
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 Code = TemplateStatusCode
 
 NAME_ANNOTATION = "experiment.argoproj.io/name"

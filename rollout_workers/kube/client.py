@@ -20,9 +20,8 @@ from rollout_workers.kube.discovery import Discovery
 from rollout_workers.kube.errors import KubeError, Unavailable, from_status
 from rollout_workers.kube.resources import Resource
 from rollout_workers.metrics.store import PendingCounts
+from rollout_workers.objects import Obj
 from rollout_workers.settings import KubeSettings
-
-Obj = dict[str, Any]
 
 
 class RateLimiter:

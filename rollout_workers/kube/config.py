@@ -7,14 +7,13 @@ account. With none of them, a one-line hint.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from rollout_workers.local.pids import pid_alive
+from rollout_workers import staterecords
 from rollout_workers.settings import Settings
 
 DEVCLUSTER_RECORD = "devcluster.json"
@@ -26,12 +25,9 @@ class ClusterNotFound(RuntimeError):
 
 def embedded_kubeconfig(state_dir: Path) -> Path | None:
     """The kubeconfig of the embedded API recorded in `state_dir`, if its process is alive."""
-    try:
-        record = json.loads((state_dir / DEVCLUSTER_RECORD).read_text())
-        path, pid = Path(record["kubeconfig"]), int(record["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return path if pid_alive(pid) and path.is_file() else None
+    record = staterecords.read_live(state_dir, DEVCLUSTER_RECORD)
+    path = Path(str(record.get("kubeconfig") or "")) if record is not None else None
+    return path if path is not None and path.is_file() else None
 
 
 def find_kubeconfig(settings: Settings) -> Path | None:

@@ -35,10 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from rollout_workers.objects import Clock, Obj
 from rollout_workers.timefmt import format_time, utcnow
-
-Obj = dict[str, Any]
-Clock = Callable[[], dt.datetime]
 
 #: client-go's defaults (maxLruCacheEntries, defaultAggregate*, defaultSpam*).
 CACHE_ENTRIES = 4096

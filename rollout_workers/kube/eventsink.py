@@ -42,13 +42,13 @@ from typing import Any, Protocol
 
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import KubeError, NotFound, Unavailable
-from rollout_workers.kube.eventcorrelator import Clock, Correlation, EventCorrelator
+from rollout_workers.kube.eventcorrelator import Correlation, EventCorrelator
 from rollout_workers.metrics.store import PendingCounts
+from rollout_workers.objects import Clock, Obj
 from rollout_workers.timefmt import utcnow
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 #: client-go's maxTriesPerEvent and defaultSleepDuration.
 MAX_TRIES = 12

@@ -8,13 +8,10 @@ from discovery (cached per group-version, see discovery.py), newest first as lis
 
 from __future__ import annotations
 
-from typing import Any
-
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.errors import NotFound
-
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 
 class ApiRouterObjects:

@@ -19,8 +19,7 @@ from typing import Any, Protocol
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.errors import AlreadyExists, NotFound
-
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 
 class Writer(Protocol):

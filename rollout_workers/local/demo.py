@@ -30,7 +30,6 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import click
 import yaml
@@ -42,6 +41,7 @@ from rollout_workers.kube.errors import NotFound
 from rollout_workers.kube.resources import ANALYSISRUNS, EVENTS, INGRESSES, REPLICASETS, ROLLOUTS
 from rollout_workers.local.redis_server import client as redis_client
 from rollout_workers.local.stack import Stack
+from rollout_workers.objects import Obj
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue import WorkQueue
 
@@ -59,8 +59,6 @@ ROUTED_INGRESS = f"{ROUTED}-{ROUTED}-canary"
 NGINX_WEIGHT = "nginx.ingress.kubernetes.io/canary-weight"
 NEW_IMAGE = "argoproj/rollouts-demo:green"
 FLAKY_IMAGE = "argoproj/rollouts-demo:flaky-yellow"
-
-Obj = dict[str, Any]
 
 
 class DemoFailed(RuntimeError):

@@ -8,8 +8,6 @@ free port, with an append-only file so that a restart keeps the queue state.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import shutil
 import signal
@@ -21,8 +19,7 @@ from pathlib import Path
 
 import redis
 
-from rollout_workers import redisclient
-from rollout_workers.local.pids import pid_alive
+from rollout_workers import redisclient, staterecords
 from rollout_workers.settings import Settings
 
 RECORD = "redis.json"
@@ -68,14 +65,9 @@ def ping(url: str, timeout: float = 1.0) -> bool:
 
 def recorded_url(state_dir: Path) -> str | None:
     """The URL of the embedded Redis recorded in `state_dir`, if that server is alive."""
-    try:
-        record = json.loads((state_dir / RECORD).read_text())
-        url, pid = str(record["url"]), int(record["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if pid_alive(pid) and ping(url):
-        return url
-    return None
+    record = staterecords.read_live(state_dir, RECORD)
+    url = str(record.get("url") or "") if record is not None else ""
+    return url if url and ping(url) else None
 
 
 def resolve_url(settings: Settings) -> str:
@@ -163,17 +155,10 @@ class EmbeddedRedis:
     def record(self, state_dir: Path) -> Path:
         """Write the URL, pid and log path where other commands look for them."""
         assert self.process is not None
-        state_dir.mkdir(parents=True, exist_ok=True)
-        path = state_dir / RECORD
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(
-            json.dumps({"url": self.url, "pid": self.process.pid, "log": str(self.log_file)})
+        return staterecords.write(
+            state_dir, RECORD, pid=self.process.pid, url=self.url, log=str(self.log_file)
         )
-        tmp.replace(path)
-        return path
 
     def unrecord(self, state_dir: Path) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            record = json.loads((state_dir / RECORD).read_text())
-            if self.process is not None and record.get("pid") == self.process.pid:
-                (state_dir / RECORD).unlink()
+        if self.process is not None:
+            staterecords.remove(state_dir, RECORD, pid=self.process.pid)

@@ -36,10 +36,9 @@ from rollout_workers.metrics.store import (
     WORKQUEUE_BUCKETS,
     Keys,
 )
+from rollout_workers.objects import Obj
 from rollout_workers.settings import KINDS, OBJECT_KINDS, QueueSettings
 from rollout_workers.workqueue import WorkQueue
-
-Obj = dict[str, Any]
 
 #: Argo's queue names (the `name` label of client-go's workqueue metrics).
 QUEUE_NAMES = {

@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rollout_workers.metricsserver.series import Series
+from rollout_workers.objects import Obj
 
-Obj = dict[str, Any]
 Reply = tuple[int, Obj]
 
 API_KEY_HEADER, APP_KEY_HEADER = "DD-API-KEY", "DD-APPLICATION-KEY"

@@ -28,15 +28,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+
+from rollout_workers.objects import Obj
 
 SUCCESS_RATE = "demo_success_rate"
 ERROR_RATE = "demo_error_rate"
 
 METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

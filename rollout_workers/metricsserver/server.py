@@ -22,12 +22,10 @@ afresh on each request (a ReplicaSet list), so they follow the rollouts without 
 from __future__ import annotations
 
 import collections
-import contextlib
 import datetime as dt
 import json
 import logging
 import math
-import os
 import threading
 import time
 import urllib.request
@@ -37,10 +35,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from rollout_workers import staterecords
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.errors import KubeError
 from rollout_workers.kube.resources import REPLICASETS
-from rollout_workers.local.pids import pid_alive
 from rollout_workers.metricsserver import datadog
 from rollout_workers.metricsserver.query import (
     Number,
@@ -57,12 +55,12 @@ from rollout_workers.metricsserver.series import (
     merge,
     replicaset_series,
 )
+from rollout_workers.objects import Obj
 
 log = logging.getLogger(__name__)
 
 RECORD = "metrics-server.json"
 
-Obj = dict[str, Any]
 #: Where derived series come from; raises `SourceUnavailable` when it cannot say.
 Source = Callable[[], list[Series]]
 Reply = tuple[int, Obj]
@@ -368,18 +366,11 @@ class MetricsServer(ThreadingHTTPServer):
 
 def record(state_dir: Path, url: str) -> Path:
     """Write this process's URL and pid where `rollouts up` and others look for them."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / RECORD
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"url": url, "pid": os.getpid()}))
-    tmp.replace(path)
-    return path
+    return staterecords.write(state_dir, RECORD, url=url)
 
 
 def unrecord(state_dir: Path) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        if json.loads((state_dir / RECORD).read_text()).get("pid") == os.getpid():
-            (state_dir / RECORD).unlink()
+    staterecords.remove(state_dir, RECORD)
 
 
 def healthy(url: str, timeout: float = 1.0) -> bool:
@@ -392,9 +383,6 @@ def healthy(url: str, timeout: float = 1.0) -> bool:
 
 def recorded_url(state_dir: Path) -> str | None:
     """The URL of the metrics server recorded in `state_dir`, if it is alive and answers."""
-    try:
-        data = json.loads((state_dir / RECORD).read_text())
-        url, pid = str(data["url"]), int(data["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return url if pid_alive(pid) and healthy(url) else None
+    record = staterecords.read_live(state_dir, RECORD)
+    url = str(record.get("url") or "") if record is not None else ""
+    return url if url and healthy(url) else None

@@ -49,13 +49,13 @@ from rollout_workers.notifications.source import ConfigCache, config_cache
 from rollout_workers.notifications.state import should_send, state_item_key
 from rollout_workers.notifications.subscriptions import Destination, destinations
 from rollout_workers.notifications.triggers import ExprEvaluator, run_conditions
+from rollout_workers.objects import Obj
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.timefmt import format_time, utcnow
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 FAILED_REASON = "NotificationFailed"
 SENT, FAILED, ATTEMPT = "sent", "failed", "attempt:"

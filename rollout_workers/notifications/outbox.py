@@ -36,11 +36,11 @@ import redis
 from rollout_workers.notifications.source import ConfigCache, config_cache
 from rollout_workers.notifications.subscriptions import destinations
 from rollout_workers.notifications.triggers import trigger_for_reason
+from rollout_workers.objects import Obj
 from rollout_workers.pool.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 REVISION_ANNOTATION = "rollout.argoproj.io/revision"
 #: A job key's name part: the object's name, cut to leave room for the digest (253 in all).

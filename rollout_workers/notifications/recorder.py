@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import Any
 
 import redis
 
@@ -27,11 +26,10 @@ from rollout_workers.kube.events import event_body
 from rollout_workers.kube.eventsink import EventSink, WriterSink
 from rollout_workers.kube.writer import Writer
 from rollout_workers.notifications.outbox import Outbox
+from rollout_workers.objects import Obj
 from rollout_workers.timefmt import format_time
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 
 class EventRecorder:

@@ -29,14 +29,13 @@ import redis
 from rollout_workers.cache import Lister
 from rollout_workers.kube import resources as r
 from rollout_workers.notifications.config import Config, parse_config
+from rollout_workers.objects import Obj
 from rollout_workers.settings import Settings
 
 log = logging.getLogger(__name__)
 
 CONFIGMAP_NAME = "argo-rollouts-notification-configmap"
 SECRET_NAME = "argo-rollouts-notification-secret"
-
-Obj = dict[str, Any]
 
 
 def secret_values(secret: Mapping[str, Any] | None) -> dict[str, str]:

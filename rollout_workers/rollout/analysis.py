@@ -11,7 +11,6 @@ are terminated (`spec.terminate`), and finished ones beyond the history limits a
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from rollout_workers.analysis import creation
 from rollout_workers.analysis.templates import (
@@ -31,6 +30,7 @@ from rollout_workers.api.rollout import (
     RolloutStatus,
 )
 from rollout_workers.kube import resources as r
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout import targetgroups
@@ -38,7 +38,6 @@ from rollout_workers.rollout.context import RolloutContext
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 COMPLETED = {"Successful", "Failed", "Error", "Inconclusive"}
 DEFAULT_HISTORY_LIMIT = 5
 

@@ -17,11 +17,9 @@ and its helpers in utils/replicaset/replicaset.go):
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from rollout_workers.kube.resources import POD_TEMPLATE_HASH_LABEL
-
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

@@ -14,6 +14,7 @@ import datetime as dt
 import logging
 
 from rollout_workers.api.rollout import BlueGreenStatus, PauseReason, RolloutStatus
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import (
     analysis,
     ephemeralmetadata,
@@ -25,7 +26,7 @@ from rollout_workers.rollout import (
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout.context import Obj, RolloutContext
+from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.pods import format_selector
 from rollout_workers.rollout.scaledown import (
     abort_scale_down_delay,

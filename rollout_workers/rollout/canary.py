@@ -14,6 +14,7 @@ import logging
 
 from rollout_workers.api.analysis import AnalysisPhase
 from rollout_workers.api.rollout import CanaryStatus, PauseReason, RolloutStatus
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import (
     analysis,
     ephemeralmetadata,
@@ -28,7 +29,7 @@ from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout.context import Obj, RolloutContext
+from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.hashing import pod_template_hash, steps_hash
 from rollout_workers.rollout.phase import canary_step_string
 from rollout_workers.rollout.pods import format_selector

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from rollout_workers.analysis.templates import TemplateLookup
 from rollout_workers.api.rollout import (
@@ -27,6 +26,7 @@ from rollout_workers.api.rollout import (
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import Writer
 from rollout_workers.notifications.recorder import EventRecorder
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.pause import PauseContext
@@ -40,8 +40,6 @@ from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.timefmt import format_time
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 
 @dataclass

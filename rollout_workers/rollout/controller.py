@@ -41,6 +41,7 @@ from rollout_workers.kube.routerobjects import ApiRouterObjects
 from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.notifications.outbox import Outbox, make_outbox
 from rollout_workers.notifications.recorder import EventRecorder
+from rollout_workers.objects import Clock, Obj
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.rollout import (
@@ -85,8 +86,6 @@ from rollout_workers.timefmt import format_time, utcnow
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
-Clock = Callable[[], dt.datetime]
 
 #: How soon a rollout whose cache lags its own last write is looked at again.
 STALE_REQUEUE = 0.5

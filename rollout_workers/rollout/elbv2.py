@@ -31,11 +31,11 @@ from typing import Any, Protocol
 from rollout_workers.analysis.providers.auth import AuthError, AwsClients, go_sdk_error
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 OPERATION = "operation error Elastic Load Balancing v2: {}"
 #: Argo's defaults: load balancers per DescribeLoadBalancers page, ARNs per DescribeTags call.

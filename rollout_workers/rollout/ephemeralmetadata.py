@@ -26,10 +26,10 @@ the label it should carry leaves that Service without endpoints.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from rollout_workers.kube.errors import NotFound
 from rollout_workers.kube.resources import PODS
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
@@ -46,7 +46,6 @@ from rollout_workers.rollout.sync import write_rs
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 # -- the step -----------------------------------------------------------------------------------
 

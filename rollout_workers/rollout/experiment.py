@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from rollout_workers.analysis.templates import (
     TemplateError,
@@ -29,6 +28,7 @@ from rollout_workers.api.rollout import (
 )
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.analysis import history_limits
@@ -36,7 +36,6 @@ from rollout_workers.rollout.context import RolloutContext
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 COMPLETED = frozenset({"Successful", "Failed", "Error", "Inconclusive"})
 UNSUCCESSFUL = frozenset({"Failed", "Error", "Inconclusive"})
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 from rollout_workers.api.rollout import PodTemplateMetadata, RolloutStrategy
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 #: On a ReplicaSet: the metadata injected into its pod template, as JSON.
 EPHEMERAL_METADATA_ANNOTATION = "rollout.argoproj.io/ephemeral-metadata"

@@ -3,13 +3,12 @@ that act on pods (restarts, ephemeral metadata) list them when they need them.""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.resources import PODS
 from rollout_workers.kube.writer import KubeWriter, Writer
-
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 
 class PodReader(Protocol):

@@ -8,13 +8,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from rollout_workers.kube.resources import POD_TEMPLATE_HASH_LABEL
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import antiaffinity
 from rollout_workers.rollout.hashing import pod_template_hash
 from rollout_workers.rollout.podmetadata import strip_injected
 from rollout_workers.timefmt import parse_time
-
-Obj = dict[str, Any]
 
 #: Pod template fields an API server fills in when they are absent (apps/v1 defaulting). A
 #: ReplicaSet template may carry them while the rollout's template (a CRD, not defaulted) does

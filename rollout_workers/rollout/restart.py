@@ -37,9 +37,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from rollout_workers.kube.resources import PODS
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
@@ -48,7 +48,6 @@ from rollout_workers.timefmt import format_time, parse_time
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 #: Seconds before looking again while old pods remain (Argo's `restartPodCheckTime`).
 RESTART_POD_CHECK_SECONDS = 30.0

@@ -23,11 +23,12 @@ import sys
 
 from rollout_workers.api.rollout import RolloutStatus
 from rollout_workers.api.rollout import TrafficWeights as StatusWeights
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicas as rmath
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout import sync, targetgroups
-from rollout_workers.rollout.context import Obj, RolloutContext
+from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.scaledown import (
     abort_scale_down_delay,
     add_scale_down_delay,

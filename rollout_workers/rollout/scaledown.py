@@ -11,10 +11,11 @@ import datetime as dt
 import logging
 
 from rollout_workers.api.rollout import BlueGreenStrategy, CanaryStrategy
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout import sync
-from rollout_workers.rollout.context import Obj, RolloutContext
+from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.timefmt import format_time, parse_time
 
 log = logging.getLogger(__name__)

@@ -8,17 +8,16 @@ a ReplicaSet none of whose pods are available yet is delayed when availability i
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.context import RolloutContext
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 MANAGED_BY = "argo-rollouts.argoproj.io/managed-by-rollouts"
 SWITCH_MESSAGE = "Switched selector for service '{}' from '{}' to '{}'"

@@ -25,9 +25,9 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import logging
-from typing import Any
 
 from rollout_workers.api.rollout import CanaryStatus, RolloutStatus, StepPluginStatus
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.phase import go_duration
 from rollout_workers.rollout.stepplugins.protocol import (
@@ -45,7 +45,6 @@ from rollout_workers.timefmt import duration_seconds, parse_time
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 RUN, TERMINATE, ABORT = "Run", "Terminate", "Abort"
 

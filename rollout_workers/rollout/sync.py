@@ -18,6 +18,7 @@ from rollout_workers.api.rollout import RolloutStatus
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists
 from rollout_workers.kube.writer import fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import antiaffinity, podmetadata
 from rollout_workers.rollout import conditions as c
@@ -31,7 +32,6 @@ from rollout_workers.timefmt import parse_time
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 DEFAULT_PROGRESS_DEADLINE = 600
 DEFAULT_REVISION_HISTORY_LIMIT = 10

@@ -25,9 +25,10 @@ from __future__ import annotations
 import logging
 
 from rollout_workers.api.rollout import RolloutStatus
+from rollout_workers.objects import Obj
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout import service as svc
-from rollout_workers.rollout.context import Obj, RolloutContext
+from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.elbv2 import (
     AwsError,
     bindings_of_service,

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rollout_workers.kube import resources as r
-
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 WORKLOAD_GENERATION = "rollout.argoproj.io/workload-generation"
 TEMPLATE_NOT_EMPTY_MESSAGE = "template must be empty for workload reference rollout"

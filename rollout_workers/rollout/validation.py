@@ -85,6 +85,7 @@ from rollout_workers.rollout.trafficrouting.refs import (
     split_namespaced,
     virtual_router_ref,
 )
+from rollout_workers.timefmt import TimeError, parse_duration
 
 # -- Argo's messages (validation.go) -----------------------------------------------------------
 
@@ -416,41 +417,6 @@ def _int_or_percent(value: IntOrString) -> int:
     return _int_value(value)
 
 
-_DURATION_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-_DURATION_PART = re.compile(r"([0-9]*\.?[0-9]*)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def go_duration_seconds(text: str) -> float | None:
-    """Go's `time.ParseDuration`, in seconds; None when Go would return an error."""
-    sign = 1.0
-    rest = text
-    if rest[:1] in ("+", "-"):
-        sign = -1.0 if rest[0] == "-" else 1.0
-        rest = rest[1:]
-    if rest == "0":
-        return 0.0
-    if not rest:
-        return None
-    total = 0.0
-    pos = 0
-    while pos < len(rest):
-        match = _DURATION_PART.match(rest, pos)
-        if match is None or match.group(1) in ("", "."):
-            return None
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        pos = match.end()
-    return sign * total
-
-
 def pause_duration_seconds(duration: IntOrString | None) -> int:
     """Argo's `RolloutPause.DurationSeconds()`: 0 when unset, -1 when the string is invalid."""
     if duration is None:
@@ -461,8 +427,10 @@ def pause_duration_seconds(duration: IntOrString | None) -> int:
         seconds = int(duration)
         if -(2**31) <= seconds < 2**31:
             return seconds
-    parsed = go_duration_seconds(duration)
-    return -1 if parsed is None else int(parsed)
+    try:
+        return int(parse_duration(duration) / 1_000_000_000)
+    except TimeError:
+        return -1
 
 
 def _max_traffic_weight(canary: CanaryStrategy) -> int:

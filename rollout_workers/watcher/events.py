@@ -31,12 +31,12 @@ from rollout_workers.cache.indexers import object_key
 from rollout_workers.cache.store import apply_source
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.kube.resources import Resource
+from rollout_workers.objects import Obj
 from rollout_workers.watcher.routing import SELF, Lookup, own_event, own_tenant, route
 from rollout_workers.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 ADD_BATCH = 1000
 

@@ -20,13 +20,13 @@ from rollout_workers import health as endpoints
 from rollout_workers.cache import CacheWriter, Change, Lister
 from rollout_workers.cache.epoch import CacheEpoch
 from rollout_workers.cache.fence import Fence, fence_key
-from rollout_workers.cache.store import Obj
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.resources import WATCHED, Resource, watch_selector
 from rollout_workers.kube.routerobjects import ApiRouterObjects
 from rollout_workers.logs import OutageLog
+from rollout_workers.objects import Obj
 from rollout_workers.pool.app import create_app
 from rollout_workers.pool.runtime import Runtime
 from rollout_workers.pool.tasks import build_runtime

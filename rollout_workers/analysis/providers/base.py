@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -33,10 +33,9 @@ from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.writer import Writer
+from rollout_workers.objects import Clock, Obj
 
-Obj = dict[str, Any]
 #: Returns the current time, timezone-aware (UTC).
-Clock = Callable[[], dt.datetime]
 
 
 def utcnow() -> dt.datetime:

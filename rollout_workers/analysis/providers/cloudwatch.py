@@ -40,7 +40,7 @@ from rollout_workers.api.analysis import (
     Measurement,
     Metric,
 )
-from rollout_workers.expr.expr_time import TimeError, parse_duration_string
+from rollout_workers.timefmt import TimeError, parse_duration_string
 
 PROVIDER_TYPE = "CloudWatch"
 DEFAULT_INTERVAL_SECONDS = 300

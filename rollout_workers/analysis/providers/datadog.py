@@ -46,8 +46,8 @@ from rollout_workers.analysis.providers.secretdata import read_keys
 from rollout_workers.analysis.providers.values import decode_json, format_float, go_json
 from rollout_workers.analysis.providers.web import RequestError, send
 from rollout_workers.api.analysis import AnalysisRun, DatadogMetric, Measurement, Metric
-from rollout_workers.expr.expr_time import TimeError, parse_duration_string
 from rollout_workers.kube.errors import KubeError
+from rollout_workers.timefmt import TimeError, parse_duration_string
 
 PROVIDER_TYPE = "Datadog"
 SECRET_NAME = "datadog"

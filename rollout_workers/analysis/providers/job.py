@@ -35,7 +35,6 @@ from typing import Any
 
 from rollout_workers.analysis.providers.base import (
     JobReader,
-    Obj,
     ProviderDeps,
     format_time,
     mark_error,
@@ -47,6 +46,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.errors import AlreadyExists, KubeError, NotFound
 from rollout_workers.kube.writer import Writer
+from rollout_workers.objects import Obj
 
 PROVIDER_TYPE = "Job"
 #: The measurement's metadata key naming its Job.

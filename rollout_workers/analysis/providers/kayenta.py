@@ -55,8 +55,7 @@ from rollout_workers.api.analysis import (
     Measurement,
     Metric,
 )
-from rollout_workers.expr.expr_time import TimeError, parse_duration_string
-from rollout_workers.timefmt import parse_time
+from rollout_workers.timefmt import TimeError, parse_duration_string, parse_time
 
 PROVIDER_TYPE = "Kayenta"
 EXECUTION_ID_KEY = "canaryExecutionId"

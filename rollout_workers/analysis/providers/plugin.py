@@ -31,13 +31,12 @@ import copy
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from rollout_workers.api.analysis import AnalysisPhase, AnalysisRun, Measurement, Metric
+from rollout_workers.objects import Obj
 from rollout_workers.plugins import PluginKind, PluginLoadError, PluginNotEnabled, PluginRegistry
 from rollout_workers.timefmt import format_time
-
-Obj = dict[str, Any]
 
 ENTRY_POINT_GROUP = "rollout_workers.metric_providers"
 

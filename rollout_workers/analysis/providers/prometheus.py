@@ -65,7 +65,7 @@ from rollout_workers.api.analysis import (
     PrometheusRangeQueryArgs,
 )
 from rollout_workers.expr.expr import ExpressionError, evaluate_time
-from rollout_workers.expr.expr_time import TimeError, parse_duration_string
+from rollout_workers.timefmt import TimeError, parse_duration_string
 
 PROVIDER_TYPE = "Prometheus"
 RESOLVED_QUERY_KEY = "ResolvedPrometheusQuery"

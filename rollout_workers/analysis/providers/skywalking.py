@@ -27,7 +27,7 @@ from rollout_workers.analysis.providers.instant import InstantProvider
 from rollout_workers.analysis.providers.values import decode_json, go_json
 from rollout_workers.analysis.providers.web import RequestError, send
 from rollout_workers.api.analysis import AnalysisRun, Measurement, Metric, SkyWalkingMetric
-from rollout_workers.expr.expr_time import TimeError, parse_duration_string
+from rollout_workers.timefmt import TimeError, parse_duration_string
 
 PROVIDER_TYPE = "skywalking"  # sic: Argo's is lowercase
 TIMEOUT_SECONDS = 30.0

@@ -11,9 +11,9 @@ after a backoff; it never fails the reconcile.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-Obj = dict[str, Any]
+from rollout_workers.objects import Obj
 
 RUNNING = "Running"
 SUCCESSFUL = "Successful"

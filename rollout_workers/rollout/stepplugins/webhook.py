@@ -38,6 +38,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.stepplugins.protocol import (
     FAILED,
     RUNNING,
@@ -46,8 +47,6 @@ from rollout_workers.rollout.stepplugins.protocol import (
     StepResult,
 )
 from rollout_workers.timefmt import duration_seconds
-
-Obj = dict[str, Any]
 
 NAME = "rollout-workers/webhook"
 DEFAULT_TIMEOUT = 10.0

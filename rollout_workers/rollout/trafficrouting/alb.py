@@ -42,7 +42,7 @@ import copy
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from rollout_workers.api.rollout import (
     ALBStatus,
@@ -57,6 +57,7 @@ from rollout_workers.kube.errors import Conflict, KubeError, NotFound, Unavailab
 from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import fenced
 from rollout_workers.notifications.services.gojson import Struct, marshal
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.elbv2 import (
     AwsError,
@@ -70,7 +71,6 @@ from rollout_workers.rollout.trafficrouting.nginx import backend_service, ingres
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 TYPE = "ALB"
 DEFAULT_ANNOTATION_PREFIX = "alb.ingress.kubernetes.io"

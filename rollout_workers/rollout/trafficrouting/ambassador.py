@@ -38,7 +38,6 @@ import copy
 import datetime as dt
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from rollout_workers.api.rollout import (
     AmbassadorTrafficRouting,
@@ -49,6 +48,7 @@ from rollout_workers.api.rollout import (
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists, Conflict
 from rollout_workers.kube.writer import fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 from rollout_workers.rollout.trafficrouting.refs import RouterRef, canary_mapping_name
@@ -56,7 +56,6 @@ from rollout_workers.timefmt import format_micro_time, parse_time
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 TYPE = "Ambassador"
 KIND = "Mapping"

@@ -36,6 +36,7 @@ from rollout_workers.api.rollout import (
 )
 from rollout_workers.kube.errors import AlreadyExists, Conflict
 from rollout_workers.kube.writer import fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 from rollout_workers.rollout.trafficrouting.nginx import controlled_by
@@ -43,7 +44,6 @@ from rollout_workers.rollout.trafficrouting.refs import RouterRef
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 TYPE = "Apisix"
 KIND = "ApisixRoute"

@@ -41,6 +41,7 @@ from rollout_workers.api.rollout import (
 )
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.service import MANAGED_BY
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
@@ -48,7 +49,6 @@ from rollout_workers.rollout.trafficrouting.refs import RouterRef, virtual_route
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 TYPE = "AppMesh"
 VIRTUAL_SERVICE = r.APPMESH_VIRTUAL_SERVICE

@@ -97,13 +97,13 @@ from rollout_workers.api.rollout import (
 )
 from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 from rollout_workers.rollout.trafficrouting.refs import GATEWAY_API_PLUGIN, RouterRef
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 TYPE = "GatewayAPI"
 GROUP = "gateway.networking.k8s.io"

@@ -40,7 +40,6 @@ import copy
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rollout_workers.api.rollout import (
     IstioTrafficRouting,
@@ -57,6 +56,7 @@ from rollout_workers.api.rollout import (
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 from rollout_workers.rollout.trafficrouting.pingpong import stable_and_canary_services
@@ -64,7 +64,6 @@ from rollout_workers.rollout.trafficrouting.refs import RouterRef, split_namespa
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 TYPE = "Istio"
 VS_KIND = "VirtualService"

@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from rollout_workers.api.rollout import (
     NginxTrafficRouting,
@@ -33,12 +32,12 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists, Conflict
 from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 TYPE = "Nginx"
 DEFAULT_ANNOTATION_PREFIX = "nginx.ingress.kubernetes.io"

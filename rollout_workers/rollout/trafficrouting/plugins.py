@@ -26,9 +26,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from rollout_workers.api.rollout import SetHeaderRoute, SetMirrorRoute, WeightDestination
+from rollout_workers.objects import Obj
 from rollout_workers.plugins import (
     PluginKind,
     PluginLoadError,
@@ -40,7 +41,6 @@ from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 if TYPE_CHECKING:
     from rollout_workers.rollout.context import RolloutContext
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 
 ENTRY_POINT_GROUP = "rollout_workers.traffic_routers"

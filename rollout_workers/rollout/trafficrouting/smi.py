@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from rollout_workers.api.rollout import (
     SetHeaderRoute,
@@ -29,6 +28,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists, Conflict
 from rollout_workers.kube.patch import merge_patch
 from rollout_workers.kube.writer import fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 from rollout_workers.rollout.trafficrouting.nginx import controlled_by
@@ -36,7 +36,6 @@ from rollout_workers.rollout.trafficrouting.refs import RouterRef
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 TYPE = "SMI"
 KIND = "TrafficSplit"

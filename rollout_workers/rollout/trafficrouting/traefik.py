@@ -25,13 +25,13 @@ from rollout_workers.api.rollout import (
     WeightDestination,
 )
 from rollout_workers.kube.writer import fenced
+from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 TYPE = "Traefik"
 KIND = "TraefikService"
