@@ -127,7 +127,7 @@ class Envelopes:
     to the next (tests/integration/test_sender.py compares them with `SyncSender`'s).
     """
 
-    _PLACEHOLDER = ObjectKey("rollouts-workers/envelope")
+    _PLACEHOLDER = ObjectKey("rollout-workers/envelope")
 
     def __init__(self, sender: SyncSender) -> None:
         self._sender = sender

@@ -13,6 +13,11 @@ If the host dies before a process claims the key, the workqueue's tick sends the
 soon as the host's heartbeat lapses, instead of the message's visibility timeout or the
 workqueue's `stale_after` later.
 
+Two economies: kombu builds a `redis.Redis` client for every publish, ack and unacked record;
+here a channel keeps one per connection pool. And a channel can capture what it would push
+instead of pushing it, which is how `sender.Envelopes` learns the exact broker entry of a sync
+message once, to build the next ones without kombu.
+
 Under Redis Sentinel the broker uses `SentinelTransport`: the same hardening over kombu's
 SentinelChannel, whose connection pool asks the Sentinels for the master on every connection.
 Celery is given one `sentinel://` URL and the Sentinels' addresses as the `rollouts_sentinels`
