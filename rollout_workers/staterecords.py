@@ -45,6 +45,13 @@ def read_live(state_dir: Path, name: str) -> dict[str, Any] | None:
     return record if alive else None
 
 
+def live_url(state_dir: Path, name: str) -> str | None:
+    """The `url` of the record `name`, if its process is alive."""
+    record = read_live(state_dir, name)
+    url = str(record.get("url") or "") if record is not None else ""
+    return url or None
+
+
 def remove(state_dir: Path, name: str, *, pid: int | None = None) -> None:
     """Remove the record `name` if `pid`'s (default: this process') is the one it names."""
     with contextlib.suppress(OSError, ValueError, AttributeError):

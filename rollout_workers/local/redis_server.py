@@ -65,8 +65,7 @@ def ping(url: str, timeout: float = 1.0) -> bool:
 
 def recorded_url(state_dir: Path) -> str | None:
     """The URL of the embedded Redis recorded in `state_dir`, if that server is alive."""
-    record = staterecords.read_live(state_dir, RECORD)
-    url = str(record.get("url") or "") if record is not None else ""
+    url = staterecords.live_url(state_dir, RECORD)
     return url if url and ping(url) else None
 
 

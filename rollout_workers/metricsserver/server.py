@@ -383,6 +383,5 @@ def healthy(url: str, timeout: float = 1.0) -> bool:
 
 def recorded_url(state_dir: Path) -> str | None:
     """The URL of the metrics server recorded in `state_dir`, if it is alive and answers."""
-    record = staterecords.read_live(state_dir, RECORD)
-    url = str(record.get("url") or "") if record is not None else ""
+    url = staterecords.live_url(state_dir, RECORD)
     return url if url and healthy(url) else None

@@ -109,33 +109,28 @@ class ConfigCache:
         self.self_service = self_service
         self._recheck_after, self._clock = recheck_after, clock
         self._lock = threading.Lock()
-        self._parsed: dict[str, tuple[str, Config | None]] = {}
-        self._checked: dict[str, float] = {}
+        #: Per namespace: the version parsed, its config, and when that version was last read.
+        self._parsed: dict[str, tuple[str, Config | None, float]] = {}
 
     def namespace(self, namespace: str) -> Config | None:
         """The config of `namespace`, None when it has no ConfigMap."""
         now = self._clock()
         with self._lock:
             cached = self._parsed.get(namespace)
-            checked = self._checked.get(namespace)
         # Only a config that exists is reused: a ConfigMap created now applies at once.
-        fresh = checked is not None and now - checked < self._recheck_after
-        if cached is not None and cached[1] is not None and fresh:
+        if cached is not None and cached[1] is not None and now - cached[2] < self._recheck_after:
             return cached[1]
         configmap = self._configmaps(namespace, CONFIGMAP_NAME)
         secret = self._secrets(namespace, SECRET_NAME) if configmap is not None else None
         version = f"{_version(configmap)}/{_version(secret)}"
         if cached is not None and cached[0] == version:
-            with self._lock:
-                self._checked[namespace] = now
-            return cached[1]
-        config = config_from_objects(configmap, secret)
-        if config is not None:
-            for error in config.errors:
+            config = cached[1]
+        else:
+            config = config_from_objects(configmap, secret)
+            for error in config.errors if config is not None else []:
                 log.error("notifications config in %s: %s", namespace, error)
         with self._lock:
-            self._parsed[namespace] = (version, config)
-            self._checked[namespace] = now
+            self._parsed[namespace] = (version, config, now)
         return config
 
     def for_object(self, namespace: str) -> list[NamespaceConfig]:
