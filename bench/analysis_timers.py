@@ -145,14 +145,19 @@ def start_worker(
     app: Celery,
     index: int,
     *,
-    concurrency: int,
     env: dict[str, str],
     workdir: Path,
     stack: contextlib.ExitStack,
-    extra: Sequence[str] = (),
+    concurrency: int | None = None,
+    pool: str | None = None,
 ) -> Proc:
+    """A worker host: `rollouts worker` at its defaults unless `concurrency` or `pool` say."""
     node = f"host-{index}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
-    argv = ["-m", "rollout_workers", "worker", "-c", str(concurrency), "-n", node, *extra]
+    argv = ["-m", "rollout_workers", "worker", "-n", node]
+    if concurrency:
+        argv += ["-c", str(concurrency)]
+    if pool:
+        argv += ["-P", pool]
     proc = spawn(f"worker-{index}", argv, env, workdir, stack)
     proc.node = node
 

@@ -9,7 +9,8 @@ its namespace) in `--logs`. It stops at the first failure unless `--keep-going`.
 
     .venv/bin/python bench/chaos_loop.py --runs 20      # or: make chaos CHAOS_RUNS=20
 
-Writes bench/results/chaos.json (the figures of every run and their worst) unless --no-record.
+Appends to bench/results/chaos.json (the figures of every run and their worst, per loop) unless
+--no-record. `--pool` runs every worker host under that pool (the default: threads).
 """
 
 from __future__ import annotations
@@ -47,10 +48,10 @@ def figures(output: str) -> dict[str, Any]:
     return {"shapes": shapes}
 
 
-def run_once(index: int, logs: Path, *, solo: bool = False) -> dict[str, Any]:
+def run_once(index: int, logs: Path, *, pool: str | None = None) -> dict[str, Any]:
     env = {**os.environ, "ROLLOUTS_CHAOS_WIDE": "1"}
-    if solo:  # every worker host `-P solo` (tests/support/procs.py)
-        env["ROLLOUTS_TEST_WORKER_POOL"] = "solo"
+    if pool:  # every worker host `-P <pool>` (tests/support/procs.py)
+        env["ROLLOUTS_TEST_WORKER_POOL"] = pool
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-s", "-m", "slow", "-p", "no:cacheprovider", TEST],
@@ -95,11 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logs", type=Path, default=REPO / ".rollouts" / "chaos")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "chaos.json")
     parser.add_argument("--no-record", action="store_true")
-    parser.add_argument("--solo", action="store_true", help="Worker hosts run `-P solo`.")
+    parser.add_argument(
+        "--pool", choices=["threads", "prefork", "solo"], help="The worker hosts' pool."
+    )
     args = parser.parse_args(argv)
     runs: list[dict[str, Any]] = []
     for i in range(1, args.runs + 1):
-        result = run_once(i, args.logs, solo=args.solo)
+        result = run_once(i, args.logs, pool=args.pool)
         runs.append(result)
         state = "ok" if result["ok"] else f"FAILED (log: {result.get('log')})"
         print(
@@ -114,10 +117,14 @@ def main(argv: list[str] | None = None) -> int:
         report = {
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "cores": os.cpu_count(),
+            "pool": args.pool or "default",
             "summary": total,
             "runs": runs,
         }
-        args.output.write_text(json.dumps(report, indent=1) + "\n")
+        # Every loop is kept: the file is the history of the hunt, appended to.
+        recorded = json.loads(args.output.read_text()) if args.output.exists() else {}
+        recorded.setdefault("loops", []).append(report)
+        args.output.write_text(json.dumps(recorded, indent=1) + "\n")
     return 0 if not total["failed"] else 1
 
 

@@ -1,13 +1,15 @@
 """The pool against its yardstick at scale: R rollouts all changing image at once.
 
 Run: `.venv/bin/python bench/scale.py [--rollouts 500] [--namespaces 20] [--pools 2,4]
-[--solo-pools 2] [--peer-threads 10] [--qps Q] [--profile]` (`make bench` runs it at these
-defaults, about 12 minutes on 2 cores; `--rollouts 100` is a smoke run). For each
-case, a fresh embedded API (`python -m rollout_workers.devcluster`, its own process) and, for
+[--prefork-pools 2] [--solo-pools ""] [--peer-threads 10] [--qps Q] [--profile]` (`make bench`
+runs it at these defaults, about 12 minutes on 2 cores; `--rollouts 100` is a smoke run). For
+each case, a fresh embedded API (`python -m rollout_workers.devcluster`, its own process) and, for
 the pool, a fresh EmbeddedRedis:
 
-* `pool(N)`: a real `watcher`, `beat` and one `worker -c N` host (N pool processes);
-* `solo(N)`: the same with N `worker -P solo` hosts (one process each, no prefork hand-off);
+* `pool(N)`: a real `watcher`, `beat` and N `worker` hosts at their defaults (one process each,
+  10 reconcile threads);
+* `prefork(N)`: the same with one `worker -P prefork -c N` host (N child processes);
+* `solo(N)`: the same with N `worker -P solo` hosts (one process each, one reconcile at a time);
 * `peer(T)`: bench/peer.py, Argo's architecture (one process, T threads, in-process informers
   and an in-memory client-go workqueue) running the same reconcile code.
 
@@ -344,6 +346,10 @@ class Controller:
         raise NotImplementedError
 
 
+#: The pool cases and the worker pool each runs (`rollouts worker -P`).
+POOLS = {"pool": "threads", "prefork": "prefork", "solo": "solo"}
+
+
 class Pool(Controller):
     def __init__(self, procs: dict[str, Proc], client: redis.Redis, url: str) -> None:
         super().__init__("pool", procs)
@@ -430,10 +436,11 @@ def start_pool(
     stack: contextlib.ExitStack,
     url: str,
     *,
-    solo: bool = False,
+    pool: str = "threads",
+    threads: int | None = None,
 ) -> Pool:
-    """A watcher, beat and the workers: one prefork host of `n` processes, or with `solo` `n`
-    hosts of one process each (`-P solo`: the consumer runs each task itself)."""
+    """A watcher, beat and the workers: `n` hosts of one process each (threads, or `-P solo`:
+    the consumer runs each task itself), or one prefork host of `n` processes."""
     client = redis.Redis.from_url(url)
     stack.callback(client.close)
     watcher = spawn("watcher", ["-m", "rollout_workers", "watcher"], env, workdir, stack)
@@ -445,16 +452,18 @@ def start_pool(
         alive=watcher.check_alive,
     )
     app = create_app(Settings(state_dir=workdir / "state", redis={"url": url}), url)
-    if solo:
+    if pool == "prefork":
         workers = {
-            f"worker-{i}": start_worker(
-                app, i, concurrency=1, env=env, workdir=workdir, stack=stack, extra=["-P", "solo"]
+            "worker": start_worker(
+                app, 0, concurrency=n, env=env, workdir=workdir, stack=stack, pool=pool
             )
-            for i in range(n)
         }
     else:
         workers = {
-            "worker": start_worker(app, 0, concurrency=n, env=env, workdir=workdir, stack=stack)
+            f"worker-{i}": start_worker(
+                app, i, concurrency=threads, env=env, workdir=workdir, stack=stack, pool=pool
+            )
+            for i in range(n)
         }
     beat = spawn("beat", ["-m", "rollout_workers", "beat"], env, workdir, stack)
     return Pool({"watcher": watcher, **workers, "beat": beat}, client, url)
@@ -517,14 +526,14 @@ def run_case(
         tracker = Tracker(api_url).start()
         stack.callback(tracker.stop)
         redis_pid = 0
-        if kind in ("pool", "solo"):
+        if kind in POOLS:
             server = EmbeddedRedis(workdir / "redis").start()
             stack.callback(server.stop)
             assert server.process is not None
             redis_pid = server.process.pid
             env["ROLLOUTS_REDIS_URL"] = server.url
             controller: Controller = start_pool(
-                size, env, workdir, stack, server.url, solo=kind == "solo"
+                size, env, workdir, stack, server.url, pool=POOLS[kind], threads=args.threads
             )
         else:
             controller = start_peer(size, env, workdir, stack)
@@ -751,9 +760,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rollouts", type=int, default=500)
     p.add_argument("--namespaces", type=int, default=20)
-    p.add_argument("--pools", default="2,4", help="worker processes of each pool case")
     p.add_argument(
-        "--solo-pools", default="2", help="cases of N solo hosts (`-P solo`, one process each)"
+        "--pools", default="2,4", help="cases of N worker hosts at their defaults (threads)"
+    )
+    p.add_argument(
+        "--threads", type=int, help="reconcile threads of each pool case's hosts (default 10)"
+    )
+    p.add_argument(
+        "--prefork-pools", default="2", help="cases of one `-P prefork` host of N processes"
+    )
+    p.add_argument(
+        "--solo-pools", default="", help="cases of N solo hosts (`-P solo`, one process each)"
     )
     p.add_argument("--peer-threads", type=int, default=10, help="0 skips the peer")
     p.add_argument("--bluegreen-every", type=int, default=10, help="every n-th is blue-green")
@@ -793,8 +810,16 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
         qps = {"qps": args.qps, "burst": args.burst or int(2 * args.qps)}
     else:
         qps = {"qps": default.qps, "burst": default.burst}
-    cases = [("pool", int(n)) for n in args.pools.split(",") if n.strip()]
-    cases += [("solo", int(n)) for n in args.solo_pools.split(",") if n.strip()]
+    cases = [
+        (kind, int(n))
+        for kind, sizes in (
+            ("pool", args.pools),
+            ("prefork", args.prefork_pools),
+            ("solo", args.solo_pools),
+        )
+        for n in sizes.split(",")
+        if n.strip()
+    ]
     if args.peer_threads:
         cases.append(("peer", args.peer_threads))
     results = []

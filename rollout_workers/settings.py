@@ -205,8 +205,23 @@ class BeatSettings(BaseModel):
     )
 
 
+#: Reconcile threads of a `threads` worker host when none are set: Argo's --rollout-threads.
+DEFAULT_WORKER_THREADS = 10
+
+
 class WorkerSettings(BaseModel):
-    concurrency: int = Field(default=2, gt=0, description="Worker processes per worker host.")
+    pool: Literal["threads", "prefork", "solo"] = Field(
+        default="threads",
+        description="How a worker host runs reconciles: `threads` in its one process (a "
+        "reconcile mostly waits on the API server and Redis, so threads overlap the waits; "
+        "run a host per core), `prefork` in child processes, `solo` one at a time.",
+    )
+    concurrency: int | None = Field(
+        default=None,
+        gt=0,
+        description="Reconciles a worker host runs at once: its threads (pool threads, default "
+        f"{DEFAULT_WORKER_THREADS}) or child processes (pool prefork, default one per CPU).",
+    )
     shutdown_grace: float = Field(
         default=25.0,
         gt=0,
@@ -223,6 +238,16 @@ class WorkerSettings(BaseModel):
         "monitor asks (Flower does, every 5 s): three publishes a task that nobody reads "
         "otherwise.",
     )
+
+    @property
+    def celery_pool_args(self) -> list[str]:
+        """`celery worker`'s pool options for these settings."""
+        args = [f"--pool={self.pool}"]
+        if self.pool == "threads":
+            args.append(f"--concurrency={self.concurrency or DEFAULT_WORKER_THREADS}")
+        elif self.pool == "prefork" and self.concurrency:
+            args.append(f"--concurrency={self.concurrency}")
+        return args
 
 
 class FlowerSettings(BaseModel):

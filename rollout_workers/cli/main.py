@@ -126,7 +126,20 @@ def supervise(stack: Any) -> Callable[[], None]:
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @state_dir_option
-@click.option("-c", "--concurrency", type=int, default=None, help="Worker processes.")
+@click.option(
+    "-P",
+    "--pool",
+    type=click.Choice(["threads", "prefork", "solo"]),
+    default=None,
+    help="How reconciles run: threads of one process (default), child processes, or one at a time.",
+)
+@click.option(
+    "-c",
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Reconciles at once: threads (default 10) or child processes (default one per CPU).",
+)
 @click.option("-Q", "--queues", default=None, help="Comma-separated queues to consume.")
 @click.option("-n", "--hostname", default=None, help="Worker node name (celery -n).")
 @health_port_option
@@ -134,6 +147,7 @@ def supervise(stack: Any) -> Callable[[], None]:
 def worker(
     *,
     state_dir: Path | None,
+    pool: str | None,
     concurrency: int | None,
     queues: str | None,
     hostname: str | None,
@@ -149,6 +163,7 @@ def worker(
     settings = load_settings(
         state_dir=state_dir,
         **{
+            "worker.pool": pool,
             "worker.concurrency": concurrency,
             "worker.queues": queues.split(",") if queues else None,
             "health.port": health_port,
@@ -163,7 +178,7 @@ def worker(
     install(app, settings, url)
     argv = [
         "worker",
-        f"--concurrency={settings.worker.concurrency}",
+        *settings.worker.celery_pool_args,
         f"--queues={','.join(settings.worker.queues)}",
         f"--loglevel={settings.log.level}",
         "--without-mingle",

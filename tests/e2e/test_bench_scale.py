@@ -1,5 +1,5 @@
-"""bench/scale.py at a tiny size (about 50 s on a 2-core machine): the pool, solo hosts and the
-peer all take every rollout to Healthy on revision 2, and the bench prints its summary lines."""
+"""bench/scale.py at a tiny size (about 50 s on a 2-core machine): the pool, a prefork host and
+the peer all take every rollout to Healthy on revision 2, and the bench prints its summary lines."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
             "--rollouts=10",
             "--namespaces=2",
             "--pools=2",
-            "--solo-pools=2",
+            "--prefork-pools=2",
             "--enqueue-keys=200",
             "--latency-seconds=0.5",
             f"--output={output}",
@@ -49,7 +49,7 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     for line, pattern in zip(summary, expected, strict=True):
         assert re.fullmatch(pattern, line), (line, pattern)
     report = json.loads(output.read_text())
-    assert [c["case"] for c in report["cases"]] == ["pool(2)", "solo(2)", "peer(10)"]
+    assert [c["case"] for c in report["cases"]] == ["pool(2)", "prefork(2)", "peer(10)"]
     for case in report["cases"]:
         assert case["rollouts"] == 10
         assert case["reconciles"] >= 10

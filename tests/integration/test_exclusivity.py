@@ -1,8 +1,9 @@
 """Exclusivity and coalescing across real worker processes.
 
-Worker hosts are real `rollouts worker` processes (Celery prefork). The handler records one
-trace line per reconcile: (key, pid, start, end, seq). The adders increment a per-key counter
-before every add, so "processed after its last add" means some reconcile saw the final count.
+Worker hosts are real `rollouts worker` processes (threads, the default pool). The handler
+records one trace line per reconcile: (key, pid, thread, start, end, seq). The adders increment
+a per-key counter before every add, so "processed after its last add" means some reconcile saw
+the final count.
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ def test_no_key_is_reconciled_twice_at_once_and_none_is_lost(
             if s2 < e1:
                 overlaps.append((key, (s1, e1, p1), (s2, e2, p2)))
     assert overlaps == []
-    pids = {t["pid"] for t in records}
-    assert len(pids) == 4, f"expected all 4 worker processes to take part, saw {pids}"
+    workers = {(t["pid"], t["thread"]) for t in records}
+    assert len(workers) == 4, f"expected all 4 worker threads to take part, saw {workers}"
     # Coalescing did its job: far fewer reconciles than adds.
     assert len(records) < 5000
 

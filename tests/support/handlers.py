@@ -1,9 +1,9 @@
 """Reconcile handlers for tests, loaded by real worker processes through settings.
 
 The recording handler appends one JSON line per reconcile to `<prefix>:test:trace`:
-{key, pid, start, end, seq}, where `seq` is the key's add counter (`<prefix>:test:seq:<key>`)
-read after the claim. A test that increments the counter before each add can then check that
-some reconcile saw the final value, i.e. ran after the last add.
+{key, pid, thread, start, end, seq}, where `seq` is the key's add counter
+(`<prefix>:test:seq:<key>`) read after the claim. A test that increments the counter before
+each add can then check that some reconcile saw the final value, i.e. ran after the last add.
 
 Behaviour is steered by Redis keys the test sets, so one worker pool can serve many cases:
   <prefix>:test:sleep          seconds every reconcile sleeps (float, default 0)
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 
 from rollout_workers.pool.handlers import Handler, Result, SyncRequest
@@ -44,7 +45,16 @@ def recording(runtime: Runtime) -> Handler:
         end = time.time()
         r.rpush(
             f"{p}:trace",
-            json.dumps({"key": key, "pid": os.getpid(), "start": start, "end": end, "seq": seq}),
+            json.dumps(
+                {
+                    "key": key,
+                    "pid": os.getpid(),
+                    "thread": threading.get_ident(),
+                    "start": start,
+                    "end": end,
+                    "seq": seq,
+                }
+            ),
         )
         if failing:
             raise RuntimeError(f"injected failure of {key}")

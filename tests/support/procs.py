@@ -40,6 +40,15 @@ class Proc:
     def pid(self) -> int:
         return self.popen.pid
 
+    def ran(self, pid: int) -> bool:
+        """Whether `pid` is this process or one of its children (a prefork host's)."""
+        if pid == self.pid:
+            return True
+        with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            return int(stat.rsplit(")", 1)[1].split()[1]) == self.pid
+        return False
+
     def text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
@@ -99,13 +108,17 @@ class Processes:
         self.procs.append(proc)
         return proc
 
-    def worker(self, name: str, concurrency: int = 2, queues: str | None = None) -> Proc:
-        """A worker host; ROLLOUTS_TEST_WORKER_POOL=solo makes it `-P solo` (one process)."""
+    def worker(
+        self, name: str, concurrency: int = 2, queues: str | None = None, pool: str | None = None
+    ) -> Proc:
+        """A worker host of `concurrency` threads (the default pool), or processes under
+        `pool="prefork"`; ROLLOUTS_TEST_WORKER_POOL chooses the pool where a test does not."""
         args = ["worker", "-c", str(concurrency), "-n", f"{name}@%h"]
         if queues:
             args += ["-Q", queues]
-        if os.environ.get("ROLLOUTS_TEST_WORKER_POOL") == "solo":
-            args += ["-P", "solo"]
+        pool = pool or os.environ.get("ROLLOUTS_TEST_WORKER_POOL")
+        if pool:
+            args += ["-P", pool]
         proc = self.spawn(name, *args)
         proc.wait_log(r"ready\.", timeout=60)
         return proc
