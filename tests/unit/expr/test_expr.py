@@ -8,15 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from rollout_workers.expr.expr import (
-    DEFAULT_LIMITS,
-    ExpressionError,
-    Limits,
-    Value,
-    check,
-    evaluate_condition,
-    parse,
-)
+from rollout_workers.expr.expression import check, evaluate_condition, parse
+from rollout_workers.expr.values import DEFAULT_LIMITS, ExpressionError, Limits, Value
 
 
 @dataclass(frozen=True)
