@@ -29,8 +29,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rollout_workers.expr import expr_regex  # noqa: E402
-from rollout_workers.expr.expr import evaluate_condition  # noqa: E402
+from rollout_workers.expr import regex as expr_regex  # noqa: E402
+from rollout_workers.expr.expression import evaluate_condition  # noqa: E402
 
 #: (name, pattern, subject): typical metric conditions, then the classic backtracking traps.
 CASES: list[tuple[str, str, str]] = [

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rollout_workers.expr.expr_values import format_float
+from rollout_workers.expr.values import format_float
 from rollout_workers.objects import Obj
 
 _SEPARATORS = re.compile(r"[.\[\]]+")

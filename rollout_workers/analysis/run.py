@@ -24,8 +24,8 @@ from rollout_workers.api.analysis import (
     MetricResult,
     RunSummary,
 )
-from rollout_workers.expr.expr_regex import RegexError, compile_regex
-from rollout_workers.expr.expr_values import DEFAULT_LIMITS
+from rollout_workers.expr.regex import RegexError, compile_regex
+from rollout_workers.expr.values import DEFAULT_LIMITS
 from rollout_workers.timefmt import duration_seconds, format_time, parse_time
 
 DEFAULT_MEASUREMENT_HISTORY_LIMIT = 10

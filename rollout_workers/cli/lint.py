@@ -23,8 +23,9 @@ from rollout_workers.analysis.fieldpath import go_quote
 from rollout_workers.api.base import KubeModel, ObjectMeta, OpenModel
 from rollout_workers.api.rollout import Rollout
 from rollout_workers.cli.common import Fail
-from rollout_workers.rollout import validation
-from rollout_workers.rollout.validation import ValidationError
+from rollout_workers.rollout.validation import validate_raw
+from rollout_workers.rollout.validation.messages import ErrorType, ValidationError
+from rollout_workers.rollout.validation.spec import spec_errors
 
 GROUP = "argoproj.io"
 KIND = "Rollout"
@@ -89,7 +90,7 @@ def calculate_lint_errors(documents: list[Any]) -> list[LintError]:
         try:
             rollout = Rollout.from_dict(doc)
         except pydantic.ValidationError:
-            first = validation.validate_raw(doc)
+            first = validate_raw(doc)
             if first is not None:
                 errors.append(LintError(name, first))
             continue
@@ -97,12 +98,12 @@ def calculate_lint_errors(documents: list[Any]) -> list[LintError]:
             ValidationError(
                 path,
                 UNKNOWN_FIELD_MESSAGE,
-                validation.ErrorType.INVALID,
+                ErrorType.INVALID,
                 go_quote(path.rpartition(".")[2]),
             )
             for path in unknown_fields(rollout)
         ]
-        found = validation.spec_errors(rollout)
+        found = spec_errors(rollout)
         errors += [LintError(name, error) for error in unknown + found]
     return errors
 

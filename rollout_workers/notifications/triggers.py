@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rollout_workers.expr.expr import parse as parse_expression
+from rollout_workers.expr.expression import parse as parse_expression
 from rollout_workers.notifications.config import Condition
 from rollout_workers.notifications.gotemplate.gofmt import sprint_value
 

@@ -81,6 +81,8 @@ from rollout_workers.rollout.trafficrouting.refs import (
     traffic_routing,
 )
 from rollout_workers.rollout.trafficrouting.weights import VERIFY_RETRY_SECONDS
+from rollout_workers.rollout.validation.messages import ValidationError, invalid_spec_message
+from rollout_workers.rollout.validation.references import ReferencedResources
 from rollout_workers.settings import AwsSettings, PluginSettings
 from rollout_workers.timefmt import format_time, utcnow
 
@@ -177,7 +179,7 @@ class RolloutController:
         if self._routers_stale(obj, routed):
             log.info("router cache behind our last write for %s; requeueing", request.key)
             return Result.requeue_after(STALE_REQUEUE)
-        references = validation.ReferencedResources(
+        references = ReferencedResources(
             services=services,
             ingresses=ingresses,
             router_objects=routed.objects,
@@ -205,7 +207,7 @@ class RolloutController:
             write_unparseable(
                 self.writer,
                 obj,
-                validation.invalid_spec_message(request.key.split("/")[1], error),
+                invalid_spec_message(request.key.split("/")[1], error),
                 now,
             )
             return Result.requeue_after(INVALID_SPEC_REQUEUE)
@@ -385,14 +387,14 @@ class RolloutController:
 
 def reconcile(
     ctx: RolloutContext,
-    error: validation.ValidationError | None = None,
+    error: ValidationError | None = None,
     *,
     resolve_error: str = "",
 ) -> None:
     if resolve_error:  # Argo resolves the workloadRef first: its error wins
         message = f'The Rollout "{ctx.name}" is invalid: {resolve_error}'
     else:
-        message = validation.invalid_spec_message(ctx.name, error) if error else unsupported(ctx)
+        message = invalid_spec_message(ctx.name, error) if error else unsupported(ctx)
     message = message or stepplugin.spec_error(ctx)
     if message:
         invalid_spec(ctx, message)

@@ -15,7 +15,7 @@ conversion) makes the measurement an Error with the evaluator's message. Both co
 evaluated before deciding, so an error in either is reported even when the other one decides.
 
 The evaluator is a parameter so that this module can be tested without the real one; the real
-one (`rollout_workers.expr.expr.evaluate_condition`, a sandboxed evaluator: never `eval`) is
+one (`rollout_workers.expr.expression.evaluate_condition`, a sandboxed evaluator: never `eval`) is
 imported when first needed.
 """
 
@@ -39,9 +39,7 @@ class Verdict:
 
 def default_evaluator() -> Evaluator:
     # Lazy: the evaluator module is optional until a condition has to be judged.
-    from rollout_workers.expr.expr import (  # type: ignore[import-not-found, unused-ignore]
-        evaluate_condition,
-    )
+    from rollout_workers.expr.expression import evaluate_condition
 
     evaluator: Evaluator = evaluate_condition
     return evaluator

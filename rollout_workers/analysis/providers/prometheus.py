@@ -10,7 +10,7 @@ Behaviour of Argo Rollouts' `metricproviders/prometheus` with `client_golang`'s 
   are sent with the query; `insecure` skips TLS verification. The query runs at `now` (`time=`).
 - `rangeQuery` makes it a range query: `start` and `end` are expr-lang expressions evaluated as
   Argo's `EvalTime` (`now() - duration("1h")`, `now()` being the measurement's time; see
-  `expr_time`), `step` a DurationString (a bare integer is seconds). They are sent as client_golang
+  `expr.time`), `step` a DurationString (a bare integer is seconds). They are sent as client_golang
   formats them: Unix seconds with the shortest decimals (`1691967600`, `0.5`). An expression that
   does not give a time is an Error `failed to parse rangeQuery.start as time: <why>` (`.end`),
   a bad step `failed to parse rangeQuery.step as duration: time: invalid duration "??"`.
@@ -64,7 +64,8 @@ from rollout_workers.api.analysis import (
     PrometheusMetric,
     PrometheusRangeQueryArgs,
 )
-from rollout_workers.expr.expr import ExpressionError, evaluate_time
+from rollout_workers.expr.expression import evaluate_time
+from rollout_workers.expr.values import ExpressionError
 from rollout_workers.timefmt import TimeError, parse_duration_string
 
 PROVIDER_TYPE = "Prometheus"

@@ -30,6 +30,7 @@ from rollout_workers.api.rollout import Rollout
 from rollout_workers.experiment.reconcile import invalid_spec_message as experiment_message
 from rollout_workers.rollout import validation
 from rollout_workers.rollout.trafficrouting import unsupported_router
+from rollout_workers.rollout.validation.messages import invalid_spec_message
 from tests.unit.api.argo_fields import PRESERVE, below, spec_schema, walk
 from tests.unit.api.field_table import (
     AS_IN_ARGO,
@@ -281,7 +282,7 @@ def set_path(obj: Obj, path: str, value: Any) -> Obj:
 def rollout_refusal(obj: Obj) -> str:
     error = validation.validate_raw(obj)
     if error is not None:
-        return validation.invalid_spec_message("web", error)
+        return invalid_spec_message("web", error)
     canary = Rollout.from_dict(obj).spec.strategy
     routing = canary.canary.traffic_routing if canary and canary.canary else None
     return unsupported_router(routing)

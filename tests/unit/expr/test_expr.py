@@ -8,15 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from rollout_workers.expr.expr import (
-    DEFAULT_LIMITS,
-    ExpressionError,
-    Limits,
-    Value,
-    check,
-    evaluate_condition,
-    parse,
-)
+from rollout_workers.expr import evaluator, nodes
+from rollout_workers.expr.expression import check, evaluate_condition, parse
+from rollout_workers.expr.values import DEFAULT_LIMITS, ExpressionError, Limits, Value
 
 
 @dataclass(frozen=True)
@@ -470,3 +464,14 @@ def test_catastrophic_regexes_are_linear(pattern: str) -> None:
 def test_limits_reject_non_positive_values() -> None:
     with pytest.raises(ValueError, match="max_steps"):
         Limits(max_steps=0)
+
+
+def test_every_node_class_has_a_visitor() -> None:
+    """The evaluator finds a node's visitor by its exact class: a class left out would fail at
+    evaluation, not at import."""
+    classes = {
+        cls
+        for cls in vars(nodes).values()
+        if isinstance(cls, type) and issubclass(cls, nodes.Node) and cls is not nodes.Node
+    }
+    assert classes == set(evaluator._VISIT)

@@ -10,13 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollout_workers.expr.expr import (
-    ExpressionError,
-    Limits,
-    Value,
-    evaluate_condition,
-    parse,
-)
+from rollout_workers.expr.expression import evaluate_condition, parse
+from rollout_workers.expr.values import ExpressionError, Limits, Value
 
 FUZZ = settings(
     max_examples=300,

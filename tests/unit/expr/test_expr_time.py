@@ -7,8 +7,8 @@ import datetime as dt
 
 import pytest
 
-from rollout_workers.expr.expr import ExpressionError, evaluate_condition, evaluate_time
-from rollout_workers.expr.expr_values import GoDuration
+from rollout_workers.expr.expression import evaluate_condition, evaluate_time
+from rollout_workers.expr.values import ExpressionError, GoDuration
 from rollout_workers.timefmt import TimeError, parse_duration
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)

@@ -31,6 +31,7 @@ from rollout_workers.rollout.trafficrouting import (
 )
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
 from rollout_workers.rollout.trafficrouting.refs import RouterRef, canary_mapping_name, router_refs
+from rollout_workers.rollout.validation.references import ReferencedResources
 from rollout_workers.timefmt import format_micro_time
 from rollout_workers.workqueue import Outcome
 from tests.unit.rollout.onesync import NS, T0, OneSync, service
@@ -415,7 +416,7 @@ MAPPINGS_PATH = "spec.strategy.canary.trafficRouting.ambassador.mappings"
 
 
 def references(*found: Obj, served: frozenset[str] | None = frozenset({"Mapping"})) -> Any:
-    return v.ReferencedResources(
+    return ReferencedResources(
         services={n: service(n) for n in ("main-service", "canary-service")},
         router_objects={RouterRef("Mapping", NS, m["metadata"]["name"]): m for m in found},
         served_router_kinds=served,
@@ -474,7 +475,7 @@ def test_no_mappings() -> None:
 
 
 def test_the_not_found_message_names_the_kind_spoken() -> None:
-    refs = v.ReferencedResources(
+    refs = ReferencedResources(
         services={n: service(n) for n in ("main-service", "canary-service")},
         served_router_kinds=frozenset({"Mapping"}),
         router_versions={"Mapping": PREVIEW},

@@ -28,6 +28,7 @@ from rollout_workers.rollout.trafficrouting.refs import (
     dependent_router_refs,
     router_refs,
 )
+from rollout_workers.rollout.validation.references import ReferencedResources
 from rollout_workers.workqueue import Outcome
 from tests.unit.rollout.onesync import NS, T0, OneSync, service
 from tests.unit.rollout.test_controller import rollout
@@ -557,8 +558,8 @@ VR_PATH = 'spec.routes[0]: Invalid value: "mysvc-vrouter": '
 TARGETS_PATH = 'spec.routes[0].httpRoute.action.weightedTargets: Invalid value: "mysvc-vrouter": '
 
 
-def references(*found: Obj, served: frozenset[str] | None = None) -> v.ReferencedResources:
-    return v.ReferencedResources(
+def references(*found: Obj, served: frozenset[str] | None = None) -> ReferencedResources:
+    return ReferencedResources(
         services={n: service(n) for n in ("stable", "canary")},
         router_objects={
             RouterRef(kind_of(o), o["metadata"]["namespace"], o["metadata"]["name"]): o
@@ -591,7 +592,7 @@ def with_routes(*routes: Any) -> Obj:
         ),
         (
             "router objects not looked up",
-            v.ReferencedResources(services={n: service(n) for n in ("stable", "canary")}),
+            ReferencedResources(services={n: service(n) for n in ("stable", "canary")}),
             None,
         ),
         (
@@ -679,7 +680,7 @@ def with_routes(*routes: Any) -> Obj:
         ),
     ],
 )
-def test_reference_checks(case: str, refs: v.ReferencedResources, message: str | None) -> None:
+def test_reference_checks(case: str, refs: ReferencedResources, message: str | None) -> None:
     error = v.validate(Rollout.from_dict(mesh_rollout(["primary"])), refs)
     assert (None if error is None else str(error)) == message, case
 

@@ -24,6 +24,8 @@ from rollout_workers.rollout.trafficrouting import (
 )
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
+from rollout_workers.rollout.validation.references import ReferencedResources, reference_errors
+from rollout_workers.rollout.validation.spec import spec_errors
 from tests.unit.rollout.onesync import NS, T0
 from tests.unit.rollout.test_controller import rollout
 
@@ -1025,7 +1027,7 @@ def test_remove_managed_routes_skips_routes_that_are_gone() -> None:
 
 
 def refs(*found: tuple[str, str, str], served: frozenset[str] | None = frozenset(RESOURCES)) -> Any:
-    return v.ReferencedResources(
+    return ReferencedResources(
         services={
             "stable": {"metadata": {"name": "stable"}},
             "canary": {"metadata": {"name": "canary"}},
@@ -1036,7 +1038,7 @@ def refs(*found: tuple[str, str, str], served: frozenset[str] | None = frozenset
 
 
 def errors(obj: Obj, references: Any) -> list[str]:
-    return [str(e) for e in v.reference_errors(Rollout.from_dict(obj), references)]
+    return [str(e) for e in reference_errors(Rollout.from_dict(obj), references)]
 
 
 def test_validation_of_the_routes() -> None:
@@ -1139,7 +1141,7 @@ SELECTOR_CASES: list[tuple[str, Obj, bool, list[str]]] = [
 )
 def test_route_selectors_are_refused(config: Obj, first_class: bool, expected: list[str]) -> None:
     obj = gw_rollout(config, first_class=first_class)
-    assert [str(e) for e in v.spec_errors(Rollout.from_dict(obj))] == expected
+    assert [str(e) for e in spec_errors(Rollout.from_dict(obj))] == expected
     first = v.validate_raw(obj, refs(("HTTPRoute", NS, "a")))
     assert (str(first) if first else None) == (expected[0] if expected else None)
 
@@ -1154,7 +1156,7 @@ def test_header_and_mirror_steps_are_valid_with_the_gateway_api_router() -> None
             }
         }
     ]
-    assert v.spec_errors(Rollout.from_dict(obj)) == []
+    assert spec_errors(Rollout.from_dict(obj)) == []
 
 
 # -- which plugins are accepted ------------------------------------------------------------------

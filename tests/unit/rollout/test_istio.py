@@ -24,6 +24,7 @@ from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, istio, unsupported_router
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
+from rollout_workers.rollout.validation.references import ReferencedResources
 from tests.unit.rollout.onesync import NS, T0
 from tests.unit.rollout.test_controller import rollout
 
@@ -973,18 +974,18 @@ def service(name: str) -> Obj:
     return {"metadata": {"name": name, "namespace": NS}, "spec": {}}
 
 
-def references(*objects: Obj, served: frozenset[str] | None = None) -> v.ReferencedResources:
+def references(*objects: Obj, served: frozenset[str] | None = None) -> ReferencedResources:
     found = {
         RouterRef(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects
     }
-    return v.ReferencedResources(
+    return ReferencedResources(
         services={n: service(n) for n in ("stable", "canary")},
         router_objects=found,
         served_router_kinds=frozenset(RESOURCES) if served is None else served,
     )
 
 
-def validate(obj: Obj, refs: v.ReferencedResources) -> str | None:
+def validate(obj: Obj, refs: ReferencedResources) -> str | None:
     error = v.validate(Rollout.from_dict(obj), refs)
     return None if error is None else str(error)
 
@@ -1012,7 +1013,7 @@ VS_NAME_PATH = "spec.strategy.canary.trafficRouting.istio.virtualService.name"
         ),
         pytest.param(
             istio_rollout(),
-            v.ReferencedResources(services={n: service(n) for n in ("stable", "canary")}),
+            ReferencedResources(services={n: service(n) for n in ("stable", "canary")}),
             None,
             id="router objects not looked up",
         ),
@@ -1064,6 +1065,6 @@ VS_NAME_PATH = "spec.strategy.canary.trafficRouting.istio.virtualService.name"
     ],
 )
 def test_validation_of_referenced_virtual_services(
-    obj: Obj, refs: v.ReferencedResources, expected: str | None
+    obj: Obj, refs: ReferencedResources, expected: str | None
 ) -> None:
     assert validate(obj, refs) == expected

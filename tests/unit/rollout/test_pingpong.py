@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from rollout_workers.api.rollout import CanaryStrategy, Rollout, RolloutStatus
-from rollout_workers.rollout import validation
 from rollout_workers.rollout.trafficrouting import pingpong
 from rollout_workers.rollout.trafficrouting.refs import RouterRef
+from rollout_workers.rollout.validation.references import ReferencedResources, reference_errors
 from tests.unit.rollout.onesync import NS, OneSync, rollout, service
 
 Obj = dict[str, Any]
@@ -138,13 +138,13 @@ def test_validation_checks_the_virtual_service_against_the_ping_pong_services() 
         }
     )
     vs = virtual_service()
-    references = validation.ReferencedResources(
+    references = ReferencedResources(
         services={"ping": service("ping"), "pong": service("pong")},
         router_objects={RouterRef("VirtualService", NS, "vsvc"): vs},
         served_router_kinds=frozenset({"VirtualService", "DestinationRule"}),
     )
-    assert validation.reference_errors(Rollout.from_dict(obj), references) == []
+    assert reference_errors(Rollout.from_dict(obj), references) == []
     # Before the first promotion pong is the stable: a route without it is refused.
     vs["spec"]["http"][0]["route"] = [dest("ping", 100)]
-    (error,) = validation.reference_errors(Rollout.from_dict(obj), references)
+    (error,) = reference_errors(Rollout.from_dict(obj), references)
     assert "Stable Service 'pong' not found in route" in str(error)

@@ -18,6 +18,16 @@ from rollout_workers.analysis.fieldpath import go_quote
 from rollout_workers.api.analysis import AnalysisTemplate, ClusterAnalysisTemplate
 from rollout_workers.api.rollout import Rollout
 from rollout_workers.rollout import validation as v
+from rollout_workers.rollout.validation.messages import (
+    DUPLICATED_SERVICES_BLUE_GREEN_MESSAGE,
+    SCALE_DOWN_LIMIT_LARGER_THAN_REVISION_LIMIT,
+    invalid_spec_message,
+)
+from rollout_workers.rollout.validation.references import (
+    MANAGED_BY_ROLLOUTS_ANNOTATION,
+    ReferencedResources,
+)
+from rollout_workers.rollout.validation.spec import pause_duration_seconds, spec_errors
 
 Obj = dict[str, Any]
 
@@ -805,7 +815,7 @@ def test_spec_validation(case: Case) -> None:
 def test_condition_message_is_argos() -> None:
     error = v.validate_raw(steps(canary(), {"setWeight": 101}))
     assert error is not None
-    assert v.invalid_spec_message("guestbook", error) == (
+    assert invalid_spec_message("guestbook", error) == (
         'The Rollout "guestbook" is invalid: spec.strategy.steps[0].setWeight: '
         "Invalid value: 101: SetWeight needs to be between 0 and 100"
     )
@@ -818,9 +828,9 @@ def test_condition_message_is_argos() -> None:
 def test_spec_errors_lists_every_error_in_argos_order() -> None:
     # argo: TestValidateRolloutStrategyBlueGreen expects both errors, duplicate first.
     rollout = Rollout.from_dict(blue_green(previewService="active", scaleDownDelayRevisionLimit=11))
-    assert [e.message for e in v.spec_errors(rollout)] == [
-        v.DUPLICATED_SERVICES_BLUE_GREEN_MESSAGE,
-        v.SCALE_DOWN_LIMIT_LARGER_THAN_REVISION_LIMIT,
+    assert [e.message for e in spec_errors(rollout)] == [
+        DUPLICATED_SERVICES_BLUE_GREEN_MESSAGE,
+        SCALE_DOWN_LIMIT_LARGER_THAN_REVISION_LIMIT,
     ]
 
 
@@ -829,7 +839,7 @@ def test_spec_errors_lists_every_error_in_argos_order() -> None:
     [("10", 10), ("1m", 60), ("1h30m", 5400), ("1.5s", 1), ("-5s", -5), ("0", 0), ("5x", -1)],
 )
 def test_pause_duration_seconds(text: str, seconds: int) -> None:
-    assert v.pause_duration_seconds(text) == seconds
+    assert pause_duration_seconds(text) == seconds
 
 
 # -- references --------------------------------------------------------------------------------
@@ -838,7 +848,7 @@ def test_pause_duration_seconds(text: str, seconds: int) -> None:
 def service(name: str, *, managed_by: str | None = None, **selector: str) -> Obj:
     meta: Obj = {"name": name}
     if managed_by is not None:
-        meta["annotations"] = {v.MANAGED_BY_ROLLOUTS_ANNOTATION: managed_by}
+        meta["annotations"] = {MANAGED_BY_ROLLOUTS_ANNOTATION: managed_by}
     return {"metadata": meta, "spec": {"selector": selector or {"app": "guestbook"}}}
 
 
@@ -864,7 +874,7 @@ WEB: Obj = {"name": "m", "provider": {"web": {"url": "http://x"}}}
 class RefCase:
     name: str
     obj: Obj
-    refs: Callable[[], v.ReferencedResources]
+    refs: Callable[[], ReferencedResources]
     expected: str | None
 
 
@@ -908,26 +918,26 @@ REF_CASES = [
     RefCase(
         "valid references",
         routed(),
-        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        lambda: ReferencedResources(services=services("stable", "canary")),
         None,
     ),
     RefCase(
         "stable service not found",
         routed(),
-        lambda: v.ReferencedResources(services=services("canary")),
+        lambda: ReferencedResources(services=services("canary")),
         'spec.strategy.canary.stableService: Invalid value: "stable": services "stable" not found',
     ),
     RefCase(
         "preview service not found",
         blue_green(),
-        lambda: v.ReferencedResources(services=services("active")),
+        lambda: ReferencedResources(services=services("active")),
         'spec.strategy.blueGreen.previewService: Invalid value: "preview": '
         'services "preview" not found',
     ),
     RefCase(
         "service managed by another rollout",
         blue_green(),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("preview", active=service("active", managed_by="other"))
         ),
         'spec.strategy.blueGreen.activeService: Invalid value: "active": '
@@ -936,7 +946,7 @@ REF_CASES = [
     RefCase(
         "service managed by this rollout",
         blue_green(),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("preview", active=service("active", managed_by="guestbook"))
         ),
         None,
@@ -944,7 +954,7 @@ REF_CASES = [
     RefCase(
         "service selects a label the template lacks",
         routed(),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", canary=service("canary", app="guestbook", tier="web"))
         ),
         'spec.strategy.canary.canaryService: Invalid value: "canary": '
@@ -953,7 +963,7 @@ REF_CASES = [
     RefCase(
         "service selects a label from canaryMetadata",
         routed(canaryMetadata={"labels": {"role": "canary"}}),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", canary=service("canary", app="guestbook", role="canary"))
         ),
         None,
@@ -961,7 +971,7 @@ REF_CASES = [
     RefCase(
         "analysis template not found",
         steps(canary(), {"setWeight": 10}, analysis_step({"templateName": "success-rate"})),
-        v.ReferencedResources,
+        ReferencedResources,
         'spec.strategy.canary.steps[1].analysis.templates: Invalid value: "success-rate": '
         "AnalysisTemplate 'success-rate' not found",
     ),
@@ -970,7 +980,7 @@ REF_CASES = [
         blue_green(
             prePromotionAnalysis={"templates": [{"templateName": "t", "clusterScope": True}]}
         ),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("active", "preview"),
             analysis_templates={"t": template("t")},
         ),
@@ -980,7 +990,7 @@ REF_CASES = [
     RefCase(
         "template argument not resolved",
         steps(canary(), analysis_step({"templateName": "t"})),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             analysis_templates={"t": template("t", args=[{"name": "service"}], metrics=[WEB])}
         ),
         "spec.strategy.canary.steps[0].analysis.templates: Invalid value: "
@@ -992,7 +1002,7 @@ REF_CASES = [
             canary(),
             analysis_step({"templateName": "t"}, args=[{"name": "service", "value": "svc"}]),
         ),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             analysis_templates={"t": template("t", args=[{"name": "service"}], metrics=[WEB])}
         ),
         None,
@@ -1000,7 +1010,7 @@ REF_CASES = [
     RefCase(
         "templates disagree on an argument's value",
         steps(canary(), analysis_step({"templateName": "a"}, {"templateName": "b"})),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             analysis_templates={
                 "a": template("a", args=[{"name": "x", "value": "1"}]),
                 "b": template("b", args=[{"name": "x", "value": "2"}]),
@@ -1013,7 +1023,7 @@ REF_CASES = [
     RefCase(
         "step analysis metric runs indefinitely",
         steps(canary(), analysis_step({"templateName": "t"})),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             analysis_templates={"t": template("t", metrics=[{**WEB, "interval": "1m"}])}
         ),
         'spec.strategy.canary.steps[0].analysis.templates: Invalid value: "t": AnalysisTemplate '
@@ -1027,7 +1037,7 @@ REF_CASES = [
                 "args": [{"name": "other", "value": "x"}],
             }
         ),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             analysis_templates={
                 "t": template("t", args=[{"name": "service"}, {"name": "other"}], metrics=[WEB])
             }
@@ -1038,7 +1048,7 @@ REF_CASES = [
     RefCase(
         "nginx stable ingress routes to the stable service",
         nginx(),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "stable"))
         ),
         None,
@@ -1046,27 +1056,27 @@ REF_CASES = [
     RefCase(
         "argo: nginx with both stableIngress and stableIngresses",
         nginx(stableIngresses=["ing", "other"]),
-        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        lambda: ReferencedResources(services=services("stable", "canary")),
         f"{NGINX}: Internal error: "
         "Either StableIngress or StableIngresses must be configured. Both are configured.",
     ),
     RefCase(
         "argo: nginx with neither stableIngress nor stableIngresses",
         nginx(stableIngress=None),
-        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        lambda: ReferencedResources(services=services("stable", "canary")),
         f"{NGINX}: Internal error: "
         "Either StableIngress or StableIngresses must be configured. Neither are configured.",
     ),
     RefCase(
         "nginx stable ingress not found",
         nginx(),
-        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        lambda: ReferencedResources(services=services("stable", "canary")),
         f'{NGINX}.stableIngress: Invalid value: "ing": ingress.networking.k8s.io "ing" not found',
     ),
     RefCase(
         "nginx: the first of stableIngresses not found is reported",
         nginx(stableIngress=None, stableIngresses=["ing", "other"]),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "stable"))
         ),
         f'{NGINX}.stableIngresses: Invalid value: []string{{"ing", "other"}}: '
@@ -1075,7 +1085,7 @@ REF_CASES = [
     RefCase(
         "argo: nginx stable ingress without a rule using the stable service",
         nginx(),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "web"))
         ),
         f'{NGINX}.stableIngress: Invalid value: "ing": '
@@ -1084,7 +1094,7 @@ REF_CASES = [
     RefCase(
         "nginx: each of stableIngresses must use the stable service",
         nginx(stableIngress=None, stableIngresses=["ing", "other"]),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", "canary"),
             ingresses=ingresses(ingress("ing", "stable"), ingress("other", "web", "canary")),
         ),
@@ -1094,7 +1104,7 @@ REF_CASES = [
     RefCase(
         "ALB ingress routes to the root service",
         alb_routed(),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "root"))
         ),
         None,
@@ -1102,27 +1112,27 @@ REF_CASES = [
     RefCase(
         "argo: ALB with both ingress and ingresses",
         alb_routed(ingresses=["ing", "other"]),
-        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        lambda: ReferencedResources(services=services("stable", "canary")),
         f"{ALB}: Internal error: "
         "Either Ingress or Ingresses must be configured. Both are configured.",
     ),
     RefCase(
         "argo: ALB with neither ingress nor ingresses",
         alb_routed(ingress=None),
-        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        lambda: ReferencedResources(services=services("stable", "canary")),
         f"{ALB}: Internal error: "
         "Either Ingress or Ingresses must be configured. Neither are configured.",
     ),
     RefCase(
         "ALB ingress not found",
         alb_routed(),
-        lambda: v.ReferencedResources(services=services("stable", "canary")),
+        lambda: ReferencedResources(services=services("stable", "canary")),
         f'{ALB}.ingress: Invalid value: "ing": ingress.networking.k8s.io "ing" not found',
     ),
     RefCase(
         "ALB: the first of ingresses not found is reported",
         alb_routed(ingress=None, ingresses=["ing", "other"]),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "root"))
         ),
         f'{ALB}.ingresses: Invalid value: []string{{"ing", "other"}}: '
@@ -1131,7 +1141,7 @@ REF_CASES = [
     RefCase(
         "argo: ALB ingress without a rule using the root service",
         alb_routed(),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "stable"))
         ),
         f'{ALB}.ingress: Invalid value: "ing": '
@@ -1140,7 +1150,7 @@ REF_CASES = [
     RefCase(
         "argo: ALB without a root service: the stable service's rule",
         alb_routed(rootService=None),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", "canary"), ingresses=ingresses(ingress("ing", "web"))
         ),
         f'{ALB}.ingress: Invalid value: "ing": '
@@ -1149,7 +1159,7 @@ REF_CASES = [
     RefCase(
         "ALB: each of ingresses must use the root service",
         alb_routed(ingress=None, ingresses=["ing", "other"]),
-        lambda: v.ReferencedResources(
+        lambda: ReferencedResources(
             services=services("stable", "canary"),
             ingresses=ingresses(ingress("ing", "root"), ingress("other", "web", "canary")),
         ),
@@ -1159,7 +1169,7 @@ REF_CASES = [
     RefCase(
         "a missing service is reported before a missing ingress",
         nginx(),
-        lambda: v.ReferencedResources(services=services("canary")),
+        lambda: ReferencedResources(services=services("canary")),
         'spec.strategy.canary.stableService: Invalid value: "stable": services "stable" not found',
     ),
 ]
@@ -1172,7 +1182,7 @@ def test_reference_validation(case: RefCase) -> None:
 
 
 def test_spec_errors_come_before_reference_errors() -> None:
-    error = v.validate_raw(steps(routed(), {"setWeight": 101}), v.ReferencedResources())
+    error = v.validate_raw(steps(routed(), {"setWeight": 101}), ReferencedResources())
     assert error is not None and error.field == "spec.strategy.steps[0].setWeight"
 
 

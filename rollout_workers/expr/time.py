@@ -5,7 +5,7 @@ Why this exists: a prometheus metric's `rangeQuery.start` and `rangeQuery.end` a
 expressions such as `now() - duration("1h")` or
 `date("2023-08-14 00:00:00", "2006-01-02 15:04:05", "UTC")`, which Argo evaluates with
 `evaluate.EvalTime` (utils/evaluate/evaluate.go) and which must yield a `time.Time`. The sandboxed
-evaluator (`expr`) gains these builtins here:
+evaluator gains these builtins here (`builtins` lists them with the others):
 
 - `now()`: the time the evaluation is given (the measurement's `now`); without one (a metric
   condition) it is an error rather than a read of the wall clock;
@@ -30,9 +30,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 import zoneinfo
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from rollout_workers.expr.expr_values import (
+from rollout_workers.expr.budget import Budget
+from rollout_workers.expr.nodes import Call
+from rollout_workers.expr.values import (
     INT64_MAX,
     INT64_MIN,
     GoDuration,
@@ -42,9 +44,6 @@ from rollout_workers.expr.expr_values import (
     wrap,
 )
 from rollout_workers.timefmt import TimeError, parse_duration, quote
-
-if TYPE_CHECKING:
-    from rollout_workers.expr.expr import _Call, _Evaluator
 
 __all__ = ["TIME_FUNCTIONS", "arithmetic", "compare", "go_time"]
 
@@ -212,7 +211,7 @@ def _zone_text(offset: int) -> str:
 # -- builtins ------------------------------------------------------------------------------------
 
 
-def _string_arg(ev: _Evaluator, node: _Call, value: Value) -> str:
+def _string_arg(ev: Budget, node: Call, value: Value) -> str:
     if not isinstance(value, str):
         ev.fail(node, f"invalid argument for {node.name} (type {type_name(value)})")
     if len(value) > 256:
@@ -220,20 +219,20 @@ def _string_arg(ev: _Evaluator, node: _Call, value: Value) -> str:
     return value
 
 
-def _now(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _now(ev: Budget, node: Call, args: list[Value]) -> Value:
     if ev.now is None:
         ev.fail(node, "now() is only available in a range query's start and end")
     return ev.now
 
 
-def _duration(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _duration(ev: Budget, node: Call, args: list[Value]) -> Value:
     try:
         return GoDuration(parse_duration(_string_arg(ev, node, args[0])))
     except TimeError as err:
         ev.fail(node, str(err))
 
 
-def _date(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _date(ev: Budget, node: Call, args: list[Value]) -> Value:
     text = _string_arg(ev, node, args[0])
     try:
         if len(args) == 1:

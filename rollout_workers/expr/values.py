@@ -1,4 +1,4 @@
-"""Values, limits and errors shared by the expr-lang condition evaluator (see `expr`).
+"""Values, limits and errors shared by the expr-lang condition evaluator (see the package).
 
 The evaluator only ever handles the JSON-like `Value`s defined here; `import_value` is the one
 door through which outside data (a provider's measurement) enters, and it copies that data into
@@ -7,7 +7,7 @@ exact built-in types so no Python object, subclass or overridden method is reach
 
 Two more kinds of value exist only as the results of builtins, never from outside: `GoTime` and
 `GoDuration`, expr-lang's `time.Time` and `time.Duration` (`now()`, `date()`, `duration()`), which
-a prometheus range query's `start` and `end` are written with (see `expr_time`).
+a prometheus range query's `start` and `end` are written with (see `time`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
-"""The builtin functions of the condition language that take already-evaluated arguments.
+"""The builtin functions of the condition language, and the signatures of those taking a
+predicate.
 
-expr-lang's own builtins (`len`, `abs`, `int`, `float`, `string`, `max`, `min`, `mean`, `keys`,
-..., and `now`, `duration`, `date` from `expr_time`)
-plus the helpers Argo Rollouts binds for metric conditions (`asInt`, `asFloat`, `isNaN`,
-`isInf`, `isNil`, `default`). Each one charges the evaluator's step and allocation budgets for
-the work it does, so a builtin over a large value is bounded like everything else. Builtins that
-take a predicate (`all`, `map`, `filter`, ...) live with the evaluator in `expr`.
+`FUNCTIONS` holds the builtins over already-evaluated arguments: expr-lang's own (`len`, `abs`,
+`int`, `float`, `string`, `max`, `min`, `mean`, `keys`, ..., and `now`, `duration`, `date` from
+`time`) plus the helpers Argo Rollouts binds for metric conditions (`asInt`, `asFloat`, `isNaN`,
+`isInf`, `isNil`, `default`). Each one charges the evaluation's step and allocation budgets
+(`budget.Budget`) for the work it does, so a builtin over a large value is bounded like
+everything else. `PREDICATE_BUILTINS` names the builtins whose second argument is a predicate
+(`all`, `map`, `filter`, ...): the parser reads their argument kinds from it, and the evaluator
+runs them, since a predicate is evaluated in the evaluator's frames.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import Final, TypeAlias
 
-from rollout_workers.expr.expr_time import TIME_FUNCTIONS
-from rollout_workers.expr.expr_values import (
+from rollout_workers.expr.budget import Budget
+from rollout_workers.expr.nodes import Call
+from rollout_workers.expr.time import TIME_FUNCTIONS
+from rollout_workers.expr.values import (
     INT64_MAX,
     INT64_MIN,
     Value,
@@ -28,12 +33,9 @@ from rollout_workers.expr.expr_values import (
     wrap,
 )
 
-if TYPE_CHECKING:
-    from rollout_workers.expr.expr import _Call, _Evaluator
+__all__ = ["EXPR", "FUNCTIONS", "PREDICATE", "PREDICATE_BUILTINS", "sum_numbers"]
 
-__all__ = ["FUNCTIONS", "sum_numbers"]
-
-_Builtin: TypeAlias = "Callable[[_Evaluator, _Call, list[Value]], Value]"
+_Builtin: TypeAlias = Callable[[Budget, Call, list[Value]], Value]
 _DECIMAL_INT = re.compile(r"[+-]?[0-9]{1,19}\Z")
 _DECIMAL_FLOAT = re.compile(
     r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)\Z",
@@ -41,44 +43,44 @@ _DECIMAL_FLOAT = re.compile(
 )
 
 
-def _number_arg(ev: _Evaluator, node: _Call, value: Value) -> int | float:
+def _number_arg(ev: Budget, node: Call, value: Value) -> int | float:
     if not is_number(value):
         ev.fail(node, f"invalid argument for {node.name} (type {type_name(value)})")
     assert isinstance(value, int | float)
     return value
 
 
-def _parse_int(ev: _Evaluator, node: _Call, text: str) -> int:
+def _parse_int(ev: Budget, node: Call, text: str) -> int:
     if _DECIMAL_INT.match(text) is None or not INT64_MIN <= int(text) <= INT64_MAX:
         ev.fail(node, f'{node.name}: invalid syntax for an integer: "{text[:64]}"')
     return int(text)
 
 
-def _parse_float(ev: _Evaluator, node: _Call, text: str) -> float:
+def _parse_float(ev: Budget, node: Call, text: str) -> float:
     if len(text) > 400 or _DECIMAL_FLOAT.match(text) is None:
         ev.fail(node, f'{node.name}: invalid syntax for a float: "{text[:64]}"')
     return float(text)
 
 
-def _float_to_int(ev: _Evaluator, node: _Call, value: float) -> int:
+def _float_to_int(ev: Budget, node: Call, value: float) -> int:
     if not math.isfinite(value):
         ev.fail(node, f"{node.name}: cannot convert {format_float(value)} to int")
     return wrap(int(value))
 
 
-def _len(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _len(ev: Budget, node: Call, args: list[Value]) -> Value:
     value = args[0]
     if not isinstance(value, str | list | dict):
         ev.fail(node, f"invalid argument for len (type {type_name(value)})")
     return len(value)
 
 
-def _abs(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _abs(ev: Budget, node: Call, args: list[Value]) -> Value:
     value = _number_arg(ev, node, args[0])
     return wrap(abs(value)) if isinstance(value, int) else abs(value)
 
 
-def _int(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _int(ev: Budget, node: Call, args: list[Value]) -> Value:
     """int() and Argo's asInt(): truncate floats, parse base-10 strings."""
     value = args[0]
     if isinstance(value, str):
@@ -87,7 +89,7 @@ def _int(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
     return number if isinstance(number, int) else _float_to_int(ev, node, number)
 
 
-def _float(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _float(ev: Budget, node: Call, args: list[Value]) -> Value:
     """float() and Argo's asFloat()."""
     value = args[0]
     if isinstance(value, str):
@@ -95,14 +97,14 @@ def _float(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
     return float(_number_arg(ev, node, value))
 
 
-def _string(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _string(ev: Budget, node: Call, args: list[Value]) -> Value:
     ev.charge(node, count_items(args[0]))
     text = go_string(args[0])
     ev.allocate(node, len(text), string=True)
     return text
 
 
-def _extreme(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _extreme(ev: Budget, node: Call, args: list[Value]) -> Value:
     numbers: list[int | float] = []
     pending = list(reversed(args))
     while pending:
@@ -121,7 +123,7 @@ def _extreme(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
     return best
 
 
-def sum_numbers(ev: _Evaluator, node: _Call, items: list[Value]) -> Value:
+def sum_numbers(ev: Budget, node: Call, items: list[Value]) -> Value:
     ev.charge(node, len(items))
     numbers = [_number_arg(ev, node, item) for item in items]
     if all(isinstance(number, int) for number in numbers):
@@ -132,7 +134,7 @@ def sum_numbers(ev: _Evaluator, node: _Call, items: list[Value]) -> Value:
     return total
 
 
-def _mean(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _mean(ev: Budget, node: Call, args: list[Value]) -> Value:
     items = ev.iterable(node, args[0])
     if not items:
         return 0.0
@@ -142,22 +144,22 @@ def _mean(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
 
 
 def _float_check(check: Callable[[float], bool]) -> _Builtin:
-    def function(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+    def function(ev: Budget, node: Call, args: list[Value]) -> Value:
         return check(float(_number_arg(ev, node, args[0])))
 
     return function
 
 
-def _default(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _default(ev: Budget, node: Call, args: list[Value]) -> Value:
     return args[1] if args[0] is None else args[0]
 
 
-def _is_nil(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _is_nil(ev: Budget, node: Call, args: list[Value]) -> Value:
     return args[0] is None
 
 
 def _map_part(part: str) -> _Builtin:
-    def function(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+    def function(ev: Budget, node: Call, args: list[Value]) -> Value:
         value = args[0]
         if not isinstance(value, dict):
             ev.fail(node, f"invalid argument for {node.name} (type {type_name(value)})")
@@ -169,7 +171,7 @@ def _map_part(part: str) -> _Builtin:
 
 
 def _end(last: bool) -> _Builtin:
-    def function(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+    def function(ev: Budget, node: Call, args: list[Value]) -> Value:
         items = ev.iterable(node, args[0])
         if not items:
             return None
@@ -179,7 +181,7 @@ def _end(last: bool) -> _Builtin:
 
 
 def _string_method(method: Callable[[str], str]) -> _Builtin:
-    def function(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+    def function(ev: Budget, node: Call, args: list[Value]) -> Value:
         value = args[0]
         if not isinstance(value, str):
             ev.fail(node, f"invalid argument for {node.name} (type {type_name(value)})")
@@ -192,7 +194,7 @@ def _string_method(method: Callable[[str], str]) -> _Builtin:
 
 
 def _rounding(mode: str) -> _Builtin:
-    def function(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+    def function(ev: Budget, node: Call, args: list[Value]) -> Value:
         value = float(_number_arg(ev, node, args[0]))
         if not math.isfinite(value):
             return value
@@ -208,11 +210,11 @@ def _rounding(mode: str) -> _Builtin:
     return function
 
 
-def _type(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _type(ev: Budget, node: Call, args: list[Value]) -> Value:
     return type_name(args[0])
 
 
-def _get(ev: _Evaluator, node: _Call, args: list[Value]) -> Value:
+def _get(ev: Budget, node: Call, args: list[Value]) -> Value:
     container, key = args
     if isinstance(container, dict):
         return container.get(key) if isinstance(key, str) else None
@@ -252,4 +254,22 @@ FUNCTIONS: Final[dict[str, tuple[int, int | None, _Builtin]]] = {
     "ceil": (1, 1, _rounding("ceil")),
     "get": (2, 2, _get),
     **TIME_FUNCTIONS,
+}
+
+# Builtins whose second argument is a predicate: (argument kinds, optional-from index).
+EXPR, PREDICATE = "expr", "predicate"
+PREDICATE_BUILTINS: Final[dict[str, tuple[tuple[str, ...], int]]] = {
+    "all": ((EXPR, PREDICATE), 2),
+    "none": ((EXPR, PREDICATE), 2),
+    "any": ((EXPR, PREDICATE), 2),
+    "one": ((EXPR, PREDICATE), 2),
+    "filter": ((EXPR, PREDICATE), 2),
+    "map": ((EXPR, PREDICATE), 2),
+    "count": ((EXPR, PREDICATE), 1),
+    "sum": ((EXPR, PREDICATE), 1),
+    "find": ((EXPR, PREDICATE), 2),
+    "findIndex": ((EXPR, PREDICATE), 2),
+    "findLast": ((EXPR, PREDICATE), 2),
+    "findLastIndex": ((EXPR, PREDICATE), 2),
+    "reduce": ((EXPR, PREDICATE, EXPR), 2),
 }
