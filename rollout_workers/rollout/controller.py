@@ -47,7 +47,6 @@ from rollout_workers.pool.runtime import Runtime
 from rollout_workers.rollout import (
     bluegreen,
     canary,
-    stepplugin,
     sync,
     templateref,
     validation,
@@ -61,6 +60,7 @@ from rollout_workers.rollout.elbv2 import TargetGroupVerification, target_group_
 from rollout_workers.rollout.experiment import ExperimentStepError
 from rollout_workers.rollout.experiment import service_names as experiment_service_names
 from rollout_workers.rollout.service import ServiceNotFound
+from rollout_workers.rollout.stepplugins import statemachine
 from rollout_workers.rollout.stepplugins.registry import (
     StepPluginRegistry,
     StepPluginState,
@@ -393,7 +393,7 @@ def reconcile(
         message = f'The Rollout "{ctx.name}" is invalid: {resolve_error}'
     else:
         message = validation.invalid_spec_message(ctx.name, error) if error else unsupported(ctx)
-    message = message or stepplugin.spec_error(ctx)
+    message = message or statemachine.spec_error(ctx)
     if message:
         invalid_spec(ctx, message)
         return
