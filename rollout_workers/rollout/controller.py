@@ -29,7 +29,7 @@ from rollout_workers.cache.indexers import (
     rollout_references,
 )
 from rollout_workers.cache.reader import ObjectReader, RouterObjectReader, WrittenGuard
-from rollout_workers.cache.routers import CachedRouterObjects
+from rollout_workers.cache.routerobjects import CachedRouterObjects
 from rollout_workers.cache.synced import is_synced
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
@@ -74,13 +74,13 @@ from rollout_workers.rollout.trafficrouting import (
 from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
 from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 from rollout_workers.rollout.trafficrouting.reconciler import router_reference_error
-from rollout_workers.rollout.trafficrouting.refs import (
+from rollout_workers.rollout.trafficrouting.weights import VERIFY_RETRY_SECONDS
+from rollout_workers.routerrefs import (
     RouterRef,
     dependent_router_refs,
     router_refs,
     traffic_routing,
 )
-from rollout_workers.rollout.trafficrouting.weights import VERIFY_RETRY_SECONDS
 from rollout_workers.settings import AwsSettings, PluginSettings
 from rollout_workers.timefmt import format_time, utcnow
 
@@ -280,7 +280,7 @@ class RolloutController:
         return {str(i["metadata"]["name"]): i for i in found}, canary_keys
 
     def _router_objects(self, obj: Obj) -> RouterObjects:
-        """The router objects the rollout names (refs.py) that exist, then those they name
+        """The router objects the rollout names (routerrefs.py) that exist, then those they name
         (App Mesh's VirtualRouter), at the version of each kind the API server serves; a kind
         it does not serve is left out."""
         routed = RouterObjects()

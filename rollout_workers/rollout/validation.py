@@ -79,7 +79,7 @@ from rollout_workers.rollout.trafficrouting import (
 from rollout_workers.rollout.trafficrouting import istio as istiorouter
 from rollout_workers.rollout.trafficrouting.nginx import uses_service
 from rollout_workers.rollout.trafficrouting.pingpong import stable_and_canary_services
-from rollout_workers.rollout.trafficrouting.refs import (
+from rollout_workers.routerrefs import (
     GATEWAY_API_PLUGIN,
     RouterRef,
     split_namespaced,
@@ -268,7 +268,7 @@ class ReferencedResources:
     cluster_analysis_templates: Mapping[str, ClusterAnalysisTemplate] = dataclass_field(
         default_factory=dict
     )
-    #: The router objects the rollout names that exist (trafficrouting/refs.py), and the kinds
+    #: The router objects the rollout names that exist (routerrefs.py), and the kinds
     #: the API server serves; None when they were not looked up (nothing to check against).
     router_objects: Mapping[RouterRef, Mapping[str, Any]] = dataclass_field(default_factory=dict)
     served_router_kinds: frozenset[str] | None = None

@@ -23,7 +23,7 @@ from rollout_workers.rollout.trafficrouting import (
     unsupported_router,
 )
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
-from rollout_workers.rollout.trafficrouting.refs import RouterRef
+from rollout_workers.routerrefs import RouterRef
 from tests.unit.rollout.onesync import NS, T0
 from tests.unit.rollout.test_controller import rollout
 

@@ -10,7 +10,7 @@ import pytest
 from rollout_workers.api.rollout import CanaryStrategy, Rollout, RolloutStatus
 from rollout_workers.rollout import validation
 from rollout_workers.rollout.trafficrouting import pingpong
-from rollout_workers.rollout.trafficrouting.refs import RouterRef
+from rollout_workers.routerrefs import RouterRef
 from tests.unit.rollout.onesync import NS, OneSync, rollout, service
 
 Obj = dict[str, Any]
