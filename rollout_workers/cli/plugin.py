@@ -15,7 +15,7 @@ line. One module per group of commands:
 
 and what they share: cluster.py (the connection, the options, API errors, a watch of one
 object), phase.py (a rollout's phase and step), fields.py (readers over API objects), table.py
-(the plugin's table columns), common.py (one-line failures, durations, the clock).
+(the plugin's table columns), common.py (one-line failures, durations, short names).
 """
 
 from __future__ import annotations
