@@ -651,7 +651,7 @@ class TrafficWeights(KubeModel):
 
 class StepPluginStatus(KubeModel):
     """What a step plugin reported for one operation (Run, Terminate, Abort) of one step
-    (Argo 1.8); written by rollout/stepplugin.py."""
+    (Argo 1.8); written by rollout/stepplugins/statemachine.py."""
 
     index: Int32
     name: str

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from rollout_workers.cache.routerrefs import router_kinds, router_refs
 from rollout_workers.kube.resources import EXPERIMENTS, ROLLOUTS, Resource
 from rollout_workers.objects import Obj
+from rollout_workers.routerrefs import router_kinds, router_refs
 
 NAMESPACE = "ns"
 OWNER = "owner"
@@ -25,7 +25,7 @@ WORKLOAD = "wl"
 #: Rollouts by the kind of workload they reference (`Kind.group`): which on-demand
 #: reflectors the watcher must run.
 WORKLOAD_KIND = "wlkind"
-#: Rollouts by the traffic-router objects they name (cache/routerrefs.py):
+#: Rollouts by the traffic-router objects they name (routerrefs.py):
 #: `Kind/namespace/name`, so a change to a VirtualService wakes the rollouts routing through it.
 ROUTER = "router"
 #: Rollouts by the router kinds they name (`VirtualService`): which router reflectors the

@@ -35,9 +35,9 @@ class WrittenGuard(Protocol):
 
 
 class RouterObjectReader(Protocol):
-    """Where the controller reads traffic-router objects (cache.routers.CachedRouterObjects: the
-    cache once the watcher has listed the kind, else kube.routerobjects.ApiRouterObjects): the
-    version of a router kind to speak, and one object at that version."""
+    """Where the controller reads traffic-router objects (cache.routerobjects.CachedRouterObjects:
+    the cache once the watcher has listed the kind, else kube.routerobjects.ApiRouterObjects):
+    the version of a router kind to speak, and one object at that version."""
 
     def served(self, kind: str) -> Resource | None: ...
 

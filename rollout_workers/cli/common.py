@@ -1,5 +1,6 @@
 """Helpers every `rollouts` subcommand module shares: settings from the environment and
-options, one-line failures, finding Redis."""
+options, one-line failures, finding Redis, durations as Argo writes them, and a group whose
+subcommands answer to short names."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import functools
 import signal
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,6 +19,7 @@ import redis
 from rollout_workers.keys import InvalidKey
 from rollout_workers.local import redis_server
 from rollout_workers.settings import Settings
+from rollout_workers.timefmt import TimeError, parse_duration_string
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -93,3 +96,32 @@ state_dir_option = click.option(
     default=None,
     help="Local state directory (default ./.rollouts, or ROLLOUTS_STATE_DIR).",
 )
+
+
+class ActionError(ValueError):
+    """A request that cannot be made (unknown container, missing revision...): one line."""
+
+
+def parse_duration(text: str) -> timedelta:
+    """A duration as Argo writes them: a Go duration (`30s`, `5m`, `1h30m`) or whole seconds."""
+    try:
+        nanos = parse_duration_string(text.strip())
+    except TimeError:
+        raise ActionError(f"invalid duration {text!r} (expected e.g. 30s, 5m, 1h30m)") from None
+    return timedelta(microseconds=nanos // 1000)
+
+
+def one_line(text: object) -> str:
+    """An error's text on one line, whitespace folded (API errors come as multi-line JSON)."""
+    return " ".join(str(text).split())
+
+
+class AliasGroup(click.Group):
+    """A group whose subcommands also answer to short names (`ro` for `rollout`)."""
+
+    def __init__(self, *args: Any, aliases: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.aliases = aliases or {}
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))

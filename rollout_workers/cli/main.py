@@ -525,10 +525,10 @@ def tick_age(runtime: Any) -> str:
 
 def _attach_commands() -> None:
     """Commands defined in their own modules."""
-    from rollout_workers.cli import actions
     from rollout_workers.cli.lint import lint
     from rollout_workers.cli.metrics import metrics, metrics_server
     from rollout_workers.cli.notifications import notifications
+    from rollout_workers.cli.plugin import register
     from rollout_workers.cli.version import version
     from rollout_workers.devcluster.cli import devcluster
 
@@ -538,7 +538,7 @@ def _attach_commands() -> None:
     cli.add_command(lint)
     cli.add_command(version)
     cli.add_command(notifications)
-    actions.register(cli)
+    register(cli)
 
 
 def main() -> None:

@@ -37,18 +37,18 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 import requests
 import yaml
 
-from rollout_workers.cli import actions
-from rollout_workers.cli.common import Fail, load_settings
-from rollout_workers.cli.view import align
+from rollout_workers.cli import cluster
+from rollout_workers.cli.common import F, Fail, load_settings, one_line
+from rollout_workers.cli.table import align
 from rollout_workers.kube.errors import KubeError, NotFound
 from rollout_workers.kube.resources import ANALYSISRUNS, CONFIGMAPS, ROLLOUTS, SECRETS
 from rollout_workers.notifications.config import Condition, Config, Template
@@ -69,8 +69,6 @@ from rollout_workers.notifications.subscriptions import Destination
 from rollout_workers.notifications.triggers import ExprEvaluator, run_conditions
 from rollout_workers.objects import Obj
 from rollout_workers.settings import Settings
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 EMPTY_SECRET = ":empty"
 STDIN = "-"
@@ -110,7 +108,7 @@ def load_manifests(text: str, path: str) -> list[Obj]:
     try:
         docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as err:
-        raise ManifestError(f"failed to unmarshal manifest {path}: {_one_line(err)}") from None
+        raise ManifestError(f"failed to unmarshal manifest {path}: {one_line(err)}") from None
     for doc in docs:
         if not isinstance(doc, dict):
             raise ManifestError(f"failed to unmarshal manifest {path}: not an object")
@@ -245,10 +243,6 @@ def parse_recipient(value: str) -> Destination:
     return Destination(parts[0], parts[1] if len(parts) > 1 else "")
 
 
-def _one_line(err: Exception | str) -> str:
-    return " ".join(str(err).split())
-
-
 # -- the sources: files or the cluster ---------------------------------------------------------
 
 
@@ -264,11 +258,11 @@ class Sources:
     config_namespace: str
     config_map: str | None
     secret: str | None
-    _target: actions.Target | None = field(default=None, repr=False)
+    _target: cluster.Target | None = field(default=None, repr=False)
 
-    def target(self) -> actions.Target:
+    def target(self) -> cluster.Target:
         if self._target is None:
-            self._target = actions.connect(
+            self._target = cluster.connect(
                 state_dir=self.state_dir, kubeconfig=self.kubeconfig, namespace=self.namespace
             )
         return self._target
@@ -280,13 +274,13 @@ class Sources:
         except OSError as err:
             raise Fail(f"cannot read {path}: {err.strerror or err}") from None
         except (ManifestError, UnicodeDecodeError) as err:
-            raise Fail(_one_line(err)) from None
+            raise Fail(one_line(err)) from None
 
     def configmap(self) -> Obj:
         if self.config_map:
             return self._file_object(self.config_map, "ConfigMap", CONFIGMAP_NAME)
         ns = self.config_namespace
-        with actions.api_errors("configmap", CONFIGMAP_NAME, ns):
+        with cluster.api_errors("configmap", CONFIGMAP_NAME, ns):
             return self.target().kube.get(CONFIGMAPS, ns, CONFIGMAP_NAME)
 
     def secret_object(self) -> Obj | None:
@@ -300,7 +294,7 @@ class Sources:
         except NotFound:
             return None  # as for the controller: no `$key` reference resolves
         except KubeError as err:
-            raise Fail(f"API error: {_one_line(err)}") from None
+            raise Fail(f"API error: {one_line(err)}") from None
 
     def config(self) -> Config:
         config = config_from_objects(self.configmap(), self.secret_object())
@@ -317,13 +311,13 @@ class Sources:
             except OSError as err:
                 raise Fail(f"cannot read {name}: {err.strerror or err}") from None
             except (ManifestError, UnicodeDecodeError) as err:
-                raise Fail(_one_line(err)) from None
+                raise Fail(one_line(err)) from None
             if not docs:
                 raise Fail(f"file '{name}' has no object")
             return docs[0], None
         target = self.target()
         ns = target.namespace
-        with actions.api_errors("rollout", name, ns):
+        with cluster.api_errors("rollout", name, ns):
             ro = target.kube.get(ROLLOUTS, ns, name)
             runs, _ = target.kube.list(ANALYSISRUNS, namespace=ns)
         return ro, analysis_runs_of(ro, runs)
@@ -372,7 +366,7 @@ def source_options(fn: F) -> F:
         help="Namespace of the ConfigMap and Secret (default: ROLLOUTS_NOTIFICATIONS_NAMESPACE, "
         "else $POD_NAMESPACE, else argo-rollouts).",
     )(fn)
-    return actions.cluster_options(fn)
+    return cluster.cluster_options(fn)
 
 
 def sources(
@@ -503,7 +497,7 @@ def notify(
     try:
         notification = render(config, [template], vars)
     except RenderError as err:
-        raise Fail(f"failed to notify '{label}': {_one_line(err)}") from None
+        raise Fail(f"failed to notify '{label}': {one_line(err)}") from None
     if notification.unsupported:
         click.echo(
             f"rollouts: warning: template '{template}': not rendered yet: "
@@ -516,9 +510,9 @@ def notify(
     try:
         send(service, notification, dest.recipient, context)
     except SendError as err:
-        raise Fail(f"failed to notify '{label}': {_one_line(err)}") from None
+        raise Fail(f"failed to notify '{label}': {one_line(err)}") from None
     except Exception as err:  # a sender's bug: still one line, as the delivery reports it
-        raise Fail(f"failed to notify '{label}': {type(err).__name__}: {_one_line(err)}") from None
+        raise Fail(f"failed to notify '{label}': {type(err).__name__}: {one_line(err)}") from None
     click.echo(f"notification '{template}' sent to '{label}'")
 
 
@@ -576,7 +570,7 @@ def trigger_run(*, name: str, rollout: str, **source: Any) -> None:
     results = run_conditions(conditions, env, ExprEvaluator())
     for cond, result in zip(conditions, results, strict=True):
         if result.error:
-            click.echo(f"rollouts: warning: {cond.when}: {_one_line(result.error)}", err=True)
+            click.echo(f"rollouts: warning: {cond.when}: {one_line(result.error)}", err=True)
     rows = [["CONDITION", "RESULT"]]
     rows += [
         [cond.when, "true" if result.triggered else "false"]

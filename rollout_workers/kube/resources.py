@@ -61,7 +61,7 @@ EVENTS = Resource("events", "", "v1", "Event")
 def _versions(plural: str, group: str, kind: str, *versions: str) -> tuple[Resource, ...]:
     """One Resource per version, each cached under its own name (`<plural>-<version>`): the
     watcher lists a router kind at one version, and a worker reads that cache only at the
-    version it was listed at (cache/routers.py)."""
+    version it was listed at (cache/routerobjects.py)."""
     return tuple(
         Resource(plural, group, version, kind, cache=f"{plural}-{version}") for version in versions
     )

@@ -3,7 +3,9 @@ from the API server at the newest version it serves.
 
 Router CRDs are optional and come in several versions, so which version to speak is learned
 from discovery (cached per group-version, see discovery.py), newest first as listed in
-`resources.ROUTER_OBJECTS`. A kind the cluster does not serve reads as None.
+`resources.ROUTER_OBJECTS`. A kind the cluster does not serve reads as None. The API access
+only: which objects a rollout names is routerrefs.py (with the map of the router-object code),
+the reads through the cache cache/routerobjects.py.
 """
 
 from __future__ import annotations

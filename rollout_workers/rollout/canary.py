@@ -22,7 +22,6 @@ from rollout_workers.rollout import (
     restart,
     routedcanary,
     service,
-    stepplugin,
     sync,
 )
 from rollout_workers.rollout import annotations as ann
@@ -34,6 +33,7 @@ from rollout_workers.rollout.hashing import pod_template_hash, steps_hash
 from rollout_workers.rollout.phase import canary_step_string
 from rollout_workers.rollout.pods import format_selector
 from rollout_workers.rollout.scaledown import cleanup_unhealthy
+from rollout_workers.rollout.stepplugins import statemachine
 from rollout_workers.rollout.trafficrouting import pingpong
 from rollout_workers.rollout.trafficrouting.reconciler import (
     max_traffic_weight,
@@ -179,7 +179,7 @@ def reconcile_canary(ctx: RolloutContext) -> None:
         sync_status(ctx)
         return
     reconcile_pause(ctx)
-    stepplugin.reconcile_step_plugins(ctx)
+    statemachine.reconcile_step_plugins(ctx)
     sync_status(ctx)
 
 
@@ -349,7 +349,7 @@ def completed_current_step(ctx: RolloutContext) -> bool:
     if step is None or index is None:
         return False
     if step.plugin is not None:
-        return stepplugin.is_step_completed(ctx, index)
+        return statemachine.is_step_completed(ctx, index)
     if step.pause is not None:
         return ctx.pause.completed_pause_step(step.pause, ctx.now)
     if step.set_canary_scale is not None:
@@ -383,7 +383,7 @@ def sync_status(ctx: RolloutContext) -> None:
     previous = ctx.rollout.status.canary if ctx.rollout.status else None
     if previous is not None and previous.stable_ping_pong is not None:
         ensure_canary_status(new).stable_ping_pong = previous.stable_ping_pong
-    stepplugin.update_status(ctx, new)
+    statemachine.update_status(ctx, new)
     all_rss = list(ctx.all_rss)
     new.available_replicas = rsutil.total(all_rss, "availableReplicas")
     new.hpa_replicas = rsutil.total(all_rss, "replicas")
@@ -394,7 +394,7 @@ def sync_status(ctx: RolloutContext) -> None:
 
     if template_or_steps_changed(ctx):
         reset_status(ctx, new)
-        stepplugin.reset_status(ctx, new)
+        statemachine.reset_status(ctx, new)
         status = ctx.rollout.status or RolloutStatus()
         if (
             ctx.new_rs is not None

@@ -36,7 +36,7 @@ from rollout_workers.rollout.stepplugins.registry import StepPluginState
 from rollout_workers.rollout.templateref import Resolved
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, not_served_message
 from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
-from rollout_workers.rollout.trafficrouting.refs import RouterRef
+from rollout_workers.routerrefs import RouterRef
 from rollout_workers.timefmt import format_time
 
 log = logging.getLogger(__name__)
@@ -44,8 +44,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RouterObjects:
-    """The router objects a reconcile reads (rollout/trafficrouting/refs.py), by kind,
-    namespace and name, with the version of each kind the API server serves."""
+    """The router objects a reconcile reads (routerrefs.py), by kind, namespace and name, with
+    the version of each kind the API server serves."""
 
     served: dict[str, r.Resource] = field(default_factory=dict)  # kind -> version spoken
     objects: dict[RouterRef, Obj] = field(default_factory=dict)  # those that exist

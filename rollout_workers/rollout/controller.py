@@ -29,7 +29,7 @@ from rollout_workers.cache.indexers import (
     rollout_references,
 )
 from rollout_workers.cache.reader import ObjectReader, RouterObjectReader, WrittenGuard
-from rollout_workers.cache.routers import CachedRouterObjects
+from rollout_workers.cache.routerobjects import CachedRouterObjects
 from rollout_workers.cache.synced import is_synced
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
@@ -47,7 +47,6 @@ from rollout_workers.pool.runtime import Runtime
 from rollout_workers.rollout import (
     bluegreen,
     canary,
-    stepplugin,
     sync,
     templateref,
     validation,
@@ -61,6 +60,7 @@ from rollout_workers.rollout.elbv2 import TargetGroupVerification, target_group_
 from rollout_workers.rollout.experiment import ExperimentStepError
 from rollout_workers.rollout.experiment import service_names as experiment_service_names
 from rollout_workers.rollout.service import ServiceNotFound
+from rollout_workers.rollout.stepplugins import statemachine
 from rollout_workers.rollout.stepplugins.registry import (
     StepPluginRegistry,
     StepPluginState,
@@ -74,15 +74,15 @@ from rollout_workers.rollout.trafficrouting import (
 from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
 from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 from rollout_workers.rollout.trafficrouting.reconciler import router_reference_error
-from rollout_workers.rollout.trafficrouting.refs import (
+from rollout_workers.rollout.trafficrouting.weights import VERIFY_RETRY_SECONDS
+from rollout_workers.rollout.validation.messages import ValidationError, invalid_spec_message
+from rollout_workers.rollout.validation.references import ReferencedResources
+from rollout_workers.routerrefs import (
     RouterRef,
     dependent_router_refs,
     router_refs,
     traffic_routing,
 )
-from rollout_workers.rollout.trafficrouting.weights import VERIFY_RETRY_SECONDS
-from rollout_workers.rollout.validation.messages import ValidationError, invalid_spec_message
-from rollout_workers.rollout.validation.references import ReferencedResources
 from rollout_workers.settings import AwsSettings, PluginSettings
 from rollout_workers.timefmt import format_time, utcnow
 
@@ -282,7 +282,7 @@ class RolloutController:
         return {str(i["metadata"]["name"]): i for i in found}, canary_keys
 
     def _router_objects(self, obj: Obj) -> RouterObjects:
-        """The router objects the rollout names (refs.py) that exist, then those they name
+        """The router objects the rollout names (routerrefs.py) that exist, then those they name
         (App Mesh's VirtualRouter), at the version of each kind the API server serves; a kind
         it does not serve is left out."""
         routed = RouterObjects()
@@ -395,7 +395,7 @@ def reconcile(
         message = f'The Rollout "{ctx.name}" is invalid: {resolve_error}'
     else:
         message = invalid_spec_message(ctx.name, error) if error else unsupported(ctx)
-    message = message or stepplugin.spec_error(ctx)
+    message = message or statemachine.spec_error(ctx)
     if message:
         invalid_spec(ctx, message)
         return

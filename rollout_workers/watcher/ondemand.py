@@ -15,13 +15,13 @@ followed the same way, as Argo's Istio/SMI informers but started on demand: when
 a router kind and discovery serves it, the kind's reflector starts at the newest version served,
 listing every object of the kind (no selector), into a cache named for that version
 (`virtualservices-v1`), so a worker reads it only at the version it was listed at
-(cache/routers.py). A kind that is named but not served yet is asked again on each lease renewal
-(`ensure_indexed`), so installing its CRD later needs no restart; a rollout event asks discovery
-only about a kind it has never asked about. A kind whose CRD is removed (its LIST or watch
-answers 404 and discovery no longer serves it) has its reflector stopped and its cache and
-listed mark dropped, and is asked about again like a kind never served. A kind keeps the
-version its reflector started at until the watcher stops or the kind is removed (a newer
-version served later is taken by the next leader).
+(cache/routerobjects.py); which kinds a rollout names is routerrefs.py. A kind that is named but
+not served yet is asked again on each lease renewal (`ensure_indexed`), so installing its CRD
+later needs no restart; a rollout event asks discovery only about a kind it has never asked
+about. A kind whose CRD is removed (its LIST or watch answers 404 and discovery no longer serves
+it) has its reflector stopped and its cache and listed mark dropped, and is asked about again
+like a kind never served. A kind keeps the version its reflector started at until the watcher
+stops or the kind is removed (a newer version served later is taken by the next leader).
 
 Workers must not read a type's cache before its first LIST has landed (an absent object would
 read as "not found"): see cache/synced.py.
@@ -42,9 +42,9 @@ from rollout_workers.cache.indexers import (
     group_kind,
     workload_reference,
 )
-from rollout_workers.cache.routerrefs import router_kinds
 from rollout_workers.cache.synced import synced_key
 from rollout_workers.kube.resources import ROUTER_OBJECTS, WATCHED, WORKLOADS, Resource
+from rollout_workers.routerrefs import router_kinds
 from rollout_workers.watcher.reflector import Reflector
 
 log = logging.getLogger(__name__)

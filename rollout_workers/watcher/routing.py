@@ -19,8 +19,8 @@ from rollout_workers.cache.indexers import (
     router_value,
     workload_value,
 )
-from rollout_workers.cache.routerrefs import routed_through
 from rollout_workers.kube import resources as r
+from rollout_workers.routerrefs import routed_through
 
 #: Reverse lookup into the cache: (type plural, index, value) -> keys of objects of that type.
 Lookup = Callable[[str, str, str], list[str]]

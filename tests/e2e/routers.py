@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import NotFound
-from rollout_workers.rollout.trafficrouting.refs import GATEWAY_API_PLUGIN
+from rollout_workers.routerrefs import GATEWAY_API_PLUGIN
 
 if TYPE_CHECKING:
     from tests.e2e.test_rollouts import World

@@ -1,8 +1,6 @@
-"""The plugin's user actions as a user runs them: `rollouts <action>` processes against the
-embedded API, with no controller running, so each test asserts the fields the command wrote.
-
-Until main.py registers these commands, the processes run `python -m rollout_workers.cli.actions`
-(the same `rollouts` group with them added); afterwards `python -m rollout_workers`.
+"""The plugin's user actions as a user runs them: `rollouts <action>` processes (`python -m
+rollout_workers`) against the embedded API, with no controller running, so each test asserts the
+fields the command wrote.
 """
 
 from __future__ import annotations

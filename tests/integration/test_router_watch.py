@@ -1,6 +1,6 @@
 """The watcher follows traffic-router objects on demand (watcher/ondemand.py), and workers read
-them from the cache once listed (cache/routers.py): the embedded API, a real in-process watcher
-and real Redis.
+them from the cache once listed (cache/routerobjects.py): the embedded API, a real in-process
+watcher and real Redis.
 
 A rollout naming a VirtualService before its CRD exists starts nothing; once the CRD is served,
 the next lease renewal (`ensure_indexed`) starts the kind's reflector at the newest version,
@@ -19,7 +19,7 @@ import pytest
 import redis
 
 from rollout_workers.cache import CacheWriter, Lister
-from rollout_workers.cache.routers import CachedRouterObjects
+from rollout_workers.cache.routerobjects import CachedRouterObjects
 from rollout_workers.cache.synced import listed_caches, synced_key
 from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.kube import resources as r

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from rollout_workers.cli.actions import ActionError, parse_duration
+from rollout_workers.cli.common import ActionError, parse_duration
 from rollout_workers.rollout.validation.spec import pause_duration_seconds
 from rollout_workers.timefmt import TimeError, duration_seconds, parse_duration_string
 

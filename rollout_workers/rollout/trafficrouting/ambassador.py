@@ -51,7 +51,7 @@ from rollout_workers.kube.writer import fenced
 from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
-from rollout_workers.rollout.trafficrouting.refs import RouterRef, canary_mapping_name
+from rollout_workers.routerrefs import RouterRef, canary_mapping_name
 from rollout_workers.timefmt import format_micro_time, parse_time
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ No header or mirror routes, and the weight is not verified. Argo updates (PUTs) 
 at every reconcile and the VirtualRouter when a weight differs; here each is merge-patched,
 fenced by the resourceVersion read, when what the rollout owns in it differs, so someone else's
 edit of a weight or of a hash label is put back on the next reconcile (a VirtualRouter change
-wakes the rollouts whose VirtualNodes its routes target: cache/routerrefs.py).
+wakes the rollouts whose VirtualNodes its routes target: routerrefs.py).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.service import MANAGED_BY
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
-from rollout_workers.rollout.trafficrouting.refs import RouterRef, virtual_router_ref
+from rollout_workers.routerrefs import RouterRef, virtual_router_ref
 
 log = logging.getLogger(__name__)
 

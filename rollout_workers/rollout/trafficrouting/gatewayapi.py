@@ -96,30 +96,19 @@ from rollout_workers.api.rollout import (
     WeightDestination,
 )
 from rollout_workers.kube.patch import merge_patch
+from rollout_workers.kube.resources import ROUTER_OBJECTS
 from rollout_workers.kube.writer import fenced
 from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
-from rollout_workers.rollout.trafficrouting.refs import GATEWAY_API_PLUGIN, RouterRef
+from rollout_workers.routerrefs import GATEWAY_API_PLUGIN, GATEWAY_ROUTE_FIELDS, RouterRef
 
 log = logging.getLogger(__name__)
 
 
 TYPE = "GatewayAPI"
-GROUP = "gateway.networking.k8s.io"
-KINDS = ("HTTPRoute", "GRPCRoute", "TCPRoute", "TLSRoute")
-PLURALS = {
-    "HTTPRoute": "httproutes",
-    "GRPCRoute": "grpcroutes",
-    "TCPRoute": "tcproutes",
-    "TLSRoute": "tlsroutes",
-}
-FIELDS = {
-    "HTTPRoute": "httpRoute",
-    "GRPCRoute": "grpcRoute",
-    "TCPRoute": "tcpRoute",
-    "TLSRoute": "tlsRoute",
-}
+#: The config's single-route field of each route kind (`httpRoute`).
+FIELDS = {kind: single for kind, (single, _) in GATEWAY_ROUTE_FIELDS.items()}
 MANAGED_ANNOTATION = "rollout-workers/managed-routes"
 EXPERIMENT_ANNOTATION = "rollout-workers/experiment-backends"
 # The plugin's port for an experiment Service (HandleExperiment): the one named `http`, else
@@ -172,7 +161,8 @@ def route_selector_message(field: str) -> str:
 
 def not_found_message(kind: str, name: str) -> str:
     """The API server's NotFound message, which is what the plugin reports for a missing route."""
-    return f'{PLURALS[kind]}.{GROUP} "{name}" not found'
+    newest = ROUTER_OBJECTS[kind][0]
+    return f'{newest.plural}.{newest.group} "{name}" not found'
 
 
 # -- configuration -------------------------------------------------------------------------

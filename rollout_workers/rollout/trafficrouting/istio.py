@@ -60,7 +60,7 @@ from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError
 from rollout_workers.rollout.trafficrouting.pingpong import stable_and_canary_services
-from rollout_workers.rollout.trafficrouting.refs import RouterRef, split_namespaced
+from rollout_workers.routerrefs import RouterRef, split_namespaced
 
 log = logging.getLogger(__name__)
 

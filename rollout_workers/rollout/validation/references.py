@@ -46,11 +46,6 @@ from rollout_workers.rollout.trafficrouting import (
 from rollout_workers.rollout.trafficrouting import istio as istiorouter
 from rollout_workers.rollout.trafficrouting.nginx import uses_service
 from rollout_workers.rollout.trafficrouting.pingpong import stable_and_canary_services
-from rollout_workers.rollout.trafficrouting.refs import (
-    RouterRef,
-    split_namespaced,
-    virtual_router_ref,
-)
 from rollout_workers.rollout.validation.messages import (
     ALB_BOTH_INGRESSES,
     ALB_NO_INGRESS,
@@ -87,6 +82,11 @@ from rollout_workers.rollout.validation.spec import (
     int_value,
     traffic_routing,
 )
+from rollout_workers.routerrefs import (
+    RouterRef,
+    split_namespaced,
+    virtual_router_ref,
+)
 
 #: The annotation with which a Service names the rollout that manages it.
 MANAGED_BY_ROLLOUTS_ANNOTATION = "argo-rollouts.argoproj.io/managed-by-rollouts"
@@ -103,7 +103,7 @@ class ReferencedResources:
     cluster_analysis_templates: Mapping[str, ClusterAnalysisTemplate] = dataclass_field(
         default_factory=dict
     )
-    #: The router objects the rollout names that exist (trafficrouting/refs.py), and the kinds
+    #: The router objects the rollout names that exist (routerrefs.py), and the kinds
     #: the API server serves; None when they were not looked up (nothing to check against).
     router_objects: Mapping[RouterRef, Mapping[str, Any]] = dataclass_field(default_factory=dict)
     served_router_kinds: frozenset[str] | None = None

@@ -34,7 +34,6 @@ from rollout_workers.api.rollout import (
     StringMatch,
 )
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, gatewayapi
-from rollout_workers.rollout.trafficrouting.refs import GATEWAY_API_PLUGIN
 from rollout_workers.rollout.validation.messages import (
     DUPLICATED_PING_PONG_SERVICES_MESSAGE,
     DUPLICATED_SERVICES_BLUE_GREEN_MESSAGE,
@@ -84,6 +83,7 @@ from rollout_workers.rollout.validation.messages import (
     invalid,
     required,
 )
+from rollout_workers.routerrefs import GATEWAY_API_PLUGIN
 from rollout_workers.timefmt import TimeError, parse_duration
 
 # -- defaults (utils/defaults/defaults.go) ---------------------------------------------------

@@ -248,7 +248,7 @@ def test_rollouts_are_indexed_by_the_router_objects_they_name(
 
 def test_router_kinds_are_cached_per_version() -> None:
     """A kind is listed at one version into a cache of that version's own name, so a worker
-    never reads objects of one version as another's (cache/routers.py)."""
+    never reads objects of one version as another's (cache/routerobjects.py)."""
     every = [v for versions in r.ROUTER_OBJECTS.values() for v in versions]
     names = [v.cache_name for v in every]
     assert len(set(names)) == len(names)  # across kinds too: App Mesh's and Istio's

@@ -15,7 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from rollout_workers.cli import actions
+from rollout_workers.cli import cluster, common, edit, lifecycle, plugin
 from rollout_workers.kube.errors import Conflict, Invalid, NotFound
 from rollout_workers.kube.resources import Resource
 
@@ -257,7 +257,7 @@ def test_promote_patches(
     status: str | None,
     unified: str | None,
 ) -> None:
-    patches = actions.calculate_promote_patches(ro, **flags)
+    patches = lifecycle.calculate_promote_patches(ro, **flags)
     assert (compact(patches.spec), compact(patches.status), compact(patches.unified)) == (
         spec,
         status,
@@ -287,21 +287,21 @@ def test_promote_patches(
     ids=["both skip flags", "skip on blue-green", "skip without steps"],
 )
 def test_promote_refuses(ro: Obj, flags: dict[str, bool], message: str) -> None:
-    with pytest.raises(actions.ActionError, match=message):
-        actions.calculate_promote_patches(ro, **flags)
+    with pytest.raises(common.ActionError, match=message):
+        lifecycle.calculate_promote_patches(ro, **flags)
 
 
 CONSTANT_PATCHES = {
-    "abort": (actions.ABORT_PATCH, '{"status":{"abort":true}}'),
-    "retry rollout": (actions.RETRY_PATCH, '{"status":{"abort":false}}'),
-    "retry experiment": (actions.RETRY_EXPERIMENT_PATCH, '{"status":null}'),
-    "pause": (actions.PAUSE_PATCH, '{"spec":{"paused":true}}'),
+    "abort": (lifecycle.ABORT_PATCH, '{"status":{"abort":true}}'),
+    "retry rollout": (lifecycle.RETRY_PATCH, '{"status":{"abort":false}}'),
+    "retry experiment": (lifecycle.RETRY_EXPERIMENT_PATCH, '{"status":null}'),
+    "pause": (lifecycle.PAUSE_PATCH, '{"spec":{"paused":true}}'),
     "restart": (
-        actions.restart_patch(datetime(2024, 5, 1, 10, 0, 30, 123456, tzinfo=UTC)),
+        edit.restart_patch(datetime(2024, 5, 1, 10, 0, 30, 123456, tzinfo=UTC)),
         '{"spec":{"restartAt":"2024-05-01T10:00:30Z"}}',
     ),
     "restart from another zone": (
-        actions.restart_patch(datetime(2024, 5, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))),
+        edit.restart_patch(datetime(2024, 5, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))),
         '{"spec":{"restartAt":"2024-05-01T12:00:00Z"}}',
     ),
 }
@@ -324,13 +324,13 @@ DURATIONS = {
 
 @pytest.mark.parametrize(("text", "seconds"), DURATIONS.values(), ids=DURATIONS.keys())
 def test_parse_duration(text: str, seconds: float) -> None:
-    assert actions.parse_duration(text).total_seconds() == pytest.approx(seconds)
+    assert common.parse_duration(text).total_seconds() == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("text", ["", "soon", "5 m", "5x", "m", "1h-"])
 def test_parse_duration_rejects(text: str) -> None:
-    with pytest.raises(actions.ActionError, match="invalid duration"):
-        actions.parse_duration(text)
+    with pytest.raises(common.ActionError, match="invalid duration"):
+        common.parse_duration(text)
 
 
 def pod_spec_rollout() -> Obj:
@@ -353,7 +353,7 @@ def pod_spec_rollout() -> Obj:
 
 def images_of(ro: Obj) -> dict[str, str]:
     spec = ro["spec"]["template"]["spec"]
-    return {c["name"]: c["image"] for key in actions.CONTAINER_LISTS for c in spec.get(key, [])}
+    return {c["name"]: c["image"] for key in edit.CONTAINER_LISTS for c in spec.get(key, [])}
 
 
 SET_IMAGE_CASES = {
@@ -375,21 +375,21 @@ SET_IMAGE_CASES = {
 @pytest.mark.parametrize(("pairs", "want"), SET_IMAGE_CASES.values(), ids=SET_IMAGE_CASES.keys())
 def test_set_image(pairs: list[tuple[str, str]], want: dict[str, str]) -> None:
     ro = pod_spec_rollout()
-    updated = actions.calculate_set_image(ro, pairs)
+    updated = edit.calculate_set_image(ro, pairs)
     assert images_of(updated) == want
     assert updated["metadata"]["resourceVersion"] == "7"  # the update is conditional
     assert images_of(ro)["web"] == "web:1"  # the input is not modified
 
 
 def test_set_image_unknown_container() -> None:
-    with pytest.raises(actions.ActionError, match='unable to find container named "nope"'):
-        actions.calculate_set_image(pod_spec_rollout(), [("web", "web:2"), ("nope", "x:1")])
+    with pytest.raises(common.ActionError, match='unable to find container named "nope"'):
+        edit.calculate_set_image(pod_spec_rollout(), [("web", "web:2"), ("nope", "x:1")])
 
 
 @pytest.mark.parametrize("value", ["web", "web=a=b", "=img", "web="])
 def test_image_assignment_syntax(value: str) -> None:
     with pytest.raises(click.UsageError, match="CONTAINER=IMAGE"):
-        actions.parse_image_assignments((value,))
+        edit.parse_image_assignments((value,))
 
 
 def rs(name: str, revision: str | None, image: str = "web:1", *, uid: str = "ro-uid") -> Obj:
@@ -424,7 +424,7 @@ SELECT_CASES = {
 
 @pytest.mark.parametrize(("sets", "to", "want"), SELECT_CASES.values(), ids=SELECT_CASES.keys())
 def test_select_revision(sets: list[Obj], to: int, want: str) -> None:
-    assert actions.select_revision("app", sets, to)["metadata"]["name"] == want
+    assert edit.select_revision("app", sets, to)["metadata"]["name"] == want
 
 
 @pytest.mark.parametrize(
@@ -437,8 +437,8 @@ def test_select_revision(sets: list[Obj], to: int, want: str) -> None:
     ids=["missing revision", "only one revision", "no replicasets"],
 )
 def test_select_revision_fails(sets: list[Obj], to: int, message: str) -> None:
-    with pytest.raises(actions.ActionError, match=message):
-        actions.select_revision("app", sets, to)
+    with pytest.raises(common.ActionError, match=message):
+        edit.select_revision("app", sets, to)
 
 
 def rollout_template(image: str) -> Obj:
@@ -450,16 +450,16 @@ def rollout_template(image: str) -> Obj:
 
 def test_template_matches_ignores_defaults_and_hash() -> None:
     candidate = rs("r1", "1")["spec"]["template"]
-    assert actions.template_matches(rollout_template("web:1"), candidate)
-    assert not actions.template_matches(rollout_template("web:2"), candidate)
+    assert edit.template_matches(rollout_template("web:1"), candidate)
+    assert not edit.template_matches(rollout_template("web:2"), candidate)
     extra = rollout_template("web:1")
     extra["metadata"]["labels"]["tier"] = "front"
-    assert not actions.template_matches(extra, candidate)
+    assert not edit.template_matches(extra, candidate)
 
 
 def test_undo_patch_is_a_json_patch_without_the_hash_label() -> None:
     source = rs("r1", "1", "web:0")
-    patch = actions.undo_patch(source)
+    patch = edit.undo_patch(source)
     assert compact(patch) == compact(
         [
             {
@@ -502,7 +502,7 @@ def test_undo_patch_is_a_json_patch_without_the_hash_label() -> None:
     ids=["missing", "empty", "labels", "expressions"],
 )
 def test_label_selector(selector: Obj | None, want: str | None) -> None:
-    assert actions.label_selector(selector) == want
+    assert edit.label_selector(selector) == want
 
 
 # -- the commands against a recording fake ------------------------------------------------------
@@ -564,16 +564,16 @@ class FakeKube:
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
     kube = FakeKube()
 
-    def connect(**kwargs: Any) -> actions.Target:
-        return actions.Target(kube, kwargs["namespace"] or "default")  # type: ignore[arg-type]
+    def connect(**kwargs: Any) -> cluster.Target:
+        return cluster.Target(kube, kwargs["namespace"] or "default")  # type: ignore[arg-type]
 
-    monkeypatch.setattr(actions, "connect", connect)
+    monkeypatch.setattr(cluster, "connect", connect)
     yield kube
 
 
 def invoke(*args: str) -> Any:
     group = click.Group("rollouts")
-    actions.register(group)
+    plugin.register(group)
     return CliRunner().invoke(group, list(args), catch_exceptions=False)
 
 
@@ -823,7 +823,7 @@ def test_pause(fake: FakeKube) -> None:
 
 
 def test_restart_in(fake: FakeKube, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(actions, "_now", lambda: datetime(2024, 5, 1, 10, 0, tzinfo=UTC))
+    monkeypatch.setattr(edit, "utcnow", lambda: datetime(2024, 5, 1, 10, 0, tzinfo=UTC))
     fake.objects[("rollouts", "app")] = canary()
     assert invoke("restart", "app", "--in", "30s").output == "rollout 'app' restarts in 30s\n"
     assert fake.patches() == [
@@ -853,7 +853,7 @@ def test_undo_restores_the_previous_template(fake: FakeKube) -> None:
     assert ("list", "replicasets", "app=web") in fake.calls
     (patch,) = fake.patches()
     assert patch[:4] == ("rollouts", "app", "", "application/json-patch+json")
-    assert patch[4] == compact(actions.undo_patch(rs("r1", "1", "web:1")))
+    assert patch[4] == compact(edit.undo_patch(rs("r1", "1", "web:1")))
 
 
 def test_undo_skips_a_matching_template(fake: FakeKube) -> None:
@@ -897,7 +897,7 @@ def test_api_error_is_one_line(fake: FakeKube) -> None:
 
 def _group() -> click.Group:
     group = click.Group("rollouts")
-    actions.register(group)
+    plugin.register(group)
     return group
 
 
@@ -910,7 +910,7 @@ def test_register_joins_existing_groups() -> None:
         """An unrelated subcommand another module added."""
 
     group.add_command(existing)
-    actions.register(group)
+    plugin.register(group)
     assert group.commands["get"] is existing
     assert set(existing.commands) == {"other", "rollout", "experiment"}
     assert {
@@ -944,8 +944,8 @@ def test_default_namespace_comes_from_the_context(tmp_path: Path) -> None:
             }
         )
     )
-    assert actions.default_namespace(config, None) == "team"
-    assert actions.default_namespace(config, "b") == "default"
+    assert cluster.default_namespace(config, None) == "team"
+    assert cluster.default_namespace(config, "b") == "default"
 
 
 def _with_status(phase: str, message: str = "") -> Obj:

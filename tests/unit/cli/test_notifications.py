@@ -15,7 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from rollout_workers.cli import actions
+from rollout_workers.cli import cluster
 from rollout_workers.cli.notifications import notifications, parse_recipient, template_preview
 from rollout_workers.kube.errors import NotFound
 from rollout_workers.kube.resources import Resource
@@ -115,10 +115,10 @@ class FakeKube:
 def kube(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
     fake = FakeKube()
 
-    def connect(**kwargs: Any) -> actions.Target:
-        return actions.Target(fake, kwargs["namespace"] or "default")  # type: ignore[arg-type]
+    def connect(**kwargs: Any) -> cluster.Target:
+        return cluster.Target(fake, kwargs["namespace"] or "default")  # type: ignore[arg-type]
 
-    monkeypatch.setattr(actions, "connect", connect)
+    monkeypatch.setattr(cluster, "connect", connect)
     monkeypatch.setenv("ROLLOUTS_NOTIFICATIONS_NAMESPACE", CONFIG_NS)
     yield fake
 
@@ -127,10 +127,10 @@ def kube(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
 def no_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands given only files must not connect."""
 
-    def connect(**kwargs: Any) -> actions.Target:
+    def connect(**kwargs: Any) -> cluster.Target:
         raise AssertionError("connected to the cluster")
 
-    monkeypatch.setattr(actions, "connect", connect)
+    monkeypatch.setattr(cluster, "connect", connect)
 
 
 @pytest.fixture

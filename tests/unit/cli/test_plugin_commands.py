@@ -12,7 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from rollout_workers.cli import actions
+from rollout_workers.cli import cluster, edit, lifecycle, plugin, status
 from rollout_workers.cli.lint import calculate_lint_errors, lint, load_documents
 from rollout_workers.cli.version import version_lines
 from rollout_workers.kube.resources import Resource
@@ -31,7 +31,7 @@ Obj = dict[str, Any]
 
 def _group() -> click.Group:
     group = click.Group("rollouts")
-    actions.register(group)
+    plugin.register(group)
     group.add_command(lint)
     return group
 
@@ -70,8 +70,8 @@ STATUS_LINES = {
     ("phase", "message", "once", "watched"), STATUS_LINES.values(), ids=STATUS_LINES.keys()
 )
 def test_status_lines(phase: str, message: str, once: str, watched: str) -> None:
-    assert actions.status_line(phase, message) == once
-    assert actions.watch_status_line(phase, message) == watched
+    assert status.status_line(phase, message) == once
+    assert status.watch_status_line(phase, message) == watched
 
 
 STATUS_FAILURES = {
@@ -93,7 +93,7 @@ STATUS_FAILURES = {
     ("phase", "watched", "failure"), STATUS_FAILURES.values(), ids=STATUS_FAILURES.keys()
 )
 def test_status_failure(phase: str, watched: bool, failure: str | None) -> None:
-    assert actions.status_failure(phase, "why", watched=watched) == failure
+    assert status.status_failure(phase, "why", watched=watched) == failure
 
 
 @pytest.mark.parametrize(
@@ -109,12 +109,12 @@ def test_status_failure(phase: str, watched: bool, failure: str | None) -> None:
     ],
 )
 def test_go_bool_flags(arg: str, want: str) -> None:
-    assert actions.rewrite_go_bool_flag(arg) == want
+    assert status.rewrite_go_bool_flag(arg) == want
 
 
 def test_go_bool_flag_rejects_other_values() -> None:
     with pytest.raises(click.BadParameter, match='invalid argument "maybe"'):
-        actions.rewrite_go_bool_flag("--watch=maybe")
+        status.rewrite_go_bool_flag("--watch=maybe")
 
 
 ONCE = {
@@ -165,11 +165,11 @@ def changing(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Obj]]:
     states: list[Obj] = []
     kube = ChangingKube(states)
     monkeypatch.setattr(
-        actions,
+        cluster,
         "connect",
-        lambda **kwargs: actions.Target(kube, "default"),  # type: ignore[arg-type]
+        lambda **kwargs: cluster.Target(kube, "default"),  # type: ignore[arg-type]
     )
-    monkeypatch.setattr(actions, "STATUS_POLL_SECONDS", 0.01)
+    monkeypatch.setattr(status, "STATUS_POLL_SECONDS", 0.01)
     yield states
 
 
@@ -276,7 +276,7 @@ def test_terminate(
 
 
 def test_terminate_patch_is_the_plugins() -> None:
-    assert compact(actions.TERMINATE_PATCH) == TERMINATE
+    assert compact(lifecycle.TERMINATE_PATCH) == TERMINATE
 
 
 # -- undo --to-revision ------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def test_undo_to_revision(fake: FakeKube) -> None:  # noqa: F811
             "app",
             "",
             "application/json-patch+json",
-            compact(actions.undo_patch(rs("r1", "1", "web:1"))),
+            compact(edit.undo_patch(rs("r1", "1", "web:1"))),
         )
     ]
 

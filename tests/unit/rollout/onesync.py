@@ -34,7 +34,7 @@ from rollout_workers.rollout.controller import reconcile
 from rollout_workers.rollout.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.stepplugins.registry import StepPluginRegistry, StepPluginState
 from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
-from rollout_workers.rollout.trafficrouting.refs import RouterRef
+from rollout_workers.routerrefs import RouterRef
 from rollout_workers.timefmt import format_time
 
 Obj = dict[str, Any]

@@ -30,8 +30,8 @@ from rollout_workers.rollout.trafficrouting import (
     unsupported_router,
 )
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
-from rollout_workers.rollout.trafficrouting.refs import RouterRef, canary_mapping_name, router_refs
 from rollout_workers.rollout.validation.references import ReferencedResources
+from rollout_workers.routerrefs import RouterRef, canary_mapping_name, router_refs
 from rollout_workers.timefmt import format_micro_time
 from rollout_workers.workqueue import Outcome
 from tests.unit.rollout.onesync import NS, T0, OneSync, service

@@ -20,7 +20,7 @@ from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, apisix, unsupported_router
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
-from rollout_workers.rollout.trafficrouting.refs import RouterRef, router_refs
+from rollout_workers.routerrefs import RouterRef, router_refs
 from tests.unit.rollout.onesync import NS, T0, OneSync
 from tests.unit.rollout.test_controller import rollout
 from tests.unit.rollout.test_routing_reconcile import V1, routed_rollout, routed_sim, update

@@ -23,12 +23,12 @@ from rollout_workers.rollout import validation as v
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, appmesh, unsupported_router
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
-from rollout_workers.rollout.trafficrouting.refs import (
+from rollout_workers.rollout.validation.references import ReferencedResources
+from rollout_workers.routerrefs import (
     RouterRef,
     dependent_router_refs,
     router_refs,
 )
-from rollout_workers.rollout.validation.references import ReferencedResources
 from rollout_workers.workqueue import Outcome
 from tests.unit.rollout.onesync import NS, T0, OneSync, service
 from tests.unit.rollout.test_controller import rollout

@@ -23,9 +23,9 @@ from rollout_workers.rollout.trafficrouting import (
     unsupported_router,
 )
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
-from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.rollout.validation.references import ReferencedResources, reference_errors
 from rollout_workers.rollout.validation.spec import spec_errors
+from rollout_workers.routerrefs import RouterRef
 from tests.unit.rollout.onesync import NS, T0
 from tests.unit.rollout.test_controller import rollout
 

@@ -23,8 +23,8 @@ from rollout_workers.rollout import validation as v
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, istio, unsupported_router
 from rollout_workers.rollout.trafficrouting.reconciler import routers_for
-from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.rollout.validation.references import ReferencedResources
+from rollout_workers.routerrefs import RouterRef
 from tests.unit.rollout.onesync import NS, T0
 from tests.unit.rollout.test_controller import rollout
 

@@ -9,8 +9,8 @@ import pytest
 
 from rollout_workers.api.rollout import CanaryStrategy, Rollout, RolloutStatus
 from rollout_workers.rollout.trafficrouting import pingpong
-from rollout_workers.rollout.trafficrouting.refs import RouterRef
 from rollout_workers.rollout.validation.references import ReferencedResources, reference_errors
+from rollout_workers.routerrefs import RouterRef
 from tests.unit.rollout.onesync import NS, OneSync, rollout, service
 
 Obj = dict[str, Any]

@@ -16,7 +16,7 @@ from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.pool.handlers import Outcome
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, smi
-from rollout_workers.rollout.trafficrouting.refs import RouterRef
+from rollout_workers.routerrefs import RouterRef
 from tests.unit.rollout.onesync import NS, T0, OneSync, service
 from tests.unit.rollout.test_controller import rollout
 from tests.unit.rollout.test_routing_reconcile import controller_for, request, routed_sim

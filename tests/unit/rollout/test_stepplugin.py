@@ -12,9 +12,9 @@ import pytest
 
 from rollout_workers.api.rollout import StepPluginStatus
 from rollout_workers.kube import resources as r
-from rollout_workers.rollout.stepplugin import calculate_step_completed
 from rollout_workers.rollout.stepplugins.protocol import StepContext, StepResult
 from rollout_workers.rollout.stepplugins.registry import StepPluginRegistry, StepPluginTimings
+from rollout_workers.rollout.stepplugins.statemachine import calculate_step_completed
 from tests.unit.rollout.onesync import NS, OneSync, rollout
 
 Obj = dict[str, Any]

@@ -6,7 +6,8 @@ version served then, into a cache named for that version, and records the cache 
 its first LIST has landed (synced.py). A reconcile reads a kind at the version its listed cache
 holds, so the version it writes the routes at is the one it read them at; before the kind is
 listed (the CRD installed a moment ago, the watcher's LIST still running) it reads the API at
-the newest version served, as without a cache.
+the newest version served, as without a cache. Which objects a rollout names is
+routerrefs.py (with the map of the router-object code); the API access kube/routerobjects.py.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""Which router objects a Rollout's `trafficRouting` names: pure, on the raw object (below the
-cache, which indexes rollouts by them; rollout/trafficrouting/refs.py re-exports it).
+"""Which router objects a Rollout's `trafficRouting` names: pure, on the raw object.
 
-One answer for every reader: the controller reads these objects before a reconcile, the cache
-indexes rollouts by them so that a change to one wakes the rollouts routing through it, and
-validation reports the missing ones. Ingresses are not here: the nginx router's stable
-Ingresses and the ALB router's (`ingress`, `ingresses`) are always cached and indexed (see
-cache/indexers.py), so an edit to one wakes the rollouts routing through it. The ALB router's
-TargetGroupBindings are read from the API when a verification runs (rollout/elbv2.py).
+One answer for every reader, so it sits below all of them (between the cache and kube/, whose
+resources.py names the router kinds): the controller reads these objects before a reconcile,
+the cache indexes rollouts by them so that a change to one wakes the rollouts routing through
+it, the watcher starts the reflectors of the kinds they name, and validation reports the
+missing ones. Ingresses are not here: the nginx router's stable Ingresses and the ALB router's
+(`ingress`, `ingresses`) are always cached and indexed (see cache/indexers.py), so an edit to
+one wakes the rollouts routing through it. The ALB router's TargetGroupBindings are read from
+the API when a verification runs (rollout/elbv2.py).
 
 - SMI: the TrafficSplit `trafficSplitName`, by default the rollout's name;
 - Istio: each VirtualService (`virtualService` or `virtualServices`) and the DestinationRule;
@@ -23,6 +24,22 @@ TargetGroupBindings are read from the API when a verification runs (rollout/elbv
 - Gateway API: the HTTPRoutes, GRPCRoutes, TCPRoutes and TLSRoutes of `gatewayAPI`, or of the
   config of Argo's gatewayAPI plugin (`plugins["argoproj-labs/gatewayAPI"]`), in its
   `namespace` when set, else the rollout's.
+
+The router-object code, layer by layer (each part in one place):
+
+- here: spec -> references (`router_refs`, `router_kinds`, `dependent_router_refs`,
+  `routed_through`), no I/O;
+- kube/resources.py: the one table of router kinds -> their versions (group, plural, cache
+  name), newest first (`ROUTER_OBJECTS`);
+- kube/routerobjects.py: the API access (`ApiRouterObjects`: the newest version served, one
+  object);
+- cache/routerobjects.py: the reads through the cache (`CachedRouterObjects`: the watcher's
+  cache once it has listed the kind, else the API); cache/indexers.py indexes rollouts by the
+  references and kinds found here;
+- watcher/ondemand.py starts a router kind's reflector when a rollout names it;
+  watcher/routing.py finds the rollouts a router object's change wakes;
+- rollout/controller.py reads the objects into the context; the routers of
+  rollout/trafficrouting/ write them.
 """
 
 from __future__ import annotations

@@ -8,7 +8,19 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.cli import view
+from rollout_workers.cli.info import (
+    RolloutInfo,
+    calculate_rollout_info,
+    experiment_info,
+    pod_info,
+    replica_set_health,
+    workload_ref_text,
+)
+from rollout_workers.cli.listing import render_experiment_list, render_list
+from rollout_workers.cli.phase import FINAL_PHASES, calculate_rollout_phase, current_set_weight
+from rollout_workers.cli.table import ANSI
+from rollout_workers.cli.tree import render_experiment, render_rollout, revisions
+from rollout_workers.timefmt import human_duration
 from tests.unit.cli import fixtures as f
 
 Obj = dict[str, Any]
@@ -75,8 +87,8 @@ NAME                            KIND        STATUS               AGE  INFO
 """
 
 
-def rollout_info(objects: dict[str, Any]) -> view.RolloutInfo:
-    return view.calculate_rollout_info(
+def rollout_info(objects: dict[str, Any]) -> RolloutInfo:
+    return calculate_rollout_info(
         objects["rollout"],
         replica_sets=objects["replica_sets"],
         pods=objects["pods"],
@@ -86,12 +98,12 @@ def rollout_info(objects: dict[str, Any]) -> view.RolloutInfo:
 
 def test_canary_mid_rollout_screen() -> None:
     info = rollout_info(f.canary_objects())
-    assert view.render_rollout(info, now=f.NOW) == CANARY_SCREEN
+    assert render_rollout(info, now=f.NOW) == CANARY_SCREEN
 
 
 def test_blue_green_screen() -> None:
     info = rollout_info(f.blue_green_objects())
-    assert view.render_rollout(info, now=f.NOW) == BLUE_GREEN_SCREEN
+    assert render_rollout(info, now=f.NOW) == BLUE_GREEN_SCREEN
 
 
 def test_workload_ref_line() -> None:
@@ -104,36 +116,33 @@ def test_workload_ref_line() -> None:
         "scaleDown": "progressively",
     }
     ro["status"]["workloadObservedGeneration"] = "3"
-    screen = view.render_rollout(rollout_info(objects), now=f.NOW).splitlines()
+    screen = render_rollout(rollout_info(objects), now=f.NOW).splitlines()
     assert screen[4:6] == [
         "WorkloadRef:     Deployment/shop-web (scaleDown: progressively, observed generation 3)",
         "Strategy:        Canary",
     ]
     del ro["spec"]["workloadRef"]["scaleDown"]
-    assert (
-        view.workload_ref_text(ro)
-        == "Deployment/shop-web (scaleDown: never, observed generation 3)"
-    )
+    assert workload_ref_text(ro) == "Deployment/shop-web (scaleDown: never, observed generation 3)"
 
 
 def test_colour_codes_do_not_shift_columns() -> None:
     info = rollout_info(f.canary_objects())
-    coloured = view.render_rollout(info, now=f.NOW, color=True)
+    coloured = render_rollout(info, now=f.NOW, color=True)
     assert "\x1b[33mcanary\x1b[0m" in coloured
     assert "\x1b[32m✔\x1b[0m Healthy" in coloured
-    plain = view._ANSI.sub("", coloured)
+    plain = ANSI.sub("", coloured)
     assert plain == CANARY_SCREEN
 
 
 def test_list_rollouts_table() -> None:
     rollouts = [f.canary_objects()["rollout"], f.blue_green_objects()["rollout"]]
-    assert view.render_list(rollouts).splitlines() == [
+    assert render_list(rollouts).splitlines() == [
         "NAME        STRATEGY   STATUS        STEP  SET-WEIGHT  READY  DESIRED  UP-TO-DATE  "
         "AVAILABLE",
         "shop-web    Canary     Progressing   2/4   50          4/4    4        2           4",
         "checkout    BlueGreen  Paused        -     -           3/4    2        2           3",
     ]
-    with_ns = view.render_list(rollouts, all_namespaces=True).splitlines()
+    with_ns = render_list(rollouts, all_namespaces=True).splitlines()
     assert with_ns[0].split()[:2] == ["NAMESPACE", "NAME"]
     assert with_ns[1].split()[:3] == ["shop", "shop-web", "Canary"]
 
@@ -213,7 +222,7 @@ PHASES: dict[str, tuple[Obj, tuple[str, str]]] = {
 
 @pytest.mark.parametrize(("rollout", "want"), PHASES.values(), ids=PHASES.keys())
 def test_rollout_phase(rollout: Obj, want: tuple[str, str]) -> None:
-    assert view.calculate_rollout_phase(rollout) == want
+    assert calculate_rollout_phase(rollout) == want
 
 
 STEPS = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 40}, {"analysis": {}}]
@@ -229,12 +238,12 @@ WEIGHTS = {
 @pytest.mark.parametrize(("status", "want"), WEIGHTS.values(), ids=WEIGHTS.keys())
 def test_current_set_weight(status: Obj, want: int) -> None:
     rollout = {"spec": {"strategy": {"canary": {"steps": STEPS}}}, "status": status}
-    assert view.current_set_weight(rollout) == want
+    assert current_set_weight(rollout) == want
 
 
 def test_set_weight_before_any_set_weight_step() -> None:
     rollout: Obj = {"spec": {"strategy": {"canary": {"steps": [{"pause": {}}]}}}, "status": {}}
-    assert view.current_set_weight(rollout) == 0
+    assert current_set_weight(rollout) == 0
 
 
 def container(**state: Obj) -> Obj:
@@ -280,13 +289,13 @@ def test_pod_status(status: Obj, want: tuple[str, str, str]) -> None:
         "spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "c"}]},
         "status": status,
     }
-    info = view.pod_info(pod)
+    info = pod_info(pod)
     assert (info.status, info.icon, info.ready) == want
 
 
 def test_terminating_pod() -> None:
     pod = {"metadata": {"name": "p", "deletionTimestamp": "2024-01-01T00:00:00Z"}, "status": {}}
-    assert view.pod_info(pod).status == "Terminating"
+    assert pod_info(pod).status == "Terminating"
 
 
 RS_HEALTH = {
@@ -312,7 +321,7 @@ RS_HEALTH = {
 @pytest.mark.parametrize(("spec", "status", "want"), RS_HEALTH.values(), ids=RS_HEALTH.keys())
 def test_replica_set_health(spec: Obj, status: Obj, want: str) -> None:
     rs = {"metadata": {"generation": 1}, "spec": spec, "status": status}
-    assert view.replica_set_health(rs) == want
+    assert replica_set_health(rs) == want
 
 
 AGES = {
@@ -331,7 +340,7 @@ AGES = {
 
 @pytest.mark.parametrize(("seconds", "want"), AGES.values(), ids=AGES.keys())
 def test_human_duration(seconds: float, want: str) -> None:
-    assert view.human_duration(seconds) == want
+    assert human_duration(seconds) == want
 
 
 def test_actual_weight_with_traffic_routing_uses_the_reported_weight() -> None:
@@ -355,8 +364,8 @@ def test_actual_weight_past_the_last_step_is_all_of_max_traffic_weight() -> None
 def test_objects_of_other_owners_are_left_out() -> None:
     info = rollout_info(f.canary_objects())
     assert [rs.name for rs in info.replica_sets] == ["shop-web-6b7f", "shop-web-5d9c"]
-    assert view.revisions(info) == [2, 1]
-    assert info.status not in view.FINAL_PHASES
+    assert revisions(info) == [2, 1]
+    assert info.status not in FINAL_PHASES
     bg = f.blue_green_objects()
     assert [(rs.stable, rs.active, rs.preview) for rs in rollout_info(bg).replica_sets] == [
         (False, False, True),
@@ -394,13 +403,13 @@ NAME       KIND        STATUS        AGE  INFO
 
 def experiment_screen(which: str) -> str:
     objects = f.experiment_objects()
-    info = view.experiment_info(
+    info = experiment_info(
         objects[which],
         replica_sets=objects["replica_sets"],
         pods=objects["pods"],
         analysis_runs=objects["analysis_runs"],
     )
-    return view.render_experiment(info, now=f.NOW)
+    return render_experiment(info, now=f.NOW)
 
 
 def test_get_experiment_screen() -> None:
@@ -418,13 +427,13 @@ def test_list_experiments_table() -> None:
         }
     }
     experiments = [objects["experiment"], objects["finished"], pending]
-    assert view.render_experiment_list(experiments, now=f.NOW).splitlines() == [
+    assert render_experiment_list(experiments, now=f.NOW).splitlines() == [
         "NAME                 STATUS      DURATION  REMAINING  AGE",
         "shop-web-6b7f-2-exp  Running     10m       6m         5m",  # available 4m of 10m
         "old-exp              Successful  60m       -          2d",  # finished: nothing left
         "pending                          -         -          3s",  # no duration
     ]
-    with_ns = view.render_experiment_list(experiments[:1], now=f.NOW, all_namespaces=True)
+    with_ns = render_experiment_list(experiments[:1], now=f.NOW, all_namespaces=True)
     assert with_ns.splitlines() == [
         "NAMESPACE  NAME                 STATUS   DURATION  REMAINING  AGE",
         "shop       shop-web-6b7f-2-exp  Running  10m       6m         5m",
