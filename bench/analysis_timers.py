@@ -71,6 +71,7 @@ from harness import (
 from rollout_workers.local.redis_server import EmbeddedRedis
 from rollout_workers.pool.app import create_app
 from rollout_workers.settings import Settings
+from rollout_workers.workqueue.queue import DURATIONS_KEPT
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results" / "analysis_timers.json"
@@ -719,7 +720,8 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
     cpu1 = cpu_now()
     counters1 = {text(k): int(v) for k, v in client.hgetall(stats_key).items()}
     commands = command_stats(client)
-    durations = [float(v) for v in client.lrange(f"{PREFIX}:wq:{KIND}:durations", 0, -1)]
+    newest = client.lrange(f"{PREFIX}:wq:{KIND}:durations", 0, DURATIONS_KEPT - 1)
+    durations = [float(v) for v in newest]
 
     def phases() -> Counter[str]:
         items = http.call("GET", RUNS_PATH)["items"]

@@ -71,6 +71,7 @@ from rollout_workers.kube.client import iter_lines
 from rollout_workers.local.redis_server import EmbeddedRedis
 from rollout_workers.pool.app import create_app
 from rollout_workers.settings import KubeSettings, Settings
+from rollout_workers.workqueue.queue import DURATIONS_KEPT
 from tests.support.routercrds import ROUTER_CRDS
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -360,7 +361,8 @@ class Pool(Controller):
 
     def durations(self) -> list[float]:
         """The workqueue's record of the latest reconciles' durations, seconds."""
-        return [float(v) / 1000 for v in self.client.lrange(f"{PREFIX}:wq:{KIND}:durations", 0, -1)]
+        newest = self.client.lrange(f"{PREFIX}:wq:{KIND}:durations", 0, DURATIONS_KEPT - 1)
+        return [float(v) / 1000 for v in newest]
 
     def idle(self) -> bool:
         base = f"{PREFIX}:wq:{KIND}"

@@ -20,20 +20,24 @@ if ARGV[7] == '1' and previous then
   if was and now and now < was then return {previous, 0, 1, 0} end
 end
 local old = redis.call('HGET', KEYS[3], k)
-local oldsets = {}
-if old then oldsets = cjson.decode(old) end
-local newsets = {}
-if op == 'put' then newsets = cjson.decode(ARGV[5]) end
-local keep = {}
-for _, s in ipairs(newsets) do keep[s] = true end
-for _, s in ipairs(oldsets) do
-  if not keep[s] then redis.call('SREM', s, k) end
+-- Most events change an object without changing the index entries it is in.
+local reindex = op ~= 'put' or old ~= ARGV[5]
+if reindex then
+  local oldsets = {}
+  if old then oldsets = cjson.decode(old) end
+  local newsets = {}
+  if op == 'put' then newsets = cjson.decode(ARGV[5]) end
+  local keep = {}
+  for _, s in ipairs(newsets) do keep[s] = true end
+  for _, s in ipairs(oldsets) do
+    if not keep[s] then redis.call('SREM', s, k) end
+  end
+  for _, s in ipairs(newsets) do redis.call('SADD', s, k) end
 end
-for _, s in ipairs(newsets) do redis.call('SADD', s, k) end
 if op == 'put' then
   redis.call('HSET', KEYS[1], k, ARGV[3])
   redis.call('HSET', KEYS[2], k, ARGV[4])
-  redis.call('HSET', KEYS[3], k, ARGV[5])
+  if reindex then redis.call('HSET', KEYS[3], k, ARGV[5]) end
 else
   redis.call('HDEL', KEYS[1], k)
   redis.call('HDEL', KEYS[2], k)

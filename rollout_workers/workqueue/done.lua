@@ -40,8 +40,10 @@ for i = 11, #ARGV, 3 do
 end
 redis.call('HINCRBY', KEYS[8], 'reconciles', 1)
 redis.call('HINCRBY', KEYS[8], outcome, 1)
-redis.call('LPUSH', KEYS[9], duration)
-redis.call('LTRIM', KEYS[9], 0, keep - 1)
+-- Trimmed back to `keep` once it holds twice as many: readers take the newest `keep`.
+if redis.call('LPUSH', KEYS[9], duration) > 2 * keep then
+  redis.call('LTRIM', KEYS[9], 0, keep - 1)
+end
 local due = nil
 if outcome == 'error' then
   redis.call('HINCRBY', KEYS[11], 'retries', 1)
@@ -66,7 +68,7 @@ if due then
 end
 local send = 0
 local own = redis.call('HGET', KEYS[13], k)
-redis.call('HDEL', KEYS[13], k)
+if own then redis.call('HDEL', KEYS[13], k) end
 if redis.call('SREM', KEYS[4], k) == 1 then
   local wrote = tonumber(redis.call('GET', KEYS[14]) or '')
   if own and wrote and outcome ~= 'gone' and tonumber(own) <= wrote then

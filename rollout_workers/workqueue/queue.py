@@ -595,8 +595,9 @@ class WorkQueue:
         return ranked[:top]
 
     def durations(self) -> list[float]:
-        """Recent reconcile durations in seconds, newest first."""
-        return [float(v) / 1000 for v in self._redis.lrange(self.k_durations, 0, -1)]
+        """The last DURATIONS_KEPT reconcile durations in seconds, newest first."""
+        newest = self._redis.lrange(self.k_durations, 0, DURATIONS_KEPT - 1)
+        return [float(v) / 1000 for v in newest]
 
     def _publish(self, keys: Sequence[ObjectKey]) -> None:
         """Send the keys' messages; a worker host then drops its "publishing" records (one
