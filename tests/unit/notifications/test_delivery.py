@@ -25,7 +25,7 @@ from rollout_workers.notifications.outbox import Job, Outbox, job_hash_key, job_
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext, SendError, registry
 from rollout_workers.notifications.source import CONFIGMAP_NAME, SECRET_NAME, ConfigCache
-from rollout_workers.pool.handlers import SyncRequest
+from rollout_workers.reconcile.handlers import SyncRequest
 from rollout_workers.workqueue import Outcome
 
 PREFIX = "rwtest"
