@@ -37,7 +37,7 @@ The router-object code, layer by layer (each part in one place):
   cache once it has listed the kind, else the API); cache/indexers.py indexes rollouts by the
   references and kinds found here;
 - watcher/ondemand.py starts a router kind's reflector when a rollout names it;
-  watcher/routing.py finds the rollouts a router object's change wakes;
+  watcher/eventkeys.py finds the rollouts a router object's change wakes;
 - rollout/controller.py reads the objects into the context; the routers of
   rollout/trafficrouting/ write them.
 """
