@@ -44,7 +44,8 @@ from rollout_workers.kube.writer import KubeWriter
 from rollout_workers.notifications.config import Config
 from rollout_workers.notifications.outbox import REVISION_ANNOTATION, Job, job_hash_key
 from rollout_workers.notifications.render import RenderError, notification_vars, render
-from rollout_workers.notifications.services import SendContext, SendError, retry_policy, send
+from rollout_workers.notifications.services import SendContext, SendError
+from rollout_workers.notifications.services.registry import retry_policy, send
 from rollout_workers.notifications.source import ConfigCache, config_cache
 from rollout_workers.notifications.state import should_send, state_item_key
 from rollout_workers.notifications.subscriptions import Destination, destinations

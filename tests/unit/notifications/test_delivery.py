@@ -14,7 +14,6 @@ import pytest
 import redis
 
 from rollout_workers.keys import ObjectKey
-from rollout_workers.notifications import services
 from rollout_workers.notifications.delivery import (
     FAILED_REASON,
     Delivery,
@@ -417,4 +416,4 @@ def test_analysis_runs_of_the_current_revision_newest_first() -> None:
 
 
 def test_unsupported_types_are_known() -> None:
-    assert "carrier-pigeon" not in services.supported_types()
+    assert "carrier-pigeon" not in registry.supported_types()
