@@ -7,7 +7,7 @@ it, the watcher starts the reflectors of the kinds they name, and validation rep
 missing ones. Ingresses are not here: the nginx router's stable Ingresses and the ALB router's
 (`ingress`, `ingresses`) are always cached and indexed (see cache/indexers.py), so an edit to
 one wakes the rollouts routing through it. The ALB router's TargetGroupBindings are read from
-the API when a verification runs (rollout/elbv2.py).
+the API when a verification runs (rollout/trafficrouting/elbv2.py).
 
 - SMI: the TrafficSplit `trafficSplitName`, by default the rollout's name;
 - Istio: each VirtualService (`virtualService` or `virtualServices`) and the DestinationRule;

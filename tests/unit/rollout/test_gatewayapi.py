@@ -20,9 +20,9 @@ from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import (
     TrafficRoutingError,
     gatewayapi,
-    unsupported_router,
 )
-from rollout_workers.rollout.trafficrouting.reconciler import routers_for
+from rollout_workers.rollout.trafficrouting.plugins import unsupported_router
+from rollout_workers.rollout.trafficstep import routers_for
 from rollout_workers.rollout.validation.references import ReferencedResources, reference_errors
 from rollout_workers.rollout.validation.spec import spec_errors
 from rollout_workers.routerrefs import RouterRef
