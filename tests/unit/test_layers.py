@@ -44,8 +44,12 @@ def test_every_top_level_package_and_module_sits_at_exactly_one_layer() -> None:
     graph = grimp.build_graph(*PACKAGES, cache_dir=None)
     listed = [name for line in layers() for name in line]
     assert sorted(name for name in set(listed) if listed.count(name) > 1) == []
-    assert sorted(top_level(graph) - UNLAYERED - set(listed)) == []
-    assert sorted(set(listed) - top_level(graph)) == []
+    units = top_level(graph)
+    assert sorted(units - UNLAYERED - set(listed)) == []
+    # Only the controller's names: the layers may name other root packages (.importlinter's
+    # root_packages), which this graph does not hold.
+    stale = {name for name in listed if name.startswith("rollout_workers.")} - units
+    assert sorted(stale) == []
 
 
 def test_no_cycle_between_top_level_packages() -> None:
