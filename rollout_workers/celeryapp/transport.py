@@ -6,12 +6,12 @@ of the worker's event loop and Celery stops with "Unrecoverable error". Here suc
 logged with a prefix of its bytes and dropped; the worker keeps serving. Dropping loses nothing
 of ours: a message only wakes a key, and the workqueue resends for keys left queued.
 
-On a worker host it also records, as it takes a message off the broker (reserves or prefetches
-it), which host has that key's message in hand: `HSET <prefix>:wq:<kind>:held key host`, in
-the pipeline kombu already sends to record the message as unacked, so it costs no round trip.
-If the host dies before a process claims the key, the workqueue's tick sends the key again as
-soon as the host's heartbeat lapses, instead of the message's visibility timeout or the
-workqueue's `stale_after` later.
+On a worker host it also records, as it takes a sync message off the broker (reserves or
+prefetches it), which host has that key's message in hand: `HSET <prefix>:wq:<kind>:held key
+host`. If the host dies before a process claims the key, the workqueue's tick sends the key
+again as soon as the host's heartbeat lapses, instead of the message's visibility timeout or
+the workqueue's `stale_after` later. That record is why a sync message needs none of kombu's
+unacked bookkeeping (`QoS`).
 
 Two economies: kombu builds a `redis.Redis` client for every publish, ack and unacked record;
 here a channel keeps one per connection pool. And a channel can capture what it would push
@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import logging
 from queue import Empty
-from time import time
 from typing import Any
 
 import redis
 from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
 from kombu.utils.json import dumps
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -75,18 +75,67 @@ def _check_envelope(payload: Any) -> None:
 
 
 class QoS(kombu_redis.QoS):
+    """kombu's ack emulation, except for the sync messages a worker host reserves.
+
+    kombu keeps every reserved message in an `unacked` hash and index (a MULTI/EXEC as it
+    takes the message, another as it acks it), to put it back on the list after the
+    visibility timeout if the consumer dies. A sync message is acked as its task starts
+    (acks_late is off), and what brings back a dead host's reserved keys is the workqueue's
+    record of who holds them (tick.lua, at the host's lapse, long before the timeout). So for a
+    sync message this host records only that it holds it (one HSET), and its ack costs no
+    command at all. At shutdown or on a reject with requeue, such a message is put back from
+    memory, as kombu would put it back from the hash.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+        #: Delivery tags of the messages kept out of the unacked hash.
+        self._held: set[Any] = set()
+
     def append(self, message: Any, delivery_tag: Any) -> None:
-        # kombu's append (redis-py >= 3), plus the workqueue's record of who holds the message.
-        delivery = message.delivery_info
-        exchange, routing_key = delivery["exchange"], delivery["routing_key"]
         record = self.channel.held_record(message)
-        with self.pipe_or_acquire() as pipe:
-            pipe.zadd(self.unacked_index_key, {delivery_tag: time()})
-            pipe.hset(self.unacked_key, delivery_tag, dumps([message._raw, exchange, routing_key]))  # type: ignore[no-untyped-call]
-            if record is not None:
-                pipe.hset(*record)
+        if record is None:
+            super().append(message, delivery_tag)  # type: ignore[no-untyped-call]
+            return
+        with self.channel.conn_or_acquire() as client:
+            client.hset(*record)
+        self._held.add(delivery_tag)
+        virtual.QoS.append(self, message, delivery_tag)  # type: ignore[no-untyped-call]
+
+    def ack(self, delivery_tag: Any) -> None:
+        if delivery_tag in self._held:
+            self._held.discard(delivery_tag)
+            virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+            return
+        super().ack(delivery_tag)  # type: ignore[no-untyped-call]
+
+    def reject(self, delivery_tag: Any, requeue: bool = False) -> None:
+        if delivery_tag in self._held:
+            if requeue:
+                self._put_back(delivery_tag, leftmost=True)
+            self._held.discard(delivery_tag)
+            virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+            return
+        super().reject(delivery_tag, requeue=requeue)  # type: ignore[no-untyped-call]
+
+    def restore_by_tag(self, tag: Any, client: Any = None, leftmost: bool = False) -> None:
+        if tag in self._held:
+            self._put_back(tag, leftmost=leftmost, client=client)
+            self._held.discard(tag)
+            return
+        super().restore_by_tag(tag, client=client, leftmost=leftmost)  # type: ignore[no-untyped-call]
+
+    def _put_back(self, tag: Any, *, leftmost: bool, client: Any = None) -> None:
+        message = self._delivered.get(tag)
+        if message is None:
+            return
+        delivery = message.delivery_info
+        with self.channel.conn_or_acquire(client) as conn:
+            pipe = conn.pipeline()
+            self.channel._do_restore_message(
+                message._raw, delivery["exchange"], delivery["routing_key"], pipe, leftmost
+            )
             pipe.execute()
-            super(kombu_redis.QoS, self).append(message, delivery_tag)  # type: ignore[no-untyped-call]
 
 
 class Channel(kombu_redis.Channel):

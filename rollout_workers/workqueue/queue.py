@@ -25,7 +25,7 @@ Sender = Callable[[Sequence[ObjectKey]], None]
 
 class Envelope(Protocol):
     """A key's message as the broker holds it (a kombu envelope), for a script to push itself:
-    `done` queues a dirty key and pushes its message in one step."""
+    `add` and `done` queue a key and push its message in one step."""
 
     @property
     def list_key(self) -> str:
@@ -175,8 +175,8 @@ class WorkQueue:
         """`host` names the worker host this process belongs to (None elsewhere): messages it
         publishes are recorded as in its hands until sent, so its death cannot lose them.
         `replicas`: how many replicas a claim must reach (WAIT) before it is handed out.
-        `envelope`: makes the message of a key that `done` queues again, which the script then
-        pushes itself (no publish afterwards, nothing to record as being published); None
+        `envelope`: makes the message of a key that `add` or `done` queues, which the script
+        then pushes itself (no publish afterwards, nothing to record as being published); None
         sends it through `send`."""
         self.kind = kind
         self._replicas, self._replicas_timeout_ms = replicas, _ms(replicas_timeout)
@@ -258,9 +258,13 @@ class WorkQueue:
         """add.lua's Redis keys, leading arguments and arguments per key for these checked keys
         (see `add`), for a caller that runs `add_source` inside a script of its own."""
         per_key = []
+        envelope = self._envelope
         for key in keys:
             version = own.get(key, "")
-            per_key.append([key, version if version.isdigit() else "", tenants.get(key, "")])
+            message = envelope(key) if envelope is not None else ""
+            per_key.append(
+                [key, version if version.isdigit() else "", tenants.get(key, ""), message]
+            )
         redis_keys = [
             self.k_queued,
             self.k_active,
@@ -272,16 +276,23 @@ class WorkQueue:
             self.k_fair,
             self.k_tenants,
             *self.k_fair_fixed,
+            envelope.list_key if envelope is not None else self.k_queued,
         ]
         return redis_keys, [self._holder, priority.value], per_key
 
     def added(self, keys: Sequence[ObjectKey], codes: Sequence[Any]) -> AddResult:
-        """Sort add.lua's answer for `keys` and send a message for each key newly queued."""
+        """Sort add.lua's answer for `keys` and send a message for each key newly queued whose
+        message the script did not push."""
         result = AddResult()
-        for key, code in zip(keys, codes, strict=True):
-            {1: result.queued, 0: result.coalesced, 2: result.dirty}[int(code)].append(key)
-        if result.queued:
-            self._publish(result.queued)
+        unsent = []
+        for key, reply in zip(keys, codes, strict=True):
+            code = int(reply)
+            sort = {1: result.queued, 3: result.queued, 0: result.coalesced, 2: result.dirty}
+            sort[code].append(key)
+            if code == 1:
+                unsent.append(key)
+        if unsent:
+            self._publish(unsent)
         return result
 
     def add_after(self, keys: Iterable[str], seconds: float) -> None:

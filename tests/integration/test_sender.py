@@ -115,3 +115,26 @@ def test_done_pushes_a_dirty_keys_message_itself(rdb: redis.Redis, settings: Set
     assert message["headers"][KEY_HEADER] == A
     assert message["headers"]["task"] == "rollouts.sync"
     assert queue.held() == {}
+
+
+def test_add_pushes_a_new_keys_message_itself(rdb: redis.Redis, settings: Settings) -> None:
+    """A worker host's queue, as the watcher's and beat's: a newly queued key's message is on
+    the broker when `add` returns, the message SyncSender would send, with nothing recorded as
+    being published; a key already queued gets none."""
+    assert settings.redis.url
+    app = create_app(settings, settings.redis.url)
+    app.conf.broker_transport_options = {
+        **app.conf.broker_transport_options,
+        "rollouts_host": "h1",
+    }
+    runtime = build_runtime(app, settings, settings.redis.url)
+    queue = runtime.queue("rollouts")
+    assert queue.add([A]).queued == [A]
+    assert queue.held() == {}
+    (pushed,) = _envelopes(rdb, "rollouts")
+    assert queue.add([A]).coalesced == [A]
+    assert rdb.llen("rollouts") == 1, "a queued key is not sent twice"
+    rdb.delete("rollouts")
+    SyncSender(app, name="rollouts.sync", queue="rollouts")([A])
+    (sent,) = _envelopes(rdb, "rollouts")
+    assert _without_ids(pushed) == _without_ids(sent)
