@@ -31,10 +31,10 @@ from redbeat.schedulers import RedBeatSchedulerEntry
 from beat.schedule import RETIRED, build_schedule
 from rollout_workers import health as endpoints
 from rollout_workers import redisclient
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime, run_tick
 from rollout_workers.health import Clock, Status
 from rollout_workers.logs import OutageLog
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.tasks import build_runtime, run_tick
 from rollout_workers.settings import RedisSettings, Settings
 
 log = logging.getLogger(__name__)

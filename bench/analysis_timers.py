@@ -68,8 +68,8 @@ from harness import (
     write_json,
 )
 
+from rollout_workers.celeryapp.app import create_app
 from rollout_workers.local.redis_server import EmbeddedRedis
-from rollout_workers.pool.app import create_app
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue.queue import DURATIONS_KEPT
 

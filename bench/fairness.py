@@ -2,7 +2,7 @@
 
 Run: `.venv/bin/python bench/fairness.py [--flood N] [--resync N] [--promotes N]`. It starts its
 own redis-server (EmbeddedRedis, in a temp dir) and its own `python -m rollout_workers worker`
-processes, whose handler (`rollout_workers.pool.handlers:timed`) takes a few ms per key, and
+processes, whose handler (`rollout_workers.reconcile.handlers:timed`) takes a few ms per key, and
 stops all of them at the end, also on Ctrl-C or an error.
 
 Once with fairness by namespace and once with plain FIFO (`ROLLOUTS_QUEUE_FAIRNESS=off`), on a
@@ -33,16 +33,16 @@ from typing import Any
 import redis
 from harness import exit_on_sigterm, percentile, run_in_tempdir, spawn, wait_for, write_json
 
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.local.redis_server import EmbeddedRedis
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import KINDS, Settings
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results" / "fairness.json"
 
 KIND = "rollouts"
-HANDLER = "rollout_workers.pool.handlers:timed"
+HANDLER = "rollout_workers.reconcile.handlers:timed"
 RESYNC_NAMESPACES = 50
 MODES = {"fair": "namespace", "fifo": "off"}
 

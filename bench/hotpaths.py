@@ -52,9 +52,9 @@ from harness import (
 )
 from watcher import mib, proc_status, replicaset_body, rollout_body, wait_quiet
 
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.local.redis_server import EmbeddedRedis
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
 
 Obj = dict[str, Any]

@@ -30,8 +30,8 @@ import redis
 
 from rollout_workers.keys import ObjectKey
 from rollout_workers.local.redis_server import EmbeddedRedis
-from rollout_workers.pool import runner
-from rollout_workers.pool.handlers import Result, SyncRequest
+from rollout_workers.reconcile import runner
+from rollout_workers.reconcile.handlers import Result, SyncRequest
 from rollout_workers.settings import QueueSettings
 from rollout_workers.workqueue import WorkQueue
 
@@ -50,7 +50,7 @@ def measure(client: redis.Redis, reconciles: int, requests: int) -> dict[str, An
     extra: dict[str, Any] = {}
     counts = None
     if has_metrics:
-        from rollout_workers.metrics.store import Keys, PendingCounts
+        from rollout_workers.counters import Keys, PendingCounts
 
         counts = PendingCounts(Keys("bench"))
         extra["counts"] = counts
@@ -92,8 +92,8 @@ def measure(client: redis.Redis, reconciles: int, requests: int) -> dict[str, An
 def scrape_time(client: redis.Redis, objects: int) -> dict[str, Any]:
     """Seconds of one pool-wide scrape with `objects` rollouts in the cache (each with a
     reconcile histogram and a couple of request series), and the exposition's size."""
+    from rollout_workers.counters import Keys
     from rollout_workers.metrics.endpoint import pool_exposition
-    from rollout_workers.metrics.store import Keys
 
     keys = Keys("scrape")
     pipe = client.pipeline(transaction=False)

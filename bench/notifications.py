@@ -89,8 +89,8 @@ from harness import (
 )
 from scale import PREFIX, Pool, Tracker, container, patch_all, rollout_body, start_pool
 
+from rollout_workers.counters import RECONCILE_BUCKETS
 from rollout_workers.local.redis_server import EmbeddedRedis
-from rollout_workers.metrics.store import RECONCILE_BUCKETS
 from rollout_workers.notifications.source import CONFIGMAP_NAME
 
 BENCH_DIR = Path(__file__).resolve().parent

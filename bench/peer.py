@@ -12,7 +12,7 @@ unchanged):
   `_preload_content=False`, as the watcher's Reflector), each into a dict with the indexes
   the controller and the event handlers use (`cache.indexers`), answering the controller's
   `ObjectReader` calls, and a dict in place of the Redis `WrittenVersions`;
-* the same event → key mapping as the watcher (`watcher.routing.route`), the store written
+* the same event → key mapping as the watcher (`watcher.eventkeys.woken_keys`), the store written
   before the key is added (so a reconcile reads state at least as new as its event);
 * the same API client (`kube.Kube` over `api_client`) with the same QPS limit and burst, one
   for the whole process as in Argo (the pool has one per worker process).
@@ -53,10 +53,10 @@ from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import Gone, KubeError
 from rollout_workers.kube.routerobjects import ApiRouterObjects
 from rollout_workers.kube.writer import KubeWriter
-from rollout_workers.pool.handlers import Result, SyncRequest
+from rollout_workers.reconcile.handlers import Result, SyncRequest
 from rollout_workers.rollout.controller import RolloutController, step_plugin_registry
 from rollout_workers.settings import KubeSettings, Settings
-from rollout_workers.watcher.routing import route
+from rollout_workers.watcher.eventkeys import woken_keys
 from rollout_workers.workqueue import Outcome
 
 log = logging.getLogger("peer")
@@ -460,7 +460,7 @@ class Peer:
         return informer.keys_by_index(index, value) if informer is not None else []
 
     def _on_change(self, resource: r.Resource, change: Change) -> None:
-        for key in route(resource, change, self._lookup).get("rollouts", ()):
+        for key in woken_keys(resource, change, self._lookup).get("rollouts", ()):
             self.queue.add(key)
 
     def run(self) -> None:

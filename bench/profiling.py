@@ -29,7 +29,12 @@ PHASES: list[tuple[str, tuple[str, ...]]] = [
     ("cache reads and JSON decoding", ("rollout_workers/cache/",)),
     (
         "claim, done, lease keeper, counters",
-        ("rollout_workers/workqueue/", "rollout_workers/metrics/", "rollout_workers/pool/runner"),
+        (
+            "rollout_workers/workqueue/",
+            "rollout_workers/counters.py",
+            "rollout_workers/metrics/",
+            "rollout_workers/reconcile/runner",
+        ),
     ),
     (
         "reconcile logic",

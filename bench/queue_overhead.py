@@ -46,10 +46,10 @@ from celery import Celery
 from harness import exit_on_sigterm, percentile, run_in_tempdir, wait_for, write_json
 
 from rollout_workers import logs
+from rollout_workers.celeryapp.app import celery_config, create_app
+from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.keys import ObjectKey
 from rollout_workers.local.redis_server import EmbeddedRedis
-from rollout_workers.pool.app import celery_config, create_app
-from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import KINDS, Settings
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue
 
@@ -60,7 +60,7 @@ KIND = "rollouts"
 CELERY_QUEUE = "rollouts"
 BATCH = 100
 RAW_TASK = "bench.noop"
-NOOP_HANDLER = "rollout_workers.pool.handlers:noop"
+NOOP_HANDLER = "rollout_workers.reconcile.handlers:noop"
 RAW_COUNTER = "bench:raw:done"
 
 #: Commands the bench itself issues around a measurement; never counted as system traffic.

@@ -67,9 +67,9 @@ from harness import (
 from profiling import Sampler, phases, top_functions
 
 sys.path.insert(0, str(REPO))  # the routers' CRDs, as the tests install them
+from rollout_workers.celeryapp.app import create_app
 from rollout_workers.kube.client import iter_lines
 from rollout_workers.local.redis_server import EmbeddedRedis
-from rollout_workers.pool.app import create_app
 from rollout_workers.settings import KubeSettings, Settings
 from rollout_workers.workqueue.queue import DURATIONS_KEPT
 from tests.support.routercrds import ROUTER_CRDS

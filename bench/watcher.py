@@ -65,14 +65,14 @@ from harness import (
 )
 
 from rollout_workers.cache import CacheWriter, Lister
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.local.redis_server import EmbeddedRedis
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
-from rollout_workers.watcher.routing import route
+from rollout_workers.watcher.eventkeys import woken_keys
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results" / "watcher.json"
@@ -639,7 +639,7 @@ def profile_sync(client: redis.Redis, settings: Settings, url: str, kubeconfig: 
         t0 = time.perf_counter()
         wanted: dict[str, set[str]] = defaultdict(set)
         for change in changes:
-            for kind, keys in route(res, change, lookup).items():
+            for kind, keys in woken_keys(res, change, lookup).items():
                 wanted[kind].update(keys)
         route_s = time.perf_counter() - t0
         queue = runtime.queue("rollouts")

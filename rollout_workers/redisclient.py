@@ -15,8 +15,8 @@ address. The Sentinels are asked with no retry of their own (a dead Sentinel is 
 once, the next one is asked); the master's connections keep redis-py's retries, which ride out
 most of a failover.
 
-The Celery broker (pool/app.py, pool/transport.py) and redbeat (its `redis-sentinel://` mode)
-build their own clients from the same `SentinelTarget`.
+The Celery broker (celeryapp/app.py, celeryapp/transport.py) and redbeat (its
+`redis-sentinel://` mode) build their own clients from the same `SentinelTarget`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
-from rollout_workers.settings import RedisSettings
+from rollout_workers.settings import RedisSettings, Settings
 
 SENTINEL_SCHEME = "sentinel"
 SENTINEL_PORT = 26379
@@ -73,7 +73,7 @@ class SentinelTarget:
 
         Only one: kombu treats `;`-separated URLs as failover alternates and, on switching to
         one, replaces the configured transport class with the one its scheme names (losing
-        pool/transport.py's hardening). The Sentinels reach the transport as an option."""
+        celeryapp/transport.py's hardening). The Sentinels reach the transport as an option."""
         host, port = self.sentinels[0]
         login = ""
         if self.password:
@@ -172,6 +172,11 @@ def connect(
     sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=sentinel_kwargs)  # type: ignore[no-untyped-call]
     client: redis.Redis = sentinel.master_for(target.master, **options, **target.master_kwargs())  # type: ignore[no-untyped-call]
     return client
+
+
+def process_client(url: str, settings: Settings) -> redis.Redis:
+    """The process's Redis client: Sentinel-aware when the URL names Sentinels."""
+    return connect(url, settings.redis, health_check_interval=30)
 
 
 def _host(hostname: str) -> str:

@@ -7,7 +7,7 @@ it, the watcher starts the reflectors of the kinds they name, and validation rep
 missing ones. Ingresses are not here: the nginx router's stable Ingresses and the ALB router's
 (`ingress`, `ingresses`) are always cached and indexed (see cache/indexers.py), so an edit to
 one wakes the rollouts routing through it. The ALB router's TargetGroupBindings are read from
-the API when a verification runs (rollout/elbv2.py).
+the API when a verification runs (rollout/trafficrouting/elbv2.py).
 
 - SMI: the TrafficSplit `trafficSplitName`, by default the rollout's name;
 - Istio: each VirtualService (`virtualService` or `virtualServices`) and the DestinationRule;
@@ -37,7 +37,7 @@ The router-object code, layer by layer (each part in one place):
   cache once it has listed the kind, else the API); cache/indexers.py indexes rollouts by the
   references and kinds found here;
 - watcher/ondemand.py starts a router kind's reflector when a rollout names it;
-  watcher/routing.py finds the rollouts a router object's change wakes;
+  watcher/eventkeys.py finds the rollouts a router object's change wakes;
 - rollout/controller.py reads the objects into the context; the routers of
   rollout/trafficrouting/ write them.
 """

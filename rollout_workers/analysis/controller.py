@@ -40,8 +40,8 @@ from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.notifications.outbox import Outbox, make_outbox
 from rollout_workers.notifications.recorder import EventRecorder
 from rollout_workers.objects import Clock, Obj
-from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
-from rollout_workers.pool.runtime import Runtime
+from rollout_workers.reconcile.handlers import Handler, Result, SyncRequest, when_cache_synced
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.timefmt import (
     TimeError,
     format_time,

@@ -171,8 +171,8 @@ def worker(
     )
     url = redis_url(settings)
     logs.configure(settings.log)
-    from rollout_workers.pool.app import create_app
-    from rollout_workers.pool.host import install
+    from rollout_workers.celeryapp.app import create_app
+    from rollout_workers.celeryapp.host import install
 
     app = create_app(settings, url)
     install(app, settings, url)
@@ -234,7 +234,7 @@ def flower(
         os.environ["FLOWER_UNAUTHENTICATED_API"] = "true"
     else:
         raise Fail(f"Flower on {fl.address} needs --basic-auth (or ROLLOUTS_FLOWER_BASIC_AUTH)")
-    from rollout_workers.pool.app import create_app
+    from rollout_workers.celeryapp.app import create_app
 
     sys.exit(create_app(settings, url).start(argv=argv) or 0)
 
@@ -460,8 +460,8 @@ def enqueue(
 
 
 def build_runtime(settings: Settings) -> Any:
-    from rollout_workers.pool.app import create_app
-    from rollout_workers.pool.tasks import build_runtime as build
+    from rollout_workers.celeryapp.app import create_app
+    from rollout_workers.celeryapp.tasks import build_runtime as build
 
     url = redis_url(settings)
     return build(create_app(settings, url), settings, url)
@@ -513,7 +513,7 @@ def stats(state_dir: Path | None, kind: str | None, top: int, as_json: bool) -> 
 
 
 def tick_age(runtime: Any) -> str:
-    from rollout_workers.pool.tasks import ticks_key
+    from rollout_workers.celeryapp.tasks import ticks_key
 
     info = runtime.redis.hgetall(ticks_key(runtime.settings))
     if not info:

@@ -25,11 +25,11 @@ from rollout_workers.cli.common import (
 def metrics(*, state_dir: Path | None) -> None:
     """Print the pool-wide controller metrics (Prometheus text), as the leader watcher's
     /metrics serves them."""
-    from rollout_workers.local import redis_server
+    from rollout_workers import redisclient
     from rollout_workers.metrics.endpoint import pool_exposition
 
     settings = load_settings(state_dir=state_dir)
-    client = redis_server.client(redis_url(settings), settings)
+    client = redisclient.process_client(redis_url(settings), settings)
     try:
         sys.stdout.write(pool_exposition(client, prefix=settings.redis.key_prefix).decode())
     finally:

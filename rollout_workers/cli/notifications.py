@@ -59,7 +59,8 @@ from rollout_workers.notifications.render import (
     notification_vars,
     render,
 )
-from rollout_workers.notifications.services import SendContext, SendError, send
+from rollout_workers.notifications.services import SendContext, SendError
+from rollout_workers.notifications.services.registry import send
 from rollout_workers.notifications.source import (
     CONFIGMAP_NAME,
     SECRET_NAME,

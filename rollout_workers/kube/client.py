@@ -16,10 +16,10 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from rollout_workers.counters import PendingCounts
 from rollout_workers.kube.discovery import Discovery
 from rollout_workers.kube.errors import KubeError, Unavailable, from_status
 from rollout_workers.kube.resources import Resource
-from rollout_workers.metrics.store import PendingCounts
 from rollout_workers.objects import Obj
 from rollout_workers.settings import KubeSettings
 

@@ -21,7 +21,7 @@ broadcaster queues the event (1000 deep, dropping when full) and one goroutine c
 
 Dropped events are counted in `rollout_events_dropped_total{cause}`: `queue_full`, `spam` (the
 correlator's spam filter) and `failed` (refused, or out of tries). The counts travel with the
-process' next reconcile outcome, as its API request counts do (metrics/store.py).
+process' next reconcile outcome, as its API request counts do (counters.py).
 
 `WriterSink` writes each event at once through a Writer, uncorrelated: the sink of unit tests
 and of a controller built without a process sink (the one-sync fixture asserts the exact events
@@ -40,10 +40,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from rollout_workers.counters import PendingCounts
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import KubeError, NotFound, Unavailable
 from rollout_workers.kube.eventcorrelator import Correlation, EventCorrelator
-from rollout_workers.metrics.store import PendingCounts
 from rollout_workers.objects import Clock, Obj
 from rollout_workers.timefmt import utcnow
 

@@ -34,12 +34,12 @@ from pathlib import Path
 import click
 import yaml
 
+from rollout_workers import redisclient
 from rollout_workers.kube import manifests
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.errors import NotFound
 from rollout_workers.kube.resources import ANALYSISRUNS, EVENTS, INGRESSES, REPLICASETS, ROLLOUTS
-from rollout_workers.local.redis_server import client as redis_client
 from rollout_workers.local.stack import Stack
 from rollout_workers.objects import Obj
 from rollout_workers.settings import Settings
@@ -104,13 +104,13 @@ class Demo:
         s = self.settings.model_copy(update={"kubeconfig": stack.kubeconfig})
         self.kube = Kube(api_client(s), s.kube)
         self.queue = WorkQueue(
-            redis_client(stack.redis_url, s),
+            redisclient.process_client(stack.redis_url, s),
             kind="rollouts",
             prefix=s.redis.key_prefix,
             settings=s.queue,
             send=lambda keys: None,  # read-only use: stats and durations
         )
-        redis = redis_client(stack.redis_url, s)
+        redis = redisclient.process_client(stack.redis_url, s)
         leader_key = f"{s.redis.key_prefix}:watcher:leader"
         self.wait_until(lambda: redis.exists(leader_key), "a watcher leads")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import redis
 
-from rollout_workers import redisclient, staterecords
+from rollout_workers import staterecords
 from rollout_workers.settings import Settings
 
 RECORD = "redis.json"
@@ -80,11 +80,6 @@ def resolve_url(settings: Settings) -> str:
             f"{settings.state_dir}); start one with: rollouts redis"
         )
     return url
-
-
-def client(url: str, settings: Settings) -> redis.Redis:
-    """The process's Redis client: Sentinel-aware when the URL names Sentinels."""
-    return redisclient.connect(url, settings.redis, health_check_interval=30)
 
 
 @dataclass

@@ -3,8 +3,8 @@
 State gauges come from the watcher's cache at scrape time, as Argo's collectors read their
 listers: `rollout_info` and its replica counts, `analysis_run_info`, `experiment_info` and the
 deprecated per-phase gauges. Counters and histograms come from the hashes every process
-increments (`store`), and client-go's workqueue metrics from the workqueue's own structures
-(depth is the `queued` zset: keys waiting, not the ones being reconciled).
+increments (`counters.py`), and client-go's workqueue metrics from the workqueue's own
+structures (depth is the `queued` zset: keys waiting, not the ones being reconciled).
 
 Names, labels and types are Argo's (controller/metrics/ in argo-rollouts) and client-go's, so
 dashboards and alerts carry over. Series of objects no longer in the cache are not reported
@@ -27,15 +27,15 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString as _go_float
 
 from rollout_workers.cache import Lister
-from rollout_workers.keys import ObjectKey
-from rollout_workers.kube import resources as r
-from rollout_workers.metrics.store import (
+from rollout_workers.counters import (
     NOTIFICATION_BUCKETS,
     RECONCILE_BUCKETS,
     SEP,
     WORKQUEUE_BUCKETS,
     Keys,
 )
+from rollout_workers.keys import ObjectKey
+from rollout_workers.kube import resources as r
 from rollout_workers.objects import Obj
 from rollout_workers.settings import KINDS, OBJECT_KINDS, QueueSettings
 from rollout_workers.workqueue import WorkQueue
@@ -437,7 +437,7 @@ def _reconcile_families(
 
 def _notification_families(fields: Mapping[str, int]) -> Iterator[Metric]:
     """Argo's notification_send_success/_error{namespace,name,type,reason} and the
-    notification_send{namespace,name} histogram (metrics/store.py writes them)."""
+    notification_send{namespace,name} histogram (counters.py writes them)."""
     labels = ("namespace", "name", "type", "reason")
     success = ArgoCounter("notification_send_success", "Notification send success.", labels)
     error = ArgoCounter("notification_send_error", "Error sending the notification", labels)

@@ -34,24 +34,25 @@ from typing import Any
 import redis
 
 from rollout_workers.cache import Lister
+from rollout_workers.counters import PendingCounts
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.events import event_body
 from rollout_workers.kube.eventsink import WriterSink
 from rollout_workers.kube.writer import KubeWriter
-from rollout_workers.metrics.store import PendingCounts
 from rollout_workers.notifications.config import Config
 from rollout_workers.notifications.outbox import REVISION_ANNOTATION, Job, job_hash_key
 from rollout_workers.notifications.render import RenderError, notification_vars, render
-from rollout_workers.notifications.services import SendContext, SendError, retry_policy, send
+from rollout_workers.notifications.services import SendContext, SendError
+from rollout_workers.notifications.services.registry import retry_policy, send
 from rollout_workers.notifications.source import ConfigCache, config_cache
 from rollout_workers.notifications.state import should_send, state_item_key
 from rollout_workers.notifications.subscriptions import Destination, destinations
 from rollout_workers.notifications.triggers import ExprEvaluator, run_conditions
 from rollout_workers.objects import Obj
-from rollout_workers.pool.handlers import Handler, Result, SyncRequest
-from rollout_workers.pool.runtime import Runtime
+from rollout_workers.reconcile.handlers import Handler, Result, SyncRequest
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.timefmt import format_time, utcnow
 
 log = logging.getLogger(__name__)
@@ -257,7 +258,7 @@ def _text(value: bytes | str) -> str:
 
 
 class PoolMetrics(Metrics):
-    """Argo's notification metrics, counted in the pool's pending counts (metrics/store.py)."""
+    """Argo's notification metrics, counted in the pool's pending counts (counters.py)."""
 
     def __init__(self, counts: PendingCounts) -> None:
         self._counts = counts

@@ -37,7 +37,7 @@ from rollout_workers.notifications.source import ConfigCache, config_cache
 from rollout_workers.notifications.subscriptions import destinations
 from rollout_workers.notifications.triggers import trigger_for_reason
 from rollout_workers.objects import Obj
-from rollout_workers.pool.runtime import Runtime
+from rollout_workers.reconcile.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

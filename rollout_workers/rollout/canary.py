@@ -35,7 +35,7 @@ from rollout_workers.rollout.pods import format_selector
 from rollout_workers.rollout.scaledown import cleanup_unhealthy
 from rollout_workers.rollout.stepplugins import statemachine
 from rollout_workers.rollout.trafficrouting import pingpong
-from rollout_workers.rollout.trafficrouting.reconciler import (
+from rollout_workers.rollout.trafficstep import (
     max_traffic_weight,
     reconcile_traffic_routing,
     rolling_back_from,

@@ -28,13 +28,13 @@ from rollout_workers.kube.writer import Writer
 from rollout_workers.notifications.recorder import EventRecorder
 from rollout_workers.objects import Obj
 from rollout_workers.rollout import replicasets as rsutil
-from rollout_workers.rollout.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.pause import PauseContext
 from rollout_workers.rollout.phase import replicas_or_default
 from rollout_workers.rollout.pods import PodReader, pod_reader_for
 from rollout_workers.rollout.stepplugins.registry import StepPluginState
 from rollout_workers.rollout.templateref import Resolved
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, not_served_message
+from rollout_workers.rollout.trafficrouting.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 from rollout_workers.routerrefs import RouterRef
 from rollout_workers.timefmt import format_time

@@ -42,8 +42,8 @@ from rollout_workers.kube.writer import KubeWriter, Writer, fenced
 from rollout_workers.notifications.outbox import Outbox, make_outbox
 from rollout_workers.notifications.recorder import EventRecorder
 from rollout_workers.objects import Clock, Obj
-from rollout_workers.pool.handlers import Handler, Result, SyncRequest, when_cache_synced
-from rollout_workers.pool.runtime import Runtime
+from rollout_workers.reconcile.handlers import Handler, Result, SyncRequest, when_cache_synced
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.rollout import (
     bluegreen,
     canary,
@@ -56,7 +56,6 @@ from rollout_workers.rollout import conditions as c
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout.analysis import AnalysisTemplateError
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
-from rollout_workers.rollout.elbv2 import TargetGroupVerification, target_group_verification
 from rollout_workers.rollout.experiment import ExperimentStepError
 from rollout_workers.rollout.experiment import service_names as experiment_service_names
 from rollout_workers.rollout.service import ServiceNotFound
@@ -66,15 +65,18 @@ from rollout_workers.rollout.stepplugins.registry import (
     StepPluginState,
     StepPluginTimings,
 )
-from rollout_workers.rollout.trafficrouting import (
-    TrafficRoutingError,
-    WeightNotVerified,
-    unsupported_router,
+from rollout_workers.rollout.trafficrouting import TrafficRoutingError, WeightNotVerified
+from rollout_workers.rollout.trafficrouting.elbv2 import (
+    TargetGroupVerification,
+    target_group_verification,
 )
 from rollout_workers.rollout.trafficrouting.nginx import canary_ingress_name
-from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
-from rollout_workers.rollout.trafficrouting.reconciler import router_reference_error
+from rollout_workers.rollout.trafficrouting.plugins import (
+    TrafficRouterPluginRegistry,
+    unsupported_router,
+)
 from rollout_workers.rollout.trafficrouting.weights import VERIFY_RETRY_SECONDS
+from rollout_workers.rollout.trafficstep import router_reference_error
 from rollout_workers.rollout.validation.messages import ValidationError, invalid_spec_message
 from rollout_workers.rollout.validation.references import ReferencedResources
 from rollout_workers.routerrefs import (

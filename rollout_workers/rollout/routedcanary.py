@@ -38,7 +38,7 @@ from rollout_workers.rollout.scaledown import (
     remove_scale_down_delay,
     scale_down_delay,
 )
-from rollout_workers.rollout.trafficrouting.reconciler import fully_promoted, max_traffic_weight
+from rollout_workers.rollout.trafficstep import fully_promoted, max_traffic_weight
 
 log = logging.getLogger(__name__)
 

@@ -29,13 +29,13 @@ from rollout_workers.objects import Obj
 from rollout_workers.rollout import replicasets as rsutil
 from rollout_workers.rollout import service as svc
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.elbv2 import (
+from rollout_workers.rollout.scaledown import has_deadline
+from rollout_workers.rollout.trafficrouting import pingpong
+from rollout_workers.rollout.trafficrouting.elbv2 import (
     AwsError,
     bindings_of_service,
     verify_target_group_binding,
 )
-from rollout_workers.rollout.scaledown import has_deadline
-from rollout_workers.rollout.trafficrouting import pingpong
 from rollout_workers.rollout.trafficrouting.weights import VERIFY_RETRY_SECONDS
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ workload's pod template is a new pod-template hash, hence a new revision, exactl
 `spec.template` would be.
 
 The workload is read from the watcher's cache; its reflector starts on demand (watcher/ondemand.py)
-and wakes the referencing rollouts (cache index `wl`, watcher/routing.py).
+and wakes the referencing rollouts (cache index `wl`, watcher/eventkeys.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Which types a watcher mirrors, given the controllers it serves and its namespace.
 
 A controller is served when its keys are queued; it needs every type its reconcile reads from
-the cache, and every type whose events wake its keys (watcher/routing.py). Like Argo's
+the cache, and every type whose events wake its keys (watcher/eventkeys.py). Like Argo's
 analysis-only manager, `--controllers analysis` mirrors only analysis runs and their Jobs, so a
 watcher (and its RBAC) can serve a subset; the worker pool for it consumes only that kind's
 Celery queue.

@@ -5,8 +5,8 @@ Two paths with one meaning:
 * `changes` takes changes already written to the cache (a relist's pages and deletions) and adds
   the keys they wake, in batches.
 * `event` applies one watch event and adds the keys it wakes in a single Redis round trip: the
-  keys are routed before the write (routing reads only the object and the indexes of *other*
-  types, which the write does not touch), and one script runs apply.lua and then add.lua for
+  keys are found before the write (eventkeys.py reads only the object and the indexes of
+  *other* types, which the write does not touch), and one script runs apply.lua and then add.lua for
   each task kind, dropping the object's own key when apply.lua finds the event is its own
   controller's write and everything when it is older than the cache or not the leader's
   (cache/fence.py). Only the messages of newly
@@ -32,7 +32,7 @@ from rollout_workers.cache.store import apply_source
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.kube.resources import Resource
 from rollout_workers.objects import Obj
-from rollout_workers.watcher.routing import SELF, Lookup, own_event, own_tenant, route
+from rollout_workers.watcher.eventkeys import SELF, Lookup, own_event, own_tenant, woken_keys
 from rollout_workers.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ class Wanted:
         if tenant is not None:
             self.tenants[tenant[0]][change.key] = tenant[1]
         mine = own_event(resource, change)
-        for kind, keys in route(resource, change, lookup).items():
+        for kind, keys in woken_keys(resource, change, lookup).items():
             self.keys[kind].update(keys)
             for key in keys:
                 if mine is not None and mine[0] == kind and key == change.key:

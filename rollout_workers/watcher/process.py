@@ -20,6 +20,8 @@ from rollout_workers import health as endpoints
 from rollout_workers.cache import CacheWriter, Change, Lister
 from rollout_workers.cache.epoch import CacheEpoch
 from rollout_workers.cache.fence import Fence, fence_key
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
@@ -27,9 +29,7 @@ from rollout_workers.kube.resources import WATCHED, Resource, watch_selector
 from rollout_workers.kube.routerobjects import ApiRouterObjects
 from rollout_workers.logs import OutageLog
 from rollout_workers.objects import Obj
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.runtime import Runtime
-from rollout_workers.pool.tasks import build_runtime
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.settings import Settings
 from rollout_workers.watcher.controllers import (
     notification_watches,
@@ -142,7 +142,7 @@ class Watcher:
     def _ensure_workloads(self, resource: Resource, changes: list[Change]) -> None:
         if resource is r.ROLLOUTS and self.on_demand is not None:
             # Before the rollouts are queued: their workload's reflector is starting, and its
-            # first LIST wakes them again (routing: workload -> referencing rollouts). The
+            # first LIST wakes them again (eventkeys: workload -> referencing rollouts). The
             # same for the router objects they name, once discovery serves the kind.
             self.on_demand.ensure(referenced_kinds(changes))
             self.on_demand.ensure_routers(referenced_router_kinds(changes))

@@ -12,9 +12,9 @@ from typing import Any, NamedTuple, Protocol
 
 import redis
 
+from rollout_workers.counters import WORKQUEUE_BUCKETS, Increment
+from rollout_workers.counters import Keys as MetricKeys
 from rollout_workers.keys import ObjectKey, own_key, parse_key
-from rollout_workers.metrics.store import WORKQUEUE_BUCKETS, Increment
-from rollout_workers.metrics.store import Keys as MetricKeys
 from rollout_workers.settings import QueueSettings
 
 log = logging.getLogger(__name__)

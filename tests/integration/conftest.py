@@ -8,10 +8,10 @@ from collections.abc import Iterator, Sequence
 import pytest
 import redis
 
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.keys import ObjectKey
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.runtime import Runtime
-from rollout_workers.pool.tasks import build_runtime
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue import WorkQueue
 from tests.conftest import TEST_HANDLERS

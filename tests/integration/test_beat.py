@@ -10,7 +10,7 @@ import redis
 from celery.schedules import schedule
 from redbeat import RedBeatSchedulerEntry
 
-from rollout_workers.pool.app import create_app
+from rollout_workers.celeryapp.app import create_app
 from rollout_workers.settings import Settings
 from tests.support.procs import Processes, wait_for
 

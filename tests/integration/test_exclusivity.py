@@ -17,9 +17,9 @@ from collections import defaultdict
 import pytest
 import redis
 
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.runtime import Runtime
-from rollout_workers.pool.tasks import build_runtime
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.settings import Settings
 from tests.integration.conftest import trace
 from tests.support.procs import Processes, wait_for

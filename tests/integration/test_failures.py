@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from rollout_workers.local.redis_server import EmbeddedRedis
-from rollout_workers.pool.runtime import Runtime
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.settings import Settings
 from tests.integration.conftest import trace
 from tests.support.procs import Processes, wait_for
@@ -150,7 +150,7 @@ def test_garbage_messages_and_bad_keys_are_logged_and_skipped(
     worker = procs.worker("host-a", concurrency=1)
     rdb.lpush("rollouts", b"\x00\xffnot json at all")
     rdb.lpush("rollouts", json.dumps({"body": "??", "headers": {}, "properties": {}}))
-    from rollout_workers.pool.app import create_app
+    from rollout_workers.celeryapp.app import create_app
 
     assert runtime.settings.redis.url
     app = create_app(runtime.settings, runtime.settings.redis.url)
@@ -181,8 +181,8 @@ def test_a_malformed_key_never_reaches_a_worker(runtime: Runtime, rdb: redis.Red
 def test_worker_keeps_serving_across_a_redis_restart(
     procs: Processes, settings: Settings, tmp_path: Path
 ) -> None:
-    from rollout_workers.pool.app import create_app
-    from rollout_workers.pool.tasks import build_runtime
+    from rollout_workers.celeryapp.app import create_app
+    from rollout_workers.celeryapp.tasks import build_runtime
 
     server = EmbeddedRedis(tmp_path / "own-redis").start()
     try:

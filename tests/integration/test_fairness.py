@@ -9,7 +9,7 @@ import time
 
 import redis
 
-from rollout_workers.pool.runtime import Runtime
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.workqueue import Priority
 from tests.support.procs import Processes, wait_for
 

@@ -27,9 +27,9 @@ from rollout_workers.cache import CacheWriter, Change
 from rollout_workers.cache.fence import SET_FENCED, Fence, fence_key
 from rollout_workers.cache.store import INDEXED_OBJECTS, Lister, apply_source
 from rollout_workers.cache.written import _RECORD, WrittenVersions
+from rollout_workers.counters import Increment
 from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
-from rollout_workers.metrics.store import Increment
 from rollout_workers.notifications.outbox import _CREATE, Outbox
 from rollout_workers.notifications.source import CONFIGMAP_NAME, ConfigCache
 from rollout_workers.settings import QueueSettings, Settings

@@ -21,13 +21,13 @@ import redis
 from rollout_workers.cache import CacheWriter, Lister
 from rollout_workers.cache.routerobjects import CachedRouterObjects
 from rollout_workers.cache.synced import listed_caches, synced_key
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.routerobjects import ApiRouterObjects
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
 from rollout_workers.watcher.process import Watcher
 from tests.support.procs import wait_for

@@ -8,11 +8,11 @@ from typing import Any
 
 import redis
 
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.sender import BATCH, Envelopes, SyncSender
+from rollout_workers.celeryapp.tasks import build_runtime
+from rollout_workers.celeryapp.transport import KEY_HEADER
 from rollout_workers.keys import ObjectKey
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.sender import BATCH, Envelopes, SyncSender
-from rollout_workers.pool.tasks import build_runtime
-from rollout_workers.pool.transport import KEY_HEADER
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue import Claim, Outcome
 

@@ -20,10 +20,10 @@ import redis
 
 from rollout_workers import redisclient
 from rollout_workers.cache.epoch import CacheEpoch
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.keys import ObjectKey
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.runtime import Runtime
-from rollout_workers.pool.tasks import build_runtime
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.settings import Settings
 from rollout_workers.watcher.recovery import RedisCheck
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue

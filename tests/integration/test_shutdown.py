@@ -11,7 +11,7 @@ import time
 import pytest
 import redis
 
-from rollout_workers.pool.runtime import Runtime
+from rollout_workers.reconcile.runtime import Runtime
 from tests.integration.conftest import trace
 from tests.support.procs import Processes, wait_for
 

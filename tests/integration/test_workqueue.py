@@ -7,9 +7,9 @@ import time
 import pytest
 import redis
 
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.keys import InvalidKey, ObjectKey, own_key
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.tasks import build_runtime
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue import Claim, Hosts, Outcome, WorkQueue
 from tests.integration.conftest import SentLog

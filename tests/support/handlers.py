@@ -19,8 +19,8 @@ import random
 import threading
 import time
 
-from rollout_workers.pool.handlers import Handler, Result, SyncRequest
-from rollout_workers.pool.runtime import Runtime
+from rollout_workers.reconcile.handlers import Handler, Result, SyncRequest
+from rollout_workers.reconcile.runtime import Runtime
 
 
 def recording(runtime: Runtime) -> Handler:

@@ -9,7 +9,7 @@ import redis
 
 from beat.process import Ticker
 from beat.schedule import RETIRED, build_schedule
-from rollout_workers.pool.app import celery_config
+from rollout_workers.celeryapp.app import celery_config
 from rollout_workers.settings import RedisSettings, Settings
 
 

@@ -11,8 +11,8 @@ from kombu import Connection
 from redis.sentinel import SentinelConnectionPool, SentinelManagedConnection
 
 from rollout_workers import redisclient
-from rollout_workers.pool import transport
-from rollout_workers.pool.app import celery_config, create_app
+from rollout_workers.celeryapp import transport
+from rollout_workers.celeryapp.app import celery_config, create_app
 from rollout_workers.redisclient import SentinelTarget, sentinel_target
 from rollout_workers.settings import RedisSettings, Settings
 
@@ -125,7 +125,7 @@ def test_with_password(url: str, password: str | None, expected: str) -> None:
 def test_the_plain_path_keeps_its_broker_and_redbeat_config() -> None:
     conf = celery_config(Settings(), "redis://h:6379/0")
     assert conf["broker_url"] == conf["redbeat_redis_url"] == "redis://h:6379/0"
-    assert conf["broker_transport"] == "rollout_workers.pool.transport:Transport"
+    assert conf["broker_transport"] == "rollout_workers.celeryapp.transport:Transport"
     assert conf["broker_transport_options"] == {"visibility_timeout": 3600}
     assert "redbeat_redis_options" not in conf
 
@@ -146,7 +146,7 @@ def test_under_sentinel_the_broker_is_the_hardened_sentinel_transport() -> None:
     conf = celery_config(settings, THREE)
     # One URL only: a ';' list would make kombu switch to its stock transport on a failover.
     assert conf["broker_url"] == "sentinel://:m%20pw@s1:26379/2"
-    assert conf["broker_transport"] == "rollout_workers.pool.transport:SentinelTransport"
+    assert conf["broker_transport"] == "rollout_workers.celeryapp.transport:SentinelTransport"
     options = conf["broker_transport_options"]
     assert options["master_name"] == "rollouts"
     assert options["rollouts_sentinels"] == [["s1", 26379], ["s2", 26380], ["s3", 26379]]

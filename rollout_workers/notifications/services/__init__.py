@@ -3,7 +3,7 @@
 A sender makes one attempt to deliver a rendered :class:`~..render.Notification` to one
 recipient of one configured service. It never sleeps and never retries: the delivery handler
 (``notifications/delivery.py``) owns retries and their waits (Redis timers, not sleeps in a
-worker), and asks :func:`retry_policy` how many attempts a service allows.
+worker), and asks :func:`.registry.retry_policy` how many attempts a service allows.
 
 A failure is a :class:`SendError`. ``final`` says whether another attempt could help: a 4xx
 answer (but 429) or a configuration error is final; a connection error, a timeout, a 429 or a
@@ -14,20 +14,20 @@ for HTTP calls and this mapping (:mod:`.transport`) and one for reading their op
 Every sender has the same signature (:data:`Sender`): the service's options as the ConfigMap
 gives them (Secret references already replaced), the notification, the recipient (what
 follows ``<service>:`` in a subscription), and :class:`SendContext` (HTTP session and timeout).
-:data:`SENDERS` maps a service type to its sender; :func:`send` dispatches, and a type with no
-sender is a final error naming it.
+:mod:`.registry` maps a service type to its sender (``SENDERS``); its ``send`` dispatches, and a
+type with no sender is a final error naming it. This module holds only what the senders share,
+and imports none of them, so that no sender module is imported in a cycle.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import requests
 
-from rollout_workers.notifications.config import Service
 from rollout_workers.notifications.render import Notification
 
 
@@ -53,9 +53,9 @@ class SendError(Exception):
 class SendContext:
     """What a sender may use: an HTTP session (pooled connections), the timeout of one
     request, in seconds, a clock (Unix seconds) for the services that send a time, and the
-    name of the destination's service (``github`` for ``service.webhook.github``; :func:`send`
-    sets it). The webhook sender needs the name: the engine picks the template's
-    ``webhook.<name>`` block by it (``Destination.Service``)."""
+    name of the destination's service (``github`` for ``service.webhook.github``;
+    :func:`.registry.send` sets it). The webhook sender needs the name: the engine picks the
+    template's ``webhook.<name>`` block by it (``Destination.Service``)."""
 
     session: requests.Session = field(default_factory=requests.Session)
     timeout: float = 10.0
@@ -78,37 +78,3 @@ class RetryPolicy:
     def wait(self, attempt: int) -> float:
         """The wait after failed attempt number ``attempt`` (1-based)."""
         return float(min(self.wait_max, self.wait_min * 2 ** max(0, attempt - 1)))
-
-
-def _registry() -> dict[str, Sender]:
-    # Imported here so that each sender module can import this package's names.
-    from rollout_workers.notifications.services import registry
-
-    return registry.SENDERS
-
-
-def send(service: Service, notification: Notification, recipient: str, ctx: SendContext) -> None:
-    """One attempt to deliver ``notification`` to ``recipient`` through ``service``."""
-    sender = _registry().get(service.type)
-    if sender is None:
-        raise SendError(
-            f"notification service type {service.type!r} (service {service.name!r}) is not "
-            "supported",
-            final=True,
-        )
-    sender(service.options, notification, recipient, replace(ctx, service=service.name))
-
-
-def supported_types() -> frozenset[str]:
-    return frozenset(_registry())
-
-
-def retry_policy(service: Service) -> RetryPolicy:
-    """The webhook service's ``retryMax`` (retries after the first attempt, default 3),
-    ``retryWaitMin`` and ``retryWaitMax`` (Go durations, default 1s and 5s), as the engine's
-    go-retryablehttp client reads them; every other service gets the default policy."""
-    if service.type != "webhook":
-        return RetryPolicy()
-    from rollout_workers.notifications.services.webhook import webhook_retry_policy
-
-    return webhook_retry_policy(service.options)

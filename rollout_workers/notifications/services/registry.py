@@ -1,9 +1,17 @@
-"""Service type -> sender, as notifications-engine's ``pkg/services`` names the types."""
+"""Service type -> sender, as notifications-engine's ``pkg/services`` names the types, and the
+dispatch over them: one attempt of a send, and the retry policy of a service."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from rollout_workers.notifications.config import Service
+from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import (
+    RetryPolicy,
+    SendContext,
     Sender,
+    SendError,
     alertmanager,
     email,
     googlechat,
@@ -38,3 +46,28 @@ SENDERS: dict[str, Sender] = {
     "webex": webex.send,
     "pushover": pushover.send,
 }
+
+
+def send(service: Service, notification: Notification, recipient: str, ctx: SendContext) -> None:
+    """One attempt to deliver ``notification`` to ``recipient`` through ``service``."""
+    sender = SENDERS.get(service.type)
+    if sender is None:
+        raise SendError(
+            f"notification service type {service.type!r} (service {service.name!r}) is not "
+            "supported",
+            final=True,
+        )
+    sender(service.options, notification, recipient, replace(ctx, service=service.name))
+
+
+def supported_types() -> frozenset[str]:
+    return frozenset(SENDERS)
+
+
+def retry_policy(service: Service) -> RetryPolicy:
+    """The webhook service's ``retryMax`` (retries after the first attempt, default 3),
+    ``retryWaitMin`` and ``retryWaitMax`` (Go durations, default 1s and 5s), as the engine's
+    go-retryablehttp client reads them; every other service gets the default policy."""
+    if service.type != "webhook":
+        return RetryPolicy()
+    return webhook.webhook_retry_policy(service.options)

@@ -8,25 +8,17 @@ update is over or aborted. The nginx (`nginx.py`), ALB (`alb.py`), SMI (`smi.py`
 Mesh (`appmesh.py`) and Gateway API (`gatewayapi.py`: the first-class `gatewayAPI` field, or
 Argo's `argoproj-labs/gatewayAPI` plugin entry) routers are implemented; any other entry of
 `trafficRouting.plugins` is a Python traffic router plugin enabled in settings (`plugins.py`).
-A plugin that is not enabled is reported by `unsupported_router`, so the controller can refuse
-the spec with a message naming it rather than act on it half-way.
+A plugin that is not enabled is reported by `plugins.unsupported_router`, so the controller can
+refuse the spec with a message naming it rather than act on it half-way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from rollout_workers.api.rollout import (
-    RolloutTrafficRouting,
-    SetHeaderRoute,
-    SetMirrorRoute,
-    WeightDestination,
-)
+from rollout_workers.api.rollout import SetHeaderRoute, SetMirrorRoute, WeightDestination
 from rollout_workers.kube import resources as r
-
-if TYPE_CHECKING:
-    from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 
 #: The plugin this controller implements natively (trafficrouting/gatewayapi.py), whatever
 #: plugins the settings enable.
@@ -82,26 +74,3 @@ class TrafficRouter(Protocol):
     ) -> bool | None: ...
 
     def remove_managed_routes(self) -> None: ...
-
-
-def unsupported_router(
-    routing: RolloutTrafficRouting | None, plugins: TrafficRouterPluginRegistry | None = None
-) -> str:
-    """The InvalidSpec message for the first configured router this controller cannot drive
-    ('' when every configured router is supported): every router Argo ships is implemented, so
-    that is an entry of `plugins` that is neither native nor enabled in `plugins` (Argo's
-    "plugin NAME not configured in configmap")."""
-    if routing is None:
-        return ""
-    # Imported here: the plugins module builds on this one (TrafficRoutingError).
-    from rollout_workers.rollout.trafficrouting.plugins import (
-        TrafficRouterPluginRegistry,
-        UnknownTrafficRouterPlugin,
-    )
-
-    registry = plugins if plugins is not None else TrafficRouterPluginRegistry()
-    try:
-        registry.check(name for name in routing.plugins or {} if name not in NATIVE_PLUGINS)
-    except UnknownTrafficRouterPlugin as err:
-        return str(err)
-    return ""

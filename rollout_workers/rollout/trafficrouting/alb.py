@@ -59,14 +59,14 @@ from rollout_workers.kube.writer import fenced
 from rollout_workers.notifications.services.gojson import Struct, marshal
 from rollout_workers.objects import Obj
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.elbv2 import (
+from rollout_workers.rollout.trafficrouting import TrafficRoutingError, WeightVerifyError, pingpong
+from rollout_workers.rollout.trafficrouting.elbv2 import (
     AwsError,
     Elbv2,
     TargetGroupMeta,
     load_balancer_hostnames,
     target_group_resource_id,
 )
-from rollout_workers.rollout.trafficrouting import TrafficRoutingError, WeightVerifyError, pingpong
 from rollout_workers.rollout.trafficrouting.nginx import backend_service, ingress_resource
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from rollout_workers.api.rollout import SetHeaderRoute, SetMirrorRoute, WeightDestination
+from rollout_workers.api.rollout import (
+    RolloutTrafficRouting,
+    SetHeaderRoute,
+    SetMirrorRoute,
+    WeightDestination,
+)
 from rollout_workers.objects import Obj
 from rollout_workers.plugins import (
     PluginKind,
@@ -36,7 +41,7 @@ from rollout_workers.plugins import (
     PluginNotEnabled,
     PluginRegistry,
 )
-from rollout_workers.rollout.trafficrouting import TrafficRoutingError
+from rollout_workers.rollout.trafficrouting import NATIVE_PLUGINS, TrafficRoutingError
 
 if TYPE_CHECKING:
     from rollout_workers.rollout.context import RolloutContext
@@ -192,3 +197,20 @@ class PluginRouter:
 
     def remove_managed_routes(self) -> None:
         self._call("remove managed routes", self.plugin.remove_managed_routes)
+
+
+def unsupported_router(
+    routing: RolloutTrafficRouting | None, plugins: TrafficRouterPluginRegistry | None = None
+) -> str:
+    """The InvalidSpec message for the first configured router this controller cannot drive
+    ('' when every configured router is supported): every router Argo ships is implemented, so
+    that is an entry of `plugins` that is neither native nor enabled in `plugins` (Argo's
+    "plugin NAME not configured in configmap")."""
+    if routing is None:
+        return ""
+    registry = plugins if plugins is not None else TrafficRouterPluginRegistry()
+    try:
+        registry.check(name for name in routing.plugins or {} if name not in NATIVE_PLUGINS)
+    except UnknownTrafficRouterPlugin as err:
+        return str(err)
+    return ""

@@ -59,7 +59,7 @@ class WeightInputs:
     at_desired_counts: bool
     previous_set_weight: int
     current_set_weight: int
-    #: Dynamically rolling back to the stable (see reconciler.rolling_back_from).
+    #: Dynamically rolling back to the stable (see trafficstep.rolling_back_from).
     rolling_back: bool = False
 
 

@@ -20,8 +20,8 @@ error: the spec's, then the references') and `validate_raw` (the same for a deco
 may not even fit the model).
 
 Traffic routers this controller does not implement (ALB), and traffic router plugins the
-settings do not enable, are refused by the controller (`trafficrouting.unsupported_router`), not
-here: such a spec is valid Argo.
+settings do not enable, are refused by the controller
+(`trafficrouting.plugins.unsupported_router`), not here: such a spec is valid Argo.
 """
 
 from __future__ import annotations

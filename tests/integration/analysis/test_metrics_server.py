@@ -31,7 +31,8 @@ from rollout_workers.metricsserver.series import Rule
 from rollout_workers.metricsserver.server import MetricsServer, Store, cluster_source
 from rollout_workers.notifications.config import Service
 from rollout_workers.notifications.render import Notification
-from rollout_workers.notifications.services import SendContext, send
+from rollout_workers.notifications.services import SendContext
+from rollout_workers.notifications.services.registry import send
 from rollout_workers.settings import Settings
 from tests.support.metricapis import FakeSecrets
 from tests.unit.analysis.providers.stubs import NOW

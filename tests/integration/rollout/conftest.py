@@ -20,6 +20,8 @@ from rollout_workers.analysis.providers import KubeSecretReader, ProviderDeps, p
 from rollout_workers.analysis.providers.job import CachedJobReader
 from rollout_workers.cache import Lister
 from rollout_workers.cache.written import WrittenVersions
+from rollout_workers.celeryapp.app import create_app
+from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.experiment.controller import ExperimentController
 from rollout_workers.keys import ObjectKey
@@ -27,9 +29,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.writer import KubeWriter
-from rollout_workers.pool.app import create_app
-from rollout_workers.pool.handlers import SyncRequest
-from rollout_workers.pool.tasks import build_runtime
+from rollout_workers.reconcile.handlers import SyncRequest
 from rollout_workers.rollout.controller import RolloutController
 from rollout_workers.settings import Settings
 from rollout_workers.watcher.process import Watcher

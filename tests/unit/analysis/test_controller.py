@@ -328,7 +328,7 @@ class _Lease:
 
 def test_ttl_deletes_a_completed_run_when_it_expires() -> None:
     from rollout_workers.keys import ObjectKey
-    from rollout_workers.pool.handlers import SyncRequest
+    from rollout_workers.reconcile.handlers import SyncRequest
 
     done = format_time(T0)
     obj = {

@@ -29,7 +29,7 @@ from rollout_workers.api.experiment import Experiment
 from rollout_workers.api.rollout import Rollout
 from rollout_workers.experiment.reconcile import invalid_spec_message as experiment_message
 from rollout_workers.rollout import validation
-from rollout_workers.rollout.trafficrouting import unsupported_router
+from rollout_workers.rollout.trafficrouting.plugins import unsupported_router
 from rollout_workers.rollout.validation.messages import invalid_spec_message
 from tests.unit.api.argo_fields import PRESERVE, below, spec_schema, walk
 from tests.unit.api.field_table import (

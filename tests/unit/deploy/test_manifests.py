@@ -14,9 +14,9 @@ from typing import Any
 import click
 import pytest
 
+from rollout_workers.celeryapp.app import celery_config
 from rollout_workers.cli.main import cli
 from rollout_workers.metrics.collector import QUEUE_NAMES
-from rollout_workers.pool.app import celery_config
 from rollout_workers.settings import Settings
 from tests.unit.deploy.render import DEPLOY, Obj, ident, overlays, rendered
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from rollout_workers.counters import Keys, PendingCounts
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import Invalid, KubeError, NotFound, Unavailable
 from rollout_workers.kube.events import event_body
@@ -26,7 +27,6 @@ from rollout_workers.kube.eventsink import (
     WriterSink,
 )
 from rollout_workers.kube.writer import RecordingWriter
-from rollout_workers.metrics.store import Keys, PendingCounts
 
 Obj = dict[str, Any]
 T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)

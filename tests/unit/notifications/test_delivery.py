@@ -14,7 +14,6 @@ import pytest
 import redis
 
 from rollout_workers.keys import ObjectKey
-from rollout_workers.notifications import services
 from rollout_workers.notifications.delivery import (
     FAILED_REASON,
     Delivery,
@@ -25,7 +24,7 @@ from rollout_workers.notifications.outbox import Job, Outbox, job_hash_key, job_
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext, SendError, registry
 from rollout_workers.notifications.source import CONFIGMAP_NAME, SECRET_NAME, ConfigCache
-from rollout_workers.pool.handlers import SyncRequest
+from rollout_workers.reconcile.handlers import SyncRequest
 from rollout_workers.workqueue import Outcome
 
 PREFIX = "rwtest"
@@ -417,4 +416,4 @@ def test_analysis_runs_of_the_current_revision_newest_first() -> None:
 
 
 def test_unsupported_types_are_known() -> None:
-    assert "carrier-pigeon" not in services.supported_types()
+    assert "carrier-pigeon" not in registry.supported_types()

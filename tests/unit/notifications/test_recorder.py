@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import redis
 
+from rollout_workers.counters import Keys, PendingCounts
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.eventsink import BackgroundEventSink
 from rollout_workers.kube.writer import RecordingWriter
-from rollout_workers.metrics.store import Keys, PendingCounts
 from rollout_workers.notifications.recorder import EventRecorder
 
 Obj = dict[str, Any]

@@ -31,8 +31,8 @@ from rollout_workers.notifications.recorder import EventRecorder
 from rollout_workers.rollout import templateref
 from rollout_workers.rollout.context import Event, RolloutContext, RouterObjects
 from rollout_workers.rollout.controller import reconcile
-from rollout_workers.rollout.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.stepplugins.registry import StepPluginRegistry, StepPluginState
+from rollout_workers.rollout.trafficrouting.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.trafficrouting.plugins import TrafficRouterPluginRegistry
 from rollout_workers.routerrefs import RouterRef
 from rollout_workers.timefmt import format_time

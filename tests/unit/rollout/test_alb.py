@@ -42,16 +42,16 @@ from rollout_workers.rollout.controller import (
     RolloutController,
     aws_verification,
 )
-from rollout_workers.rollout.elbv2 import TargetGroupVerification
 from rollout_workers.rollout.trafficrouting import (
     TrafficRoutingError,
     WeightNotVerified,
     WeightVerifyError,
     alb,
-    unsupported_router,
 )
-from rollout_workers.rollout.trafficrouting.reconciler import routers_for
+from rollout_workers.rollout.trafficrouting.elbv2 import TargetGroupVerification
+from rollout_workers.rollout.trafficrouting.plugins import unsupported_router
 from rollout_workers.rollout.trafficrouting.weights import VERIFY_RETRY_SECONDS
+from rollout_workers.rollout.trafficstep import routers_for
 from rollout_workers.settings import AwsSettings
 from rollout_workers.workqueue import Outcome
 from tests.unit.rollout.onesync import NS, T0, OneSync, service

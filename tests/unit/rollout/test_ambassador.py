@@ -27,9 +27,9 @@ from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import (
     TrafficRoutingError,
     ambassador,
-    unsupported_router,
 )
-from rollout_workers.rollout.trafficrouting.reconciler import routers_for
+from rollout_workers.rollout.trafficrouting.plugins import unsupported_router
+from rollout_workers.rollout.trafficstep import routers_for
 from rollout_workers.rollout.validation.references import ReferencedResources
 from rollout_workers.routerrefs import RouterRef, canary_mapping_name, router_refs
 from rollout_workers.timefmt import format_micro_time

@@ -21,8 +21,9 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.rollout import validation as v
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
-from rollout_workers.rollout.trafficrouting import TrafficRoutingError, appmesh, unsupported_router
-from rollout_workers.rollout.trafficrouting.reconciler import routers_for
+from rollout_workers.rollout.trafficrouting import TrafficRoutingError, appmesh
+from rollout_workers.rollout.trafficrouting.plugins import unsupported_router
+from rollout_workers.rollout.trafficstep import routers_for
 from rollout_workers.rollout.validation.references import ReferencedResources
 from rollout_workers.routerrefs import (
     RouterRef,

@@ -8,7 +8,7 @@ from typing import Any
 
 from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.trafficrouting.reconciler import experiment_destinations
+from rollout_workers.rollout.trafficstep import experiment_destinations
 from tests.unit.rollout.onesync import T0
 from tests.unit.rollout.test_controller import rollout
 

@@ -20,9 +20,9 @@ from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import (
     TrafficRoutingError,
     gatewayapi,
-    unsupported_router,
 )
-from rollout_workers.rollout.trafficrouting.reconciler import routers_for
+from rollout_workers.rollout.trafficrouting.plugins import unsupported_router
+from rollout_workers.rollout.trafficstep import routers_for
 from rollout_workers.rollout.validation.references import ReferencedResources, reference_errors
 from rollout_workers.rollout.validation.spec import spec_errors
 from rollout_workers.routerrefs import RouterRef
@@ -1205,7 +1205,7 @@ class ServedRoutes:
 
 
 def test_the_controller_weights_the_plugins_route_and_puts_back_a_change() -> None:
-    from rollout_workers.pool.handlers import Outcome
+    from rollout_workers.reconcile.handlers import Outcome
     from tests.unit.rollout.test_routing_reconcile import (
         controller_for,
         request,
@@ -1235,7 +1235,7 @@ def test_the_controller_weights_the_plugins_route_and_puts_back_a_change() -> No
 def test_the_controller_adds_the_experiments_service_to_the_route_then_removes_it() -> None:
     """The experiment's Services are read with the rollout's (by the names in its status), so
     the router can add them at their port."""
-    from rollout_workers.pool.handlers import Outcome
+    from rollout_workers.reconcile.handlers import Outcome
     from tests.unit.rollout.test_routing_reconcile import (
         WriterReader,
         controller_for,

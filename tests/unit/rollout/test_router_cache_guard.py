@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from rollout_workers.kube import resources as r
-from rollout_workers.pool.handlers import Outcome
+from rollout_workers.reconcile.handlers import Outcome
 from rollout_workers.rollout.controller import STALE_REQUEUE, RolloutController
 from tests.unit.rollout.test_routing_reconcile import (
     NothingWritten,

@@ -13,7 +13,7 @@ from typing import Any
 from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
-from rollout_workers.pool.handlers import Outcome, SyncRequest
+from rollout_workers.reconcile.handlers import Outcome, SyncRequest
 from rollout_workers.rollout.controller import INVALID_SPEC_REQUEUE, RolloutController
 from rollout_workers.rollout.hashing import pod_template_hash
 from tests.unit.rollout.onesync import NS, OneSync, service

@@ -13,7 +13,7 @@ import pytest
 from rollout_workers.api.rollout import WeightDestination
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
-from rollout_workers.pool.handlers import Outcome
+from rollout_workers.reconcile.handlers import Outcome
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
 from rollout_workers.rollout.trafficrouting import TrafficRoutingError, smi
 from rollout_workers.routerrefs import RouterRef

@@ -22,7 +22,9 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
 from rollout_workers.rollout import targetgroups
 from rollout_workers.rollout.context import RolloutContext
-from rollout_workers.rollout.elbv2 import (
+from rollout_workers.rollout.trafficrouting import WeightNotVerified
+from rollout_workers.rollout.trafficrouting.alb import ALBRouter
+from rollout_workers.rollout.trafficrouting.elbv2 import (
     AwsError,
     Elbv2,
     TargetGroupMeta,
@@ -32,8 +34,6 @@ from rollout_workers.rollout.elbv2 import (
     target_group_resource_id,
     verify_target_group_binding,
 )
-from rollout_workers.rollout.trafficrouting import WeightNotVerified
-from rollout_workers.rollout.trafficrouting.alb import ALBRouter
 from tests.support.metricapis_b import moto_server, point_aws_at
 from tests.unit.rollout.onesync import NS, T0, OneSync, rollout, service
 from tests.unit.rollout.test_alb import alb_ingress, alb_sim, weights

@@ -16,10 +16,11 @@ import pytest
 from rollout_workers.api.rollout import SetHeaderRoute, SetMirrorRoute
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.writer import RecordingWriter
-from rollout_workers.pool.handlers import Outcome
+from rollout_workers.reconcile.handlers import Outcome
 from rollout_workers.rollout.context import RolloutContext, RouterObjects
-from rollout_workers.rollout.trafficrouting import TrafficRoutingError, traefik, unsupported_router
-from rollout_workers.rollout.trafficrouting.reconciler import routers_for
+from rollout_workers.rollout.trafficrouting import TrafficRoutingError, traefik
+from rollout_workers.rollout.trafficrouting.plugins import unsupported_router
+from rollout_workers.rollout.trafficstep import routers_for
 from rollout_workers.routerrefs import RouterRef, router_refs
 from tests.unit.rollout.onesync import NS, T0, OneSync
 from tests.unit.rollout.test_controller import rollout

@@ -23,7 +23,7 @@ from rollout_workers.rollout.trafficrouting.plugins import (
     TrafficRouterPlugin,
     TrafficRouterPluginRegistry,
 )
-from rollout_workers.rollout.trafficrouting.reconciler import routers_for
+from rollout_workers.rollout.trafficstep import routers_for
 from tests.unit.rollout.onesync import T0, OneSync, rollout, service
 
 Obj = dict[str, Any]

@@ -13,7 +13,7 @@ from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import Unavailable
 from rollout_workers.settings import CONTROLLERS, Settings
 from rollout_workers.watcher.controllers import NEEDS, queued_kinds, served_version, watched
-from rollout_workers.watcher.routing import route
+from rollout_workers.watcher.eventkeys import woken_keys
 
 OWNER_KINDS = ("Rollout", "Experiment", "AnalysisRun")
 
@@ -31,7 +31,7 @@ def everything(plural: str, index: str, value: str) -> list[str]:
 def test_every_type_that_wakes_a_kind_is_watched_for_its_controller() -> None:
     for resource in r.WATCHED.values():
         for owner in OWNER_KINDS:
-            for kind in route(resource, any_change(resource, owner), everything):
+            for kind in woken_keys(resource, any_change(resource, owner), everything):
                 (controller,) = [c for c, k in CONTROLLERS.items() if k == kind]
                 assert resource in NEEDS[controller], (resource.plural, controller)
 

@@ -10,7 +10,8 @@ import pytest
 
 from rollout_workers.notifications.config import Service
 from rollout_workers.notifications.render import Notification
-from rollout_workers.notifications.services import SendContext, SendError, send
+from rollout_workers.notifications.services import SendContext, SendError
+from rollout_workers.notifications.services.registry import send
 from rollout_workers.notifications.services.teams_workflows import go_value, url_problem
 from tests.support.receiver import Answer, Receiver
 

@@ -15,8 +15,9 @@ from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword, Session
 
 from rollout_workers.notifications.config import Service
 from rollout_workers.notifications.render import Notification
-from rollout_workers.notifications.services import SendContext, SendError, send
+from rollout_workers.notifications.services import SendContext, SendError
 from rollout_workers.notifications.services.email import parse_to
+from rollout_workers.notifications.services.registry import send
 
 
 class Inbox:

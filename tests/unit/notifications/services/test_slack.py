@@ -10,9 +10,10 @@ import pytest
 
 from rollout_workers.notifications.config import Service
 from rollout_workers.notifications.render import Notification
-from rollout_workers.notifications.services import SendContext, SendError, send
+from rollout_workers.notifications.services import SendContext, SendError
 from rollout_workers.notifications.services import slack as slack_sender
 from rollout_workers.notifications.services.options import is_emoji
+from rollout_workers.notifications.services.registry import send
 from rollout_workers.notifications.services.slack import Threads, delivery_policy, send_with
 from rollout_workers.notifications.services.transport import is_http_url
 from tests.support.receiver import Answer

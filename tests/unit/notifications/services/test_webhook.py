@@ -9,13 +9,8 @@ import pytest
 
 from rollout_workers.notifications.config import Service
 from rollout_workers.notifications.render import Notification
-from rollout_workers.notifications.services import (
-    RetryPolicy,
-    SendContext,
-    SendError,
-    retry_policy,
-    send,
-)
+from rollout_workers.notifications.services import RetryPolicy, SendContext, SendError
+from rollout_workers.notifications.services.registry import retry_policy, send
 from rollout_workers.notifications.services.webhook import calculate_request, canonical_header
 from tests.support.receiver import Answer, Receiver
 

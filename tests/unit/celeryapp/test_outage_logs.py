@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
+from rollout_workers.celeryapp import outage
 from rollout_workers.logs import OutageLog
-from rollout_workers.pool import outage
 
 CELERY_LINES = [
     ("celery.worker.consumer.consumer", logging.WARNING,

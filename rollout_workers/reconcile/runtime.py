@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import redis
 
+from rollout_workers.counters import Keys, PendingCounts
 from rollout_workers.kube.eventsink import EventSink
-from rollout_workers.metrics.store import Keys, PendingCounts
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue import WorkQueue
 

@@ -1,5 +1,10 @@
-"""Which keys an applied change wakes up. Pure given the cache's reverse indexes; never
-modifies the object it is given."""
+"""Which keys an applied change wakes up: an event maps to the task keys of the objects it
+concerns (itself, its controller owner, the rollouts that reference it). Pure given the cache's
+reverse indexes; never modifies the object it is given.
+
+Not named for routing: it routes nothing anywhere, and the tree already has traffic routing
+(rollout/trafficrouting/) and Celery's task routes.
+"""
 
 from __future__ import annotations
 
@@ -61,7 +66,8 @@ def own_tenant(resource: r.Resource, change: Change, label: str) -> tuple[str, s
     return (kind, str(tenant)) if tenant else None
 
 
-def route(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
+def woken_keys(resource: r.Resource, change: Change, lookup: Lookup) -> Keys:
+    """The keys, by task kind, that `change` (of an object of type `resource`) wakes."""
     keys: Keys = defaultdict(set)
     if change.older:
         return {}

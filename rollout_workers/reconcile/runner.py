@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import redis
 
+from rollout_workers.counters import Increment, PendingCounts, reconcile_increments
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
-from rollout_workers.metrics.store import Increment, PendingCounts, reconcile_increments
-from rollout_workers.pool.handlers import Handler, LeaseLost, Result, SyncRequest
+from rollout_workers.reconcile.handlers import Handler, LeaseLost, Result, SyncRequest
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue, token_prefix
 
 log = logging.getLogger(__name__)

@@ -5,6 +5,10 @@ number of processes add up and survive the process that made them. Histograms st
 field per bucket (non-cumulative: an observation increments exactly one field) plus the sum in
 integer microseconds (exact, no float drift); the collector makes them cumulative.
 
+A leaf module, not part of `metrics/`: the API client, the workqueue, the sync runner and the
+notification sender all count here, and `metrics/` reads these hashes through the cache and
+the workqueue, so it sits above them all.
+
 Hashes (prefix `rw`):
   rw:metrics:<kind>:reconcile   `ns/name|b<i>`, `ns/name|sum`, `ns/name|err`  (per object)
   rw:metrics:<kind>:workqueue   `adds`, `retries`, `queue|b<i>`, `queue|sum`, `work|b<i>`, ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_workers.metrics.store import (
+from rollout_workers.counters import (
     RECONCILE_BUCKETS,
     WORKQUEUE_BUCKETS,
     Increment,

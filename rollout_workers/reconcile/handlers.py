@@ -3,7 +3,9 @@
 A handler takes a SyncRequest and returns a Result (or None for "done"); raising means "failed,
 retry with backoff". Handlers are named per task kind in settings (`module:factory`); the
 factory receives the process Runtime and returns the handler, so handlers get their
-dependencies passed in rather than importing them.
+dependencies passed in rather than importing them. Names rather than imports because the
+settings are a leaf that the reconcilers import, and a deployment (or a benchmark) can name
+another handler; tests/unit/reconcile/test_handlers.py resolves every default name.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Protocol
 
 from rollout_workers.cache.epoch import CacheEpoch
 from rollout_workers.keys import ObjectKey
-from rollout_workers.pool.runtime import Runtime
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.workqueue import Outcome
 
 
@@ -70,17 +72,21 @@ class HandlerNotFound(ImportError):
     pass
 
 
-def load_handler(spec: str, runtime: Runtime) -> Handler:
-    """Import `module:factory` and build the handler with the runtime."""
+def load_factory(spec: str) -> HandlerFactory:
+    """Import the factory that `module:factory` names."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise HandlerNotFound(f"handler {spec!r} is not of the form 'module:factory'")
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
+        factory: HandlerFactory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as err:
         raise HandlerNotFound(f"cannot load handler {spec!r}: {err}") from err
-    handler: Handler = factory(runtime)
-    return handler
+    return factory
+
+
+def load_handler(spec: str, runtime: Runtime) -> Handler:
+    """Import `module:factory` and build the handler with the runtime."""
+    return load_factory(spec)(runtime)
 
 
 #: How soon a key that found the cache incomplete is tried again.
@@ -98,6 +104,10 @@ def when_cache_synced(runtime: Runtime, handler: Handler) -> Handler:
         return handler(request)
 
     return handle
+
+
+#: The handler of a kind that settings name no handler for.
+NOOP = f"{__name__}:noop"
 
 
 def noop(runtime: Runtime) -> Handler:

@@ -12,8 +12,8 @@ from typing import Any
 from celery import Celery
 
 from rollout_workers import redisclient
-from rollout_workers.pool.tasks import ProcessState, register_tasks, sync_task_name
-from rollout_workers.pool.transport import SENTINELS_OPTION
+from rollout_workers.celeryapp.tasks import ProcessState, register_tasks, sync_task_name
+from rollout_workers.celeryapp.transport import SENTINELS_OPTION
 from rollout_workers.settings import KINDS, RedisSettings, Settings
 
 
@@ -60,7 +60,7 @@ def celery_config(settings: Settings, redis_url: str) -> dict[str, Any]:
 
 def redis_config(redis: RedisSettings, redis_url: str) -> dict[str, Any]:
     """The broker's and redbeat's Redis: the URL as given, or under Sentinel kombu's Sentinel
-    transport (hardened, pool/transport.py) and redbeat's `redis-sentinel` mode, both asking
+    transport (hardened, celeryapp/transport.py) and redbeat's `redis-sentinel` mode, both asking
     the Sentinels for the master on every new connection."""
     # Unacked messages of a dead worker come back after this; the workqueue's stale-message
     # resend recovers sooner, and a late duplicate is dropped by claim().
@@ -69,7 +69,7 @@ def redis_config(redis: RedisSettings, redis_url: str) -> dict[str, Any]:
         url = redisclient.with_password(redis_url, redis)
         return {
             "broker_url": url,
-            "broker_transport": "rollout_workers.pool.transport:Transport",
+            "broker_transport": "rollout_workers.celeryapp.transport:Transport",
             "broker_transport_options": options,
             "redbeat_redis_url": url,
         }
@@ -85,7 +85,7 @@ def redis_config(redis: RedisSettings, redis_url: str) -> dict[str, Any]:
     )
     return {
         "broker_url": target.kombu_url(),
-        "broker_transport": "rollout_workers.pool.transport:SentinelTransport",
+        "broker_transport": "rollout_workers.celeryapp.transport:SentinelTransport",
         "broker_transport_options": options,
         "redbeat_redis_url": "redis-sentinel://",
         "redbeat_redis_options": {

@@ -14,17 +14,17 @@ from typing import Any
 
 from celery import Celery, signals
 
+from rollout_workers import redisclient
+from rollout_workers.celeryapp.sender import Envelopes, SyncSender
+from rollout_workers.celeryapp.transport import worker_host
+from rollout_workers.counters import Keys as MetricKeys
+from rollout_workers.counters import PendingCounts
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.eventsink import FLUSH_TIMEOUT, BackgroundEventSink
-from rollout_workers.local import redis_server
-from rollout_workers.metrics.store import Keys as MetricKeys
-from rollout_workers.metrics.store import PendingCounts
-from rollout_workers.pool.handlers import Handler, load_handler
-from rollout_workers.pool.runner import LeaseKeeper, SyncReport, run_sync
-from rollout_workers.pool.runtime import Runtime
-from rollout_workers.pool.sender import Envelopes, SyncSender
-from rollout_workers.pool.transport import worker_host
+from rollout_workers.reconcile.handlers import NOOP, Handler, load_handler
+from rollout_workers.reconcile.runner import LeaseKeeper, SyncReport, run_sync
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.settings import KINDS, Settings
 from rollout_workers.workqueue import WorkQueue
 
@@ -36,14 +36,14 @@ def sync_task_name(kind: str) -> str:
 
 
 def make_sender(app: Celery, kind: str, queue: str) -> SyncSender:
-    """Send one `<kind>.sync` message per key, in pipelined batches (pool/sender.py). The key
+    """Send one `<kind>.sync` message per key, in pipelined batches (celeryapp/sender.py). The key
     also rides in a header, so a consumer's transport can record who reserved it without
     decoding the body."""
     return SyncSender(app, name=sync_task_name(kind), queue=queue)
 
 
 def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
-    client = redis_server.client(redis_url, settings)
+    client = redisclient.process_client(redis_url, settings)
     host = worker_host(app)
     queues = {}
     for kind in KINDS:
@@ -106,9 +106,7 @@ class ProcessState:
         runtime = self.runtime
         with self._lock:
             if kind not in self._handlers:
-                spec = self._settings.reconcile.handlers.get(
-                    kind, "rollout_workers.pool.handlers:noop"
-                )
+                spec = self._settings.reconcile.handlers.get(kind, NOOP)
                 self._handlers[kind] = load_handler(spec, runtime)
             return self._handlers[kind]
 

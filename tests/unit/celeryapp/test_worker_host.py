@@ -8,7 +8,7 @@ import os
 import pytest
 import redis
 
-from rollout_workers.pool.host import WorkerHost
+from rollout_workers.celeryapp.host import WorkerHost
 from rollout_workers.settings import Settings
 
 

@@ -13,7 +13,7 @@ import logging
 
 from rollout_workers.logs import OutageLog
 
-log = logging.getLogger("rollout_workers.pool.host")
+log = logging.getLogger("rollout_workers.celeryapp.host")
 
 #: Celery's loggers for the consumer's connection (consumer.py and connection.py).
 LOGGERS = ("celery.worker.consumer.consumer", "celery.worker.consumer.connection")

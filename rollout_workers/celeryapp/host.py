@@ -45,12 +45,12 @@ from celery.worker import state as worker_state
 
 from rollout_workers import health as endpoints
 from rollout_workers import redisclient
+from rollout_workers.celeryapp import outage
+from rollout_workers.celeryapp.tasks import build_runtime, sync_task_name
+from rollout_workers.celeryapp.transport import HELD_OPTION, HOST_OPTION
 from rollout_workers.health import Clock, Status
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
-from rollout_workers.pool import outage
-from rollout_workers.pool.runtime import Runtime
-from rollout_workers.pool.tasks import build_runtime, sync_task_name
-from rollout_workers.pool.transport import HELD_OPTION, HOST_OPTION
+from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.settings import KINDS, Settings
 from rollout_workers.workqueue import Hosts, held_key, token_prefix
 

@@ -1,4 +1,4 @@
-"""Event routing: which keys each kind of change wakes."""
+"""Event keys: which keys each kind of change wakes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from rollout_workers.cache import Change
 from rollout_workers.kube import resources as r
-from rollout_workers.watcher.routing import own_tenant, route
+from rollout_workers.watcher.eventkeys import own_tenant, woken_keys
 
 REFS = {
     ("rollouts", "svc", "prod/web-stable"): ["prod/web", "prod/web2"],
@@ -113,9 +113,9 @@ CASES = {
 
 
 @pytest.mark.parametrize(("resource", "chg", "expected"), CASES.values(), ids=CASES.keys())
-def test_route(resource: r.Resource, chg: Change, expected: dict[str, set[str]]) -> None:
+def test_woken_keys(resource: r.Resource, chg: Change, expected: dict[str, set[str]]) -> None:
     before = repr(chg.obj)
-    assert route(resource, chg, lookup) == expected
+    assert woken_keys(resource, chg, lookup) == expected
     assert repr(chg.obj) == before  # handlers never modify what they are given
 
 
@@ -133,13 +133,13 @@ def test_an_own_write_wakes_the_owner_but_not_the_object(
 ) -> None:
     base = change("x", owners=owners)
     own = Change(base.type, base.key, base.obj, base.previous_rv, own_write=True)
-    assert route(resource, own, lookup) == expected
+    assert woken_keys(resource, own, lookup) == expected
 
 
 def test_an_older_change_wakes_nothing() -> None:
     base = change("web")
     older = Change(base.type, base.key, base.obj, base.previous_rv, older=True)
-    assert route(r.ROLLOUTS, older, lookup) == {}
+    assert woken_keys(r.ROLLOUTS, older, lookup) == {}
 
 
 def _labelled(resource: r.Resource, labels: dict[str, str], kind: str = "MODIFIED") -> Change:
@@ -271,4 +271,4 @@ ROUTER_CASES = {
 def test_a_router_object_wakes_its_rollouts(
     resource: r.Resource, chg: Change, expected: dict[str, set[str]]
 ) -> None:
-    assert route(resource, chg, router_lookup) == expected
+    assert woken_keys(resource, chg, router_lookup) == expected

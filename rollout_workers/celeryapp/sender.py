@@ -29,8 +29,8 @@ from typing import Any
 from celery import Celery
 from celery.utils import uuid
 
+from rollout_workers.celeryapp.transport import KEY_HEADER
 from rollout_workers.keys import ObjectKey
-from rollout_workers.pool.transport import KEY_HEADER
 
 #: LPUSHes per pipeline (kombu flushes the batch each time it holds this many).
 BATCH = 1000

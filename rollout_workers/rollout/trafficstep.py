@@ -6,6 +6,10 @@ TrafficWeightUpdated event when they change) and whether the router verified the
 weight only moves to a step's setWeight once the ReplicaSets are at that step's counts, a
 reconcile scales first and a later one shifts the traffic; on abort or at the end the weight
 goes back to the stable here, before the canary is scaled down in the same or a later reconcile.
+
+A module of rollout/, not of trafficrouting/, as Argo's rollout/trafficrouting.go sits beside its
+routers' packages: it drives the routers and calls the experiment and Service steps, so it sits
+above them all, and the routers never import it.
 """
 
 from __future__ import annotations

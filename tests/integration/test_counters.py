@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import redis
 
+from rollout_workers.counters import Keys, PendingCounts
 from rollout_workers.keys import ObjectKey
 from rollout_workers.metrics.collector import read_snapshot
-from rollout_workers.metrics.store import Keys, PendingCounts
-from rollout_workers.pool.handlers import Result, SyncRequest
-from rollout_workers.pool.runner import LeaseKeeper, run_sync
+from rollout_workers.reconcile.handlers import Result, SyncRequest
+from rollout_workers.reconcile.runner import LeaseKeeper, run_sync
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue
 
 A = ObjectKey("default/a")

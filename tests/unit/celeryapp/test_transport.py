@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.pool.transport import KEY_HEADER, Channel
+from rollout_workers.celeryapp.transport import KEY_HEADER, Channel
 
 HELD = {"rollouts.sync": "rw:wq:rollouts:held"}
 

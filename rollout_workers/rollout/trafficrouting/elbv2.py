@@ -1,5 +1,5 @@
 """AWS Elastic Load Balancing v2, as the ALB router and target group verification need it (Argo's
-utils/aws/aws.go), with no reconcile logic: that is in targetgroups.py and trafficrouting/alb.py.
+utils/aws/aws.go), with no reconcile logic: that is in rollout/targetgroups.py and alb.py.
 
 - `Elbv2` wraps a boto3 `elbv2` client (built as analysis' CloudWatch clients are: the SDK's
   default chain, `AWS_REGION`, `AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2`): the load balancer
