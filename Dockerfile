@@ -1,5 +1,7 @@
 FROM python:3.11-slim
 WORKDIR /app
+# The controller only: the stand-ins (standins/, the embedded API and the demo's Prometheus) are a
+# distribution of their own, for the local stack and the tests (tests/unit/deploy/test_image.py).
 COPY pyproject.toml README.md ./
 COPY rollout_workers ./rollout_workers
 COPY beat ./beat

@@ -8,9 +8,12 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The controller and the stand-ins (standins/: the embedded API and the demo's Prometheus, which
+# the local stack, the demo and the tests run), each its own distribution; the image has only the
+# first.
+$(STAMP): pyproject.toml standins/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]' -e ./standins
 	@touch $(STAMP)
 
 # Unit, integration, and an end-to-end smoke of every process kind (under 6 minutes on 2 cores).

@@ -3,7 +3,7 @@
 Run: `.venv/bin/python bench/analysis_timers.py [--runs 200] [--interval 5] [--minutes 5]
 [--workers 2] [--concurrency 4]` (a little over `--minutes` at the defaults; `--runs 20
 --minutes 0.5` is a quick smoke test). It starts its own redis-server (EmbeddedRedis, in a temp
-dir), the embedded API in its own process (`python -m rollout_workers.devcluster`), a real
+dir), the embedded API in its own process (`python -m devcluster`), a real
 `python -m rollout_workers watcher`, `beat` and N `worker` hosts, and stops all of them at the
 end, also on Ctrl-C or an error.
 
@@ -55,9 +55,9 @@ import redis
 from celery import Celery
 from harness import (
     CLK_TCK,
-    REPO,
     Http,
     Proc,
+    child_env,
     cpu_seconds,
     exit_on_sigterm,
     percentile,
@@ -611,8 +611,7 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
     url = server.url
     client = redis.Redis.from_url(url)
     stack.callback(client.close)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env = child_env()
     api, api_url = start_api(env, workdir, stack)
     env.update(
         ROLLOUTS_REDIS_URL=url,

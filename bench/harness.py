@@ -58,6 +58,17 @@ def wait_for(
         time.sleep(interval)
 
 
+def child_env() -> dict[str, str]:
+    """The environment of the processes a benchmark starts: this one's less its ROLLOUTS_*
+    settings, with this checkout's controller and stand-ins first on the path, whatever the
+    virtualenv has installed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), str(REPO / "standins"), env.get("PYTHONPATH")) if p
+    )
+    return env
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile, q in [0, 1]."""
     if not values:
@@ -162,7 +173,7 @@ def start_api(
     from and saved to `state_file` if given, more devcluster `options`); returns it and its
     URL."""
     state = workdir / f"{name}-state"
-    argv = ["-m", "rollout_workers.devcluster", "--port", "0", "--state-dir", str(state)]
+    argv = ["-m", "devcluster", "--port", "0", "--state-dir", str(state)]
     if state_file is not None:
         argv += ["--state", str(state_file)]
     proc = spawn(name, [*argv, *options], env, workdir, stack)

@@ -2,7 +2,7 @@
 
 Run: `.venv/bin/python bench/hotpaths.py [--keys 10000] [--rollouts 10000]
 [--replicasets 30000] [--reconciles 300]`. It starts its own redis-server (EmbeddedRedis, in a
-temp dir), and for phase 2 the embedded API (`python -m rollout_workers.devcluster`), a real
+temp dir), and for phase 2 the embedded API (`python -m devcluster`), a real
 `python -m rollout_workers watcher` and then a real worker, and stops all of them at the end,
 also on Ctrl-C or an error.
 
@@ -43,6 +43,7 @@ import redis
 from harness import (
     REPO,
     Http,
+    child_env,
     exit_on_sigterm,
     run_in_tempdir,
     spawn,
@@ -67,8 +68,7 @@ KNOWN = f"{PREFIX}:wq:rollouts:known"
 
 
 def base_env(url: str, workdir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env = child_env()
     env.update(
         ROLLOUTS_REDIS_URL=url, ROLLOUTS_STATE_DIR=str(workdir / "state"), ROLLOUTS_LOG_LEVEL="INFO"
     )

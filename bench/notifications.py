@@ -2,7 +2,7 @@
 
 Run: `.venv/bin/python bench/notifications.py [--rollouts 1000] [--concurrency 2]
 [--namespaces 10]` (`--rollouts 50` is a smoke run of about a minute). It starts a fresh
-embedded API (`python -m rollout_workers.devcluster`, its own process), a fresh EmbeddedRedis,
+embedded API (`python -m devcluster`, its own process), a fresh EmbeddedRedis,
 and the pool as bench/scale.py's pool case does: a real `watcher`, `beat` and one `worker -c N`
 host, which serves the `rollouts` and the `notifications` queues alike. A webhook receiver in
 this process (harness.Receiver, an HTTP server on 127.0.0.1) records every request with its
@@ -79,6 +79,7 @@ from harness import (
     REPO,
     Http,
     Receiver,
+    child_env,
     cpu_seconds,
     exit_on_sigterm,
     percentile,
@@ -409,9 +410,8 @@ def queue_idle(client: redis.Redis, kind: str) -> bool:
 
 def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) -> Obj:
     load_start = round(os.getloadavg()[0], 2)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
+    env = child_env()
     env.pop("POD_NAMESPACE", None)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     receiver = Receiver().start(stack)
     api, api_url = start_api(env, workdir, stack, options=["--ready-delay", str(args.ready_delay)])
     env.update(

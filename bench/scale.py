@@ -3,7 +3,7 @@
 Run: `.venv/bin/python bench/scale.py [--rollouts 500] [--namespaces 20] [--pools 2,4]
 [--prefork-pools 2] [--solo-pools ""] [--peer-threads 10] [--qps Q] [--profile]` (`make bench`
 runs it at these defaults, about 12 minutes on 2 cores; `--rollouts 100` is a smoke run). For
-each case, a fresh embedded API (`python -m rollout_workers.devcluster`, its own process) and, for
+each case, a fresh embedded API (`python -m devcluster`, its own process) and, for
 the pool, a fresh EmbeddedRedis:
 
 * `pool(N)`: a real `watcher`, `beat` and N `worker` hosts at their defaults (one process each,
@@ -55,6 +55,7 @@ from harness import (
     REPO,
     Http,
     Proc,
+    child_env,
     cpu_seconds,
     exit_on_sigterm,
     percentile,
@@ -802,8 +803,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) -> Obj:
     load_start = round(os.getloadavg()[0], 2)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env = child_env()
     if args.qps:
         env["ROLLOUTS_KUBE_QPS"] = str(args.qps)
         env["ROLLOUTS_KUBE_BURST"] = str(args.burst or int(2 * args.qps))

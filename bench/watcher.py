@@ -2,7 +2,7 @@
 
 Run: `.venv/bin/python bench/watcher.py [--rollouts N] [--replicasets M] [--events E]`.
 It starts its own redis-server (EmbeddedRedis, in a temp dir), its own embedded Kubernetes API
-(`python -m rollout_workers.devcluster`, a separate process so the API and the watcher do not
+(`python -m devcluster`, a separate process so the API and the watcher do not
 share a GIL) and a real `python -m rollout_workers watcher`, and stops all of them at the end,
 also on Ctrl-C or an error. No workers run, so every queued key stays queued.
 
@@ -50,9 +50,9 @@ from typing import Any
 
 import redis
 from harness import (
-    REPO,
     Http,
     Proc,
+    child_env,
     cpu_seconds,
     exit_on_sigterm,
     percentile,
@@ -810,8 +810,7 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
     url = server.url
     client = redis.Redis.from_url(url)
     stack.callback(client.close)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTS_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env = child_env()
     api, api_url = start_api(env, workdir, stack)
     kubeconfig = workdir / "api-state" / "devcluster.kubeconfig"
     http = Http(api_url, args.threads, block=True)

@@ -33,8 +33,8 @@ from rollout_workers.settings import CONTROLLERS, KINDS, Settings
 
 class _Commands(click.Group):
     """The process and queue commands are defined here; the plugin-style commands (the
-    kubernetes client, the embedded API, the linter) load on first use, so a queue command such
-    as `enqueue` starts without importing them."""
+    kubernetes client, the stand-ins' commands, the linter) load on first use, so a queue
+    command such as `enqueue` starts without importing them."""
 
     _attached = False
 
@@ -324,8 +324,9 @@ def watcher(
 @click.option("--flower-port", type=int, default=5555, show_default=True)
 @click.option("--ready-delay", type=float, default=2.0, show_default=True,
               help="Seconds the embedded API's pods take to become ready.")  # fmt: skip
-@click.option("--metrics-port", type=click.IntRange(0, 65535), default=0, show_default=True,
-              help="Port of the metrics server; 0 picks a free one.")  # fmt: skip
+@click.option("--demo-prometheus-port", type=click.IntRange(0, 65535), default=0,
+              show_default=True,
+              help="Port of the demo Prometheus; 0 picks a free one.")  # fmt: skip
 def up(
     *,
     state_dir: Path | None,
@@ -334,9 +335,10 @@ def up(
     flower: bool,
     flower_port: int,
     ready_delay: float,
-    metrics_port: int,
+    demo_prometheus_port: int,
 ) -> None:
-    """Start the whole system locally (Redis, API, metrics, watcher, workers, beat) until Ctrl-C."""
+    """Start the whole system locally (Redis, API, demo Prometheus, watcher, workers, beat)
+    until Ctrl-C, printing every endpoint first (the watcher's /metrics: ROLLOUTS_METRICS_PORT)."""
     settings = load_settings(state_dir=state_dir, kubeconfig=kubeconfig)
     logs.configure(settings.log)
     stack = start_stack(
@@ -345,7 +347,7 @@ def up(
         flower=flower,
         flower_port=flower_port,
         ready_delay=ready_delay,
-        metrics_port=metrics_port,
+        demo_prometheus_port=demo_prometheus_port,
     )
     try:
         for line in stack.describe():
@@ -385,7 +387,12 @@ def demo(
     from rollout_workers.local.demo import Demo, DemoFailed
 
     stack = start_stack(
-        settings, workers=workers, flower=flower, flower_port=flower_port, ready_delay=1.0
+        settings,
+        workers=workers,
+        flower=flower,
+        flower_port=flower_port,
+        ready_delay=1.0,
+        command="demo",
     )
     try:
         for line in stack.describe():
@@ -406,13 +413,14 @@ def demo(
 def start_stack(settings: Settings, **options: Any) -> Any:
     from rollout_workers.kube.config import ClusterNotFound
     from rollout_workers.local.stack import Stack, StartupFailed
+    from rollout_workers.local.standins import StandinsMissing
 
     if settings.kubeconfig is not None and not settings.kubeconfig.is_file():
         raise Fail(str(ClusterNotFound(f"kubeconfig {settings.kubeconfig} does not exist")))
     stack = Stack(settings=settings, **options)
     try:
         stack.start()
-    except (StartupFailed, redis_server.RedisNotFound) as err:
+    except (StartupFailed, StandinsMissing, redis_server.RedisNotFound) as err:
         stack.stop()
         raise Fail(str(err)) from None
     stack.record()
@@ -526,14 +534,14 @@ def tick_age(runtime: Any) -> str:
 def _attach_commands() -> None:
     """Commands defined in their own modules."""
     from rollout_workers.cli.lint import lint
-    from rollout_workers.cli.metrics import metrics, metrics_server
+    from rollout_workers.cli.metrics import metrics
     from rollout_workers.cli.notifications import notifications
     from rollout_workers.cli.plugin import register
+    from rollout_workers.cli.standins import demo_prometheus, devcluster
     from rollout_workers.cli.version import version
-    from rollout_workers.devcluster.cli import devcluster
 
     cli.add_command(devcluster)
-    cli.add_command(metrics_server)
+    cli.add_command(demo_prometheus)
     cli.add_command(metrics)
     cli.add_command(lint)
     cli.add_command(version)

@@ -1,21 +1,21 @@
 """`rollouts demo`: the system end to end on the embedded defaults.
 
-It brings the local stack up in its own state dir (with the metrics server as analysis' default
+It brings the local stack up in its own state dir (with the demo Prometheus as analysis' default
 Prometheus) and applies the examples from deploy/examples/: a canary with weighted steps and
 pauses, a blue-green with manual promotion, two canaries with an analysis step, a canary whose
-analysis is measured by Datadog (the `datadog` Secret it creates names the metrics server's
+analysis is measured by Datadog (the `datadog` Secret it creates names the demo Prometheus'
 Datadog-compatible API as the address), and a canary whose traffic moves by weight through
 the nginx router (its canary Ingress's weight is shown
 beside the weight in the rollout's status). Then, through the `rollouts` CLI exactly as a user
 would type it, it changes every image (the second analysed canary gets a "flaky" one, which
-the metrics server scores at a 60% success rate), aborts and retries the first canary at its
+the demo Prometheus scores at a 60% success rate), aborts and retries the first canary at its
 pause, and promotes it, the blue-green and the routed canary, printing each rollout's state
 as it changes. Meanwhile the analysis lets two canaries through (one measured by Datadog) and
-aborts the other. The first canary is subscribed to notifications (deploy/examples/notifications/: a
-webhook aimed at the metrics server's /hooks), and what arrived is printed: each step, the abort,
-the completion. It ends when those outcomes are reached and the others are Healthy on the new
-revision, with a summary of the reconciles: how many, how long (p50/p99), and how many per
-rollout update (a hot loop would show here).
+aborts the other. The first canary is subscribed to notifications
+(deploy/examples/notifications/: a webhook aimed at the demo Prometheus' /hooks), and what arrived
+is printed: each step, the abort, the completion. It ends when those outcomes are reached and
+the others are Healthy on the new revision, with a summary of the reconciles: how many, how long
+(p50/p99), and how many per rollout update (a hot loop would show here).
 """
 
 from __future__ import annotations
@@ -130,7 +130,8 @@ class Demo:
 
         before = self.reconciles()
         self.echo(f"== new image {NEW_IMAGE} for {CANARY}, {BLUEGREEN}, {PASSING} and {DATADOG}")
-        self.echo(f"   and {FLAKY_IMAGE} for {FAILING}; {self.stack.metrics_url} measures both")
+        prometheus = self.stack.demo_prometheus_url
+        self.echo(f"   and {FLAKY_IMAGE} for {FAILING}; {prometheus} measures both")
         self.cli("set", "image", CANARY, f"app={NEW_IMAGE}")
         self.cli("set", "image", BLUEGREEN, f"app={NEW_IMAGE}")
         self.cli("set", "image", PASSING, f"app={NEW_IMAGE}")
@@ -206,27 +207,28 @@ class Demo:
     # -- steps ---------------------------------------------------------------------------------
 
     def apply_notifications(self, namespace: str) -> None:
-        """deploy/examples/notifications/'s ConfigMap, its webhook aimed at the metrics
-        server's /hooks, in the namespace the controller reads it from."""
+        """deploy/examples/notifications/'s ConfigMap, its webhook aimed at the demo
+        Prometheus' /hooks, in the namespace the controller reads it from."""
         (doc,) = manifests.load([NOTIFICATIONS])
         doc["metadata"]["namespace"] = namespace
-        doc["data"][HOOK_SERVICE] = yaml.safe_dump({"url": f"{self.stack.metrics_url}/hooks/demo"})
+        hook = f"{self.stack.demo_prometheus_url}/hooks/demo"
+        doc["data"][HOOK_SERVICE] = yaml.safe_dump({"url": hook})
         self.echo(f"== notifications: {doc['metadata']['name']} in namespace {namespace}, "
-                  f"webhook {self.stack.metrics_url}/hooks/demo")  # fmt: skip
+                  f"webhook {hook}")  # fmt: skip
         manifests.ensure_namespace(self.kube, namespace)
         manifests.apply(self.kube, doc, namespace)
 
     def apply_datadog_secret(self, namespace: str) -> None:
         """The `datadog` Secret the datadog provider reads in the controller's namespace, with
-        the metrics server (which answers Datadog's query API) as the address."""
+        the demo Prometheus (which answers Datadog's query API) as the address."""
         secret = {
             "apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "datadog", "namespace": namespace},
-            "stringData": {"address": self.stack.metrics_url, "api-key": "demo",
+            "stringData": {"address": self.stack.demo_prometheus_url, "api-key": "demo",
                            "app-key": "demo"},
         }  # fmt: skip
         self.echo(f"== datadog: Secret datadog in namespace {namespace}, "
-                  f"address {self.stack.metrics_url}")  # fmt: skip
+                  f"address {self.stack.demo_prometheus_url}")  # fmt: skip
         manifests.ensure_namespace(self.kube, namespace)
         manifests.apply(self.kube, secret, namespace)
 
@@ -234,7 +236,8 @@ class Demo:
         """What the local webhook received for the canary, once its completion has arrived."""
 
         def received() -> list[Obj]:
-            with urllib.request.urlopen(f"{self.stack.metrics_url}/hooks", timeout=5) as answer:
+            url = f"{self.stack.demo_prometheus_url}/hooks"
+            with urllib.request.urlopen(url, timeout=5) as answer:
                 hooks: list[Obj] = json.loads(answer.read())
             return hooks
 

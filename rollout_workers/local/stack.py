@@ -1,11 +1,16 @@
 """The whole system on one machine: `rollouts up` (and the demo) start and supervise it.
 
 Redis is the embedded one unless ROLLOUTS_REDIS_URL is set; the cluster is the embedded API
-unless a kubeconfig is given. A metrics server (`rollouts metrics-server`) is started too and
-becomes analysis' default Prometheus address unless ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS is set.
-Every other process is a real `rollouts <command>` child with its log in `<state dir>/logs/`,
-exactly as it would run on separate hosts. A child that dies is restarted with backoff; Ctrl-C
-stops everything.
+unless a kubeconfig is given. The demo's made-up Prometheus (`rollouts demo-prometheus`) is
+started too and becomes analysis' default Prometheus address unless
+ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS is set. Both are stand-ins (standins/, not in the
+controller's image), imported here only inside the methods that use them. Every other process
+is a real `rollouts <command>` child with its log in `<state dir>/logs/`, exactly as it would run
+on separate hosts. A child that dies is restarted with backoff; Ctrl-C stops everything.
+
+What would fail only in a child's log is checked before anything starts: the stand-ins are
+installed, and the ports the stack's servers listen on are free (a watcher that cannot bind its
+/metrics port runs on without one, and says so only in watcher.log).
 """
 
 from __future__ import annotations
@@ -15,15 +20,17 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rollout_workers import staterecords
 from rollout_workers.kube.config import DEVCLUSTER_RECORD, embedded_kubeconfig
 from rollout_workers.local import redis_server
-from rollout_workers.metricsserver import server as metrics
+from rollout_workers.local.standins import require
 from rollout_workers.settings import Settings, mask_url
 
 log = logging.getLogger(__name__)
@@ -48,6 +55,24 @@ class Child:
         return self.process is not None and self.process.poll() is None
 
 
+def local_url(address: str, port: int, path: str = "") -> str:
+    """The URL of a server on this machine listening on `address` (any address: loopback)."""
+    host = "127.0.0.1" if address in ("", "0.0.0.0", "::") else address
+    return f"http://{host}:{port}{path}"
+
+
+def port_taken(address: str, port: int) -> bool:
+    """Whether binding `address:port` fails now, as it would for an HTTP server (which sets
+    SO_REUSEADDR, so only a listener holds the port, not a connection closing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((address, port))
+        except OSError:
+            return True
+    return False
+
+
 def with_health(child: Child) -> Child:
     """Give a child its own health port on this machine (they cannot all have 8080)."""
     child.health_port = redis_server.free_port()
@@ -64,13 +89,16 @@ class Stack:
     flower: bool = False
     flower_port: int = 5555
     ready_delay: float = 2.0
-    metrics_port: int = 0
+    demo_prometheus_port: int = 0
+    #: The command that runs the stack, for the one-line errors (`rollouts up`, `rollouts demo`).
+    command: str = "up"
     env: dict[str, str] = field(default_factory=dict)
     children: list[Child] = field(default_factory=list)
     redis: redis_server.EmbeddedRedis | None = None
     redis_url: str = ""
     kubeconfig: Path | None = None
-    metrics_url: str = ""
+    api_url: str = ""
+    demo_prometheus_url: str = ""
 
     @property
     def state_dir(self) -> Path:
@@ -80,7 +108,14 @@ class Stack:
     def logs(self) -> Path:
         return self.state_dir / "logs"
 
+    @property
+    def metrics_url(self) -> str:
+        """The leading watcher's Prometheus /metrics (the pool's counters), "" when turned off."""
+        m = self.settings.metrics
+        return local_url(m.address, m.port, "/metrics") if m.port else ""
+
     def start(self) -> None:
+        self.check()
         self.logs.mkdir(parents=True, exist_ok=True)
         self._start_redis()
         self.env.update(
@@ -91,9 +126,9 @@ class Stack:
         )
         self._start_cluster()
         self.env["ROLLOUTS_KUBECONFIG"] = str(self.kubeconfig)
-        self._start_metrics()
+        self._start_demo_prometheus()
         if not self.settings.analysis.prometheus_address:
-            self.env["ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS"] = self.metrics_url
+            self.env["ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS"] = self.demo_prometheus_url
         self._spawn(with_health(Child("watcher", ["watcher"], self.logs / "watcher.log")))
         for i in range(self.workers):
             name = f"worker-{i + 1}"
@@ -106,6 +141,36 @@ class Stack:
                     "flower", ["flower", "--port", str(self.flower_port)], self.logs / "flower.log"
                 )
             )
+
+    def check(self) -> None:
+        """Raise `StandinsMissing` or `StartupFailed` for what would stop the stack later."""
+        needs_api = self.settings.kubeconfig is None and embedded_kubeconfig(self.state_dir) is None
+        require(self.command, "demoprometheus", *(["devcluster"] if needs_api else []))
+        for port, host, what, change in self._ports():
+            if port_taken(host, port):
+                raise StartupFailed(
+                    f"port {port} ({what}) is taken on {host}: {change}, or stop what holds it"
+                )
+
+    def _ports(self) -> list[tuple[int, str, str, str]]:
+        """The fixed ports the stack's servers will listen on: (port, address, what, how to
+        choose another). The others (Redis, the API, health) are free ones picked at start."""
+        ports = []
+        m = self.settings.metrics
+        if m.port:
+            change = "choose another with ROLLOUTS_METRICS_PORT (0 turns it off)"
+            ports.append((m.port, m.address, "the watcher's /metrics", change))
+        if self.demo_prometheus_port:
+            from demoprometheus import server as prometheus
+
+            if not prometheus.recorded_url(self.state_dir):  # a running one is reused
+                change = "choose another with --demo-prometheus-port (0 picks a free one)"
+                port = self.demo_prometheus_port
+                ports.append((port, "127.0.0.1", "the demo Prometheus", change))
+        if self.flower:
+            change = "choose another with --flower-port"
+            ports.append((self.flower_port, self.settings.flower.address, "Flower", change))
+        return ports
 
     def _start_redis(self) -> None:
         if self.settings.redis.url:
@@ -126,6 +191,7 @@ class Stack:
         existing = embedded_kubeconfig(self.state_dir)
         if existing is not None:
             self.kubeconfig = existing
+            self.api_url = staterecords.live_url(self.state_dir, DEVCLUSTER_RECORD) or ""
             return
         (self.state_dir / DEVCLUSTER_RECORD).unlink(missing_ok=True)
         child = Child(
@@ -140,25 +206,30 @@ class Stack:
                 raise StartupFailed(f"the embedded API did not start; see {child.log_file}")
             time.sleep(0.05)
         self.kubeconfig = found
+        self.api_url = staterecords.live_url(self.state_dir, DEVCLUSTER_RECORD) or ""
 
-    def _start_metrics(self, timeout: float = 30) -> None:
-        running = metrics.recorded_url(self.state_dir)
+    def _start_demo_prometheus(self, timeout: float = 30) -> None:
+        from demoprometheus import server as prometheus
+
+        running = prometheus.recorded_url(self.state_dir)
         if running:
-            self.metrics_url = running
+            self.demo_prometheus_url = running
             return
         # A fixed port, so a restarted server is found where the workers were told it is.
-        port = self.metrics_port or redis_server.free_port()
+        port = self.demo_prometheus_port or redis_server.free_port()
         child = Child(
-            "metrics", ["metrics-server", "--port", str(port)], self.logs / "metrics-server.log"
+            "demo-prometheus",
+            ["demo-prometheus", "--port", str(port)],
+            self.logs / "demo-prometheus.log",
         )
         self._spawn(child)
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout
-        while not metrics.healthy(url, timeout=0.5):
+        while not prometheus.healthy(url, timeout=0.5):
             if not child.alive or time.monotonic() > deadline:
-                raise StartupFailed(f"the metrics server did not start; see {child.log_file}")
+                raise StartupFailed(f"the demo Prometheus did not start; see {child.log_file}")
             time.sleep(0.05)
-        self.metrics_url = url
+        self.demo_prometheus_url = url
 
     def _spawn(self, child: Child) -> None:
         env = {**os.environ, **self.env}
@@ -194,20 +265,36 @@ class Stack:
         return notes
 
     def describe(self) -> list[str]:
-        lines = [
-            f"redis       {mask_url(self.redis_url)}" + (" (embedded)" if self.redis else ""),
-            f"kubeconfig  {self.kubeconfig}",
+        """Every endpoint the stack serves, then each process with its log and health URL."""
+        endpoints = [
+            ("redis", mask_url(self.redis_url) + (" (embedded)" if self.redis else "")),
+            ("api", f"{self.api_url} (embedded)" if self.api_url else "(from the kubeconfig)"),
+            ("kubeconfig", str(self.kubeconfig)),
+            (
+                "metrics",
+                f"{self.metrics_url} (the pool's, from the leading watcher)"
+                if self.metrics_url
+                else "off (ROLLOUTS_METRICS_PORT=0)",
+            ),
         ]
+        if self.demo_prometheus_url:
+            default = (
+                self.env.get("ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS") == self.demo_prometheus_url
+            )
+            note = " (analysis' default Prometheus)" if default else ""
+            endpoints.append(("demo-prometheus", f"{self.demo_prometheus_url}{note}"))
+        if self.flower:
+            endpoints.append(("flower", local_url(self.settings.flower.address, self.flower_port)))
+        lines = [f"{name:<16} {value}" for name, value in endpoints]
+        health_address = self.settings.health.address
         for child in self.children:
             pid = child.process.pid if child.process else "-"
-            health = f", health :{child.health_port}" if child.health_port else ""
-            lines.append(f"{child.name:<11} pid {pid}, log {child.log_file}{health}")
-        if self.metrics_url:
-            default = self.env.get("ROLLOUTS_ANALYSIS_PROMETHEUS_ADDRESS") == self.metrics_url
-            note = " (analysis' default Prometheus)" if default else ""
-            lines.append(f"metrics     {self.metrics_url}{note}")
-        if self.flower:
-            lines.append(f"flower      http://127.0.0.1:{self.flower_port}")
+            health = (
+                f", health {local_url(health_address, child.health_port, '/healthz')}"
+                if child.health_port
+                else ""
+            )
+            lines.append(f"{child.name:<16} pid {pid}, log {child.log_file}{health}")
         return lines
 
     def stop(self, timeout: float = 15) -> None:
@@ -236,7 +323,9 @@ class Stack:
                 {
                     "redis": self.redis_url,
                     "kubeconfig": str(self.kubeconfig),
+                    "api": self.api_url,
                     "metrics": self.metrics_url,
+                    "demo_prometheus": self.demo_prometheus_url,
                     "pids": {c.name: c.process.pid for c in self.children if c.process},
                 }
             )

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.api.crdgen import calculate_crds
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client

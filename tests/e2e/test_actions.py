@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
+from devcluster.server import DevClusterThread, run_in_thread
 from tests.support.procs import REPO
 
 Obj = dict[str, Any]

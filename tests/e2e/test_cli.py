@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rollout_workers.local.redis_server import free_port
-from tests.support.procs import REPO, Processes, wait_for
+from tests.support.procs import REPO, Processes, checkout_env, wait_for
 
 
 def run(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -27,7 +27,7 @@ def run(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.Comp
         [sys.executable, "-m", "rollout_workers", *args],
         check=False,
         cwd=REPO,
-        env=full,
+        env=checkout_env(full),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -40,6 +40,15 @@ def one_line_error(result: subprocess.CompletedProcess[str], needle: str) -> Non
     assert len(lines) == 1, result.stderr
     assert needle in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def answers(url: str) -> bool:
+    """Whether `url` answers 200."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return int(response.status) == 200
+    except OSError:
+        return False
 
 
 @pytest.fixture
@@ -158,8 +167,9 @@ def test_flower_serves_the_pool(embedded: dict[str, str], tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_demo_runs_to_the_end(tmp_path: Path) -> None:
-    result = run({"ROLLOUTS_STATE_DIR": str(tmp_path / "state")}, "demo", "--exit-when-done",
-                 timeout=240)  # fmt: skip
+    # A free port for the watcher's /metrics: 8090 may be anyone's on a shared machine.
+    env = {"ROLLOUTS_STATE_DIR": str(tmp_path / "state"), "ROLLOUTS_METRICS_PORT": str(free_port())}
+    result = run(env, "demo", "--exit-when-done", timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     summary = out.strip().splitlines()[-1]
@@ -179,7 +189,7 @@ def test_demo_runs_to_the_end(tmp_path: Path) -> None:
     # The nginx canary's weight moved with the steps, in its status and on the canary Ingress.
     for weight in (20, 50, 80):
         assert re.search(rf"canary-nginx .* weight {weight} \(ingress {weight}\)", out), out
-    # Each analysis ran against the metrics server and judged the version it measured.
+    # Each analysis ran against the demo Prometheus and judged the version it measured.
     assert re.search(r"analysisrun canary-pass-\w+-2-1: Successful \(success-rate \[0\.99\] "
                      r"\[0\.99\] \[0\.99\]\)", out), out  # fmt: skip
     assert re.search(r"analysisrun canary-fail-\w+-2-1: Failed \(success-rate \[0\.6\]\)", out)
@@ -199,46 +209,62 @@ def test_demo_runs_to_the_end(tmp_path: Path) -> None:
             "image": "argoproj/rollouts-demo:green"} in events, out  # fmt: skip
     assert {"rollout": "canary-demo", "event": "step-completed", "step": 1} in events, out
     # Everything it started is gone again.
-    for record in ("redis.json", "devcluster.json", "metrics-server.json"):
+    for record in ("redis.json", "devcluster.json", "demo-prometheus.json"):
         assert not (tmp_path / "state" / "demo" / record).exists(), record
 
 
 @pytest.mark.slow  # the fast tier's budget (make test under 6 minutes)
 def test_up_starts_and_stops_the_system(tmp_path: Path) -> None:
-    state = tmp_path / "state"
-    procs = Processes(env={"ROLLOUTS_STATE_DIR": str(state)}, logs=tmp_path / "logs")
+    state, metrics_port = tmp_path / "state", free_port()
+    env = {"ROLLOUTS_STATE_DIR": str(state), "ROLLOUTS_METRICS_PORT": str(metrics_port)}
+    procs = Processes(env=env, logs=tmp_path / "logs")
     try:
         up = procs.spawn("up", "up", "--workers", "1")
         up.wait_log(r"press Ctrl-C to stop", timeout=60)
-        for name in ("redis ", "kubeconfig ", "devcluster ", "watcher ", "worker-1 ", "beat "):
+        for name in ("redis ", "api ", "kubeconfig ", "devcluster ", "watcher ", "worker-1 ",
+                     "beat "):  # fmt: skip
             assert name in up.text()
-        found = re.search(r"metrics +(http://127\.0\.0\.1:\d+) \(analysis' default Prometheus\)",
-                          up.text())  # fmt: skip
+        recorded = json.loads((state / "up.json").read_text())
+        # Every endpoint is printed, and answers: the embedded API, the watcher's /metrics (the
+        # pool's counters), the demo Prometheus, each process' health.
+        api = re.search(r"api +(http://127\.0\.0\.1:\d+) \(embedded\)", up.text())
+        assert api, up.text()
+        assert recorded["api"] == api.group(1)
+        assert answers(f"{api.group(1)}/healthz")
+        found = re.search(r"demo-prometheus +(http://127\.0\.0\.1:\d+) \(analysis' default "
+                          r"Prometheus\)", up.text())  # fmt: skip
         assert found, up.text()
-        assert json.loads((state / "up.json").read_text())["metrics"] == found.group(1)
-        with urllib.request.urlopen(f"{found.group(1)}/-/healthy", timeout=5) as response:
-            assert response.status == 200
+        assert recorded["demo_prometheus"] == found.group(1)
+        assert answers(f"{found.group(1)}/-/healthy")
+        metrics = f"http://127.0.0.1:{metrics_port}/metrics"
+        assert re.search(rf"metrics +{re.escape(metrics)} ", up.text()), up.text()
+        assert recorded["metrics"] == metrics
         wait_for(lambda: "leads; starting" in (state / "logs" / "watcher.log").read_text(), 30,
                  "the watcher leads")  # fmt: skip
+        with urllib.request.urlopen(metrics, timeout=5) as response:
+            assert b"# TYPE " in response.read()
+        health = re.findall(r"health (http://127\.0\.0\.1:\d+/healthz)", up.text())
+        assert len(health) == 3, up.text()  # watcher, worker-1, beat
+        wait_for(lambda: all(answers(url) for url in health), 30, f"{health} answer")
         stats = run({"ROLLOUTS_STATE_DIR": str(state)}, "queue", "stats")
         assert stats.returncode == 0, stats.stderr
         up.popen.send_signal(signal.SIGINT)
         up.popen.wait(30)
         assert up.popen.returncode == 0
         assert not (state / "redis.json").exists()
-        assert not (state / "metrics-server.json").exists()
+        assert not (state / "demo-prometheus.json").exists()
     finally:
         procs.stop_all()
 
 
-def test_metrics_server_command(state_env: dict[str, str], tmp_path: Path) -> None:
+def test_demo_prometheus_command(state_env: dict[str, str], tmp_path: Path) -> None:
     # No cluster at all, whatever this machine has: the hand-set values still answer.
     state_env = {**state_env, "HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "none")}
     procs = Processes(env=state_env, logs=tmp_path / "logs")
-    record = Path(state_env["ROLLOUTS_STATE_DIR"]) / "metrics-server.json"
+    record = Path(state_env["ROLLOUTS_STATE_DIR"]) / "demo-prometheus.json"
     try:
-        server = procs.spawn("metrics", "metrics-server")
-        server.wait_log(r"metrics server listening on http://127\.0\.0\.1:\d+", timeout=30)
+        server = procs.spawn("demo-prometheus", "demo-prometheus")
+        server.wait_log(r"demo Prometheus listening on http://127\.0\.0\.1:\d+", timeout=30)
         url = re.findall(r"listening on (\S+)", server.text())[0]
         assert json.loads(record.read_text())["url"] == url
         put = urllib.request.Request(
@@ -251,11 +277,13 @@ def test_metrics_server_command(state_env: dict[str, str], tmp_path: Path) -> No
             result = json.loads(response.read())["data"]["result"]
         assert [r["value"][1] for r in result] == ["0.5"]
 
-        one_line_error(run(state_env, "metrics-server"), f"a metrics server already runs at {url}")
+        one_line_error(
+            run(state_env, "demo-prometheus"), f"a demo Prometheus already runs at {url}"
+        )
         port = url.rsplit(":", 1)[1]
         other = {"ROLLOUTS_STATE_DIR": str(tmp_path / "other")}
         one_line_error(
-            run(other, "metrics-server", "--port", port), f"cannot listen on 127.0.0.1:{port}"
+            run(other, "demo-prometheus", "--port", port), f"cannot listen on 127.0.0.1:{port}"
         )
         server.popen.send_signal(signal.SIGTERM)
         assert server.popen.wait(10) == 0
@@ -272,5 +300,5 @@ def test_metrics_server_command(state_env: dict[str, str], tmp_path: Path) -> No
         (["--kubeconfig", "/nonexistent/config"], "kubeconfig /nonexistent/config does not exist"),
     ],
 )
-def test_metrics_server_bad_input(state_env: dict[str, str], args: list[str], needle: str) -> None:
-    one_line_error(run(state_env, "metrics-server", *args), needle)
+def test_demo_prometheus_bad_input(state_env: dict[str, str], args: list[str], needle: str) -> None:
+    one_line_error(run(state_env, "demo-prometheus", *args), needle)

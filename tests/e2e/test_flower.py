@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.devcluster.server import DevClusterThread
+from devcluster.server import DevClusterThread
 from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.local.redis_server import free_port

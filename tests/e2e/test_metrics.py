@@ -17,7 +17,7 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from rollout_workers.devcluster.server import DevClusterThread
+from devcluster.server import DevClusterThread
 from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube

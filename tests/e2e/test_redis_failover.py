@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout_workers.devcluster.server import DevClusterThread
+from devcluster.server import DevClusterThread
 from tests.e2e import test_rollouts as e2e
 from tests.e2e.conftest import start_system
 from tests.support.procs import Processes

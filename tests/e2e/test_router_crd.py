@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from rollout_workers.devcluster.server import DevClusterThread
+from devcluster.server import DevClusterThread
 from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import NotFound

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.devcluster.server import DevClusterThread
+from devcluster.server import DevClusterThread
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from tests.e2e.conftest import start_system

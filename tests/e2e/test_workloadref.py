@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rollout_workers.devcluster.server import DevClusterThread
+from devcluster.server import DevClusterThread
 from rollout_workers.kube import resources as r
 from tests.e2e.conftest import start_system
 from tests.e2e.test_rollouts import World, phase, promoted, promoted_past, run_all, status

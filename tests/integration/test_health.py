@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
+from devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.local.redis_server import EmbeddedRedis, free_port
 from tests.support.procs import Processes, wait_for
 

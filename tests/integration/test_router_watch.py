@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import redis
 
+from devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.cache import CacheWriter, Lister
 from rollout_workers.cache.routerobjects import CachedRouterObjects
 from rollout_workers.cache.synced import listed_caches, synced_key
 from rollout_workers.celeryapp.app import create_app
 from rollout_workers.celeryapp.tasks import build_runtime
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client

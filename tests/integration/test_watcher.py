@@ -19,8 +19,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.cache import Lister
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.settings import KubeSettings

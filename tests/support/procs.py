@@ -9,11 +9,21 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def checkout_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` for a child process that runs this checkout's controller and stand-ins (standins/),
+    whatever the virtualenv has installed."""
+    full = dict(env)
+    full["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), str(REPO / "standins"), full.get("PYTHONPATH", "")) if p
+    )
+    return full
 
 
 def wait_for(
@@ -90,9 +100,8 @@ class Processes:
         self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"{name}.log"
         # Off unless a test asks: many processes (and other people's tests) share this machine.
-        full_env = {"ROLLOUTS_HEALTH_PORT": "0", **os.environ, **self.env, **(env or {})}
-        full_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(REPO), full_env.get("PYTHONPATH", "")) if p
+        full_env = checkout_env(
+            {"ROLLOUTS_HEALTH_PORT": "0", **os.environ, **self.env, **(env or {})}
         )
         with log.open("wb") as out:
             popen = subprocess.Popen(

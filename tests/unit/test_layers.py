@@ -17,9 +17,8 @@ import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("rollout_workers", "beat")
-#: Top-level modules outside the layers: the `python -m` entry point, and the stand-ins, which
-#: have contracts of their own (.importlinter: devcluster, devcluster-standalone).
-UNLAYERED = {"rollout_workers.__main__", "rollout_workers.devcluster"}
+#: Top-level modules outside the layers: the `python -m` entry point.
+UNLAYERED = {"rollout_workers.__main__"}
 
 
 def layers() -> list[list[str]]:

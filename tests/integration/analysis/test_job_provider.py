@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.analysis.providers import (
     KubeSecretReader,
     ProviderDeps,
@@ -21,7 +22,6 @@ from rollout_workers.analysis.providers.base import Provider
 from rollout_workers.analysis.providers.job import JOB_NAME_KEY, KubeJobReader
 from rollout_workers.api.analysis import AnalysisPhase as P
 from rollout_workers.api.analysis import AnalysisRun, Measurement, Metric
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
+from devcluster.server import DevClusterThread, run_in_thread
 from tests.integration.devcluster.devcluster_helpers import BOOKMARK_INTERVAL, READY_DELAY
 
 

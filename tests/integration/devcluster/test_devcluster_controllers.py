@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from rollout_workers.devcluster.server import DevCluster, DevClusterThread
+from devcluster.server import DevCluster, DevClusterThread
 from tests.integration.devcluster.devcluster_helpers import replicaset, wait_for
 
 

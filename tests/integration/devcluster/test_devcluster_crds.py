@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
+from devcluster.server import DevClusterThread, run_in_thread
 from tests.integration.devcluster.devcluster_helpers import wait_for
+from tests.support.procs import checkout_env
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -872,11 +873,11 @@ def test_cli_no_crds_flag(tmp_path: Path, flags: list[str], served: bool) -> Non
 
     state_dir = tmp_path / "state"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rollout_workers.devcluster.cli", "--port", "0", *flags],
+        [sys.executable, "-m", "devcluster", "--port", "0", *flags],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "ROLLOUTS_STATE_DIR": str(state_dir)},
+        env=checkout_env({**os.environ, "ROLLOUTS_STATE_DIR": str(state_dir)}),
     )
     info = state_dir / "devcluster.json"
     try:

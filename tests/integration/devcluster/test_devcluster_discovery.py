@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from rollout_workers.devcluster.server import DevClusterThread
+from devcluster.server import DevClusterThread
 
 
 def get_json(api_client: client.ApiClient, path: str) -> tuple[int, Any]:

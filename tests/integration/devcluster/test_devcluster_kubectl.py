@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from rollout_workers.devcluster.protobuf import CONTENT_TYPE, MAGIC
-from rollout_workers.devcluster.server import DevClusterThread
+from devcluster.protobuf import CONTENT_TYPE, MAGIC
+from devcluster.server import DevClusterThread
 from tests.integration.devcluster.devcluster_helpers import wait_for
 
 KUBECTL = shutil.which("kubectl")

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from rollout_workers.devcluster.server import run_in_thread
+from devcluster.server import run_in_thread
 from tests.integration.devcluster.devcluster_helpers import replicaset, wait_for
+from tests.support.procs import checkout_env
 
 MANIFEST = """\
 apiVersion: v1
@@ -79,11 +80,11 @@ def test_state_file_round_trip(tmp_path: Path) -> None:
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "rollout_workers.devcluster.cli", *args],
+        [sys.executable, "-m", "devcluster", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **(env or {})},
+        env=checkout_env({**os.environ, **(env or {})}),
     )
 
 

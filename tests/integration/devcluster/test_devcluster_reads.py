@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config, watch
 
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
+from devcluster.server import DevClusterThread, run_in_thread
 from tests.integration.devcluster.devcluster_helpers import replicaset, rollout_body, wait_for
 
 

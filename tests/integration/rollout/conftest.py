@@ -15,6 +15,7 @@ import pytest
 import redis
 from kubernetes import client as k8s
 
+from devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.analysis.controller import AnalysisRunController
 from rollout_workers.analysis.providers import KubeSecretReader, ProviderDeps, provider_for
 from rollout_workers.analysis.providers.job import CachedJobReader
@@ -22,7 +23,6 @@ from rollout_workers.cache import Lister
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.celeryapp.app import create_app
 from rollout_workers.celeryapp.tasks import build_runtime
-from rollout_workers.devcluster.server import DevClusterThread, run_in_thread
 from rollout_workers.experiment.controller import ExperimentController
 from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from devcluster.crds import calculate_resource_types
 from rollout_workers.api.crdgen import calculate_crds
-from rollout_workers.devcluster.crds import calculate_resource_types
 
 AGE = {
     "name": "Age",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rollout_workers.devcluster.audit import Call, classify
-from rollout_workers.devcluster.server import run_in_thread
+from devcluster.audit import Call, classify
+from devcluster.server import run_in_thread
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from devcluster.crds import calculate_defaults, calculate_validation_causes
+from devcluster.errors import ApiError
+from devcluster.resources import CRD_KEY, Registry, ResourceType, version_priority
+from devcluster.store import MERGE_PATCH, Store, WatchFilter
 from rollout_workers.api.crdgen import calculate_crds
-from rollout_workers.devcluster.crds import calculate_defaults, calculate_validation_causes
-from rollout_workers.devcluster.errors import ApiError
-from rollout_workers.devcluster.resources import CRD_KEY, Registry, ResourceType, version_priority
-from rollout_workers.devcluster.store import MERGE_PATCH, Store, WatchFilter
 
 
 def crd(**spec: Any) -> dict[str, Any]:

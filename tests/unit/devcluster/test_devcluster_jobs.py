@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.devcluster.controllers import job_exit_code, job_seconds
+from devcluster.controllers import job_exit_code, job_seconds
 
 
 def template(**container: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.devcluster.patches import (
+from devcluster.patches import (
     PatchApplyError,
     PatchDecodeError,
     json_patch,

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollout_workers.devcluster.errors import ApiError
-from rollout_workers.devcluster.protobuf import (
+from devcluster.errors import ApiError
+from devcluster.protobuf import (
     MAGIC,
     DecodeError,
     UnsupportedKind,
@@ -422,7 +422,7 @@ def test_unknown_fields_are_skipped_and_logged(caplog: pytest.LogCaptureFixture)
     unknown = vint(99, 7) + ld(98, b"\x01\x02") + varint(97 << 3 | 5) + b"abcd"
     unknown += varint(96 << 3 | 1) + b"12345678"
     body = envelope("v1", "ConfigMap", meta("c") + unknown + entry(2, "a", "1"))
-    with caplog.at_level(logging.DEBUG, logger="rollout_workers.devcluster.protobuf"):
+    with caplog.at_level(logging.DEBUG, logger="devcluster.protobuf"):
         obj = decode_object(body)
     assert obj["data"] == {"a": "1"}
     assert "ConfigMap.99" in caplog.text and "ConfigMap.96" in caplog.text

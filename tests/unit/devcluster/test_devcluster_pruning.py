@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.devcluster.pruning import calculate_pruned
+from devcluster.pruning import calculate_pruned
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
 

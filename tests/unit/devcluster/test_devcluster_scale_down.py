@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_workers.devcluster.controllers import calculate_deletion_order
-from rollout_workers.devcluster.store import Stored
+from devcluster.controllers import calculate_deletion_order
+from devcluster.store import Stored
 
 
 def pod(name: str, *, rv: int, created: str, phase: str = "Pending", ready: bool = False) -> Stored:

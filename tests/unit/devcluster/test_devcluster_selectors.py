@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_workers.devcluster.selectors import (
+from devcluster.selectors import (
     format_label_selector,
     parse_field_selector,
     parse_label_selector,

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.devcluster.crds import calculate_defaults, calculate_resource_types
-from rollout_workers.devcluster.errors import ApiError
-from rollout_workers.devcluster.resources import CRD_KEY, Registry, ResourceType
-from rollout_workers.devcluster.selectors import parse_label_selector
-from rollout_workers.devcluster.store import (
+from devcluster.crds import calculate_defaults, calculate_resource_types
+from devcluster.errors import ApiError
+from devcluster.resources import CRD_KEY, Registry, ResourceType
+from devcluster.selectors import parse_label_selector
+from devcluster.store import (
     JSON_PATCH,
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_workers.devcluster.tables import calculate_table, wants_table
+from devcluster.tables import calculate_table, wants_table
 from rollout_workers.timefmt import human_duration
 
 DURATIONS = [

@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rollout_workers.devcluster import errors
-from rollout_workers.devcluster.errors import ApiError, JSONDict
-from rollout_workers.devcluster.resources import CRD_GROUP, ResourceType, ScaleSpec
+from devcluster import errors
+from devcluster.errors import ApiError, JSONDict
+from devcluster.resources import CRD_GROUP, ResourceType, ScaleSpec
 
 CRD_KIND = "CustomResourceDefinition"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.metricsserver.series import (
+from demoprometheus.series import (
     Rule,
     Series,
     exposition,

@@ -25,11 +25,11 @@ from typing import Any, TypeVar
 import yaml
 from aiohttp import web
 
-from rollout_workers.devcluster.controllers import Controllers
-from rollout_workers.devcluster.errors import JSONDict
-from rollout_workers.devcluster.http import ApiHandler
-from rollout_workers.devcluster.resources import CRD_KEY, Registry
-from rollout_workers.devcluster.store import DEFAULT_HISTORY_SIZE, Store
+from devcluster.controllers import Controllers
+from devcluster.errors import JSONDict
+from devcluster.http import ApiHandler
+from devcluster.resources import CRD_KEY, Registry
+from devcluster.store import DEFAULT_HISTORY_SIZE, Store
 
 log = logging.getLogger(__name__)
 

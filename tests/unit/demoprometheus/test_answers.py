@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from rollout_workers.metricsserver.series import Series
-from rollout_workers.metricsserver.server import (
+from demoprometheus.series import Series
+from demoprometheus.server import (
     SourceUnavailable,
     Store,
     instant_query,

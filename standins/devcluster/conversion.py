@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollout_workers.devcluster.resources import ResourceType
+from devcluster.resources import ResourceType
 
 JSONDict = dict[str, Any]
 

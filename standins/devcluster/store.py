@@ -37,19 +37,19 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollout_workers.devcluster import crds, errors
-from rollout_workers.devcluster.conversion import convert_from_storage, convert_to_storage
-from rollout_workers.devcluster.errors import ApiError, JSONDict
-from rollout_workers.devcluster.patches import (
+from devcluster import crds, errors
+from devcluster.conversion import convert_from_storage, convert_to_storage
+from devcluster.errors import ApiError, JSONDict
+from devcluster.patches import (
     PatchApplyError,
     PatchDecodeError,
     json_patch,
     merge_patch,
     strategic_merge_patch,
 )
-from rollout_workers.devcluster.pruning import calculate_pruned
-from rollout_workers.devcluster.resources import CRD_KEY, Registry, ResourceType
-from rollout_workers.devcluster.selectors import (
+from devcluster.pruning import calculate_pruned
+from devcluster.resources import CRD_KEY, Registry, ResourceType
+from devcluster.selectors import (
     FieldSelector,
     LabelSelector,
     format_label_selector,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_workers.metricsserver.query import Matcher, Number, QueryError, Selector, parse
-from rollout_workers.metricsserver.series import Series
+from demoprometheus.query import Matcher, Number, QueryError, Selector, parse
+from demoprometheus.series import Series
 
 N = "__name__"
 

@@ -38,9 +38,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rollout_workers.devcluster.errors import ApiError, JSONDict
-from rollout_workers.devcluster.resources import Registry, ResourceType
-from rollout_workers.devcluster.store import Event, Store, Stored
+from devcluster.errors import ApiError, JSONDict
+from devcluster.resources import Registry, ResourceType
+from devcluster.store import Event, Store, Stored
 
 log = logging.getLogger(__name__)
 

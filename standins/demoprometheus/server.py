@@ -1,4 +1,4 @@
-"""The metrics server's HTTP API, and where it records itself in the state dir.
+"""The demo Prometheus' HTTP API, and where it records itself in the state dir.
 
 - `GET/POST /api/v1/query` (`query`, `time`): Prometheus' instant query, `{"status": "success",
   "data": {"resultType": "vector", "result": [{"metric": {...}, "value": [<time>, "<value>"]}]}}`;
@@ -35,19 +35,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from rollout_workers import staterecords
-from rollout_workers.kube.client import Kube
-from rollout_workers.kube.errors import KubeError
-from rollout_workers.kube.resources import REPLICASETS
-from rollout_workers.metricsserver import datadog
-from rollout_workers.metricsserver.query import (
+from demoprometheus import datadog
+from demoprometheus.query import (
     Number,
     QueryError,
     parse,
     valid_label_name,
     valid_metric_name,
 )
-from rollout_workers.metricsserver.series import (
+from demoprometheus.series import (
     Rule,
     Series,
     exposition,
@@ -55,11 +51,15 @@ from rollout_workers.metricsserver.series import (
     merge,
     replicaset_series,
 )
+from rollout_workers import staterecords
+from rollout_workers.kube.client import Kube
+from rollout_workers.kube.errors import KubeError
+from rollout_workers.kube.resources import REPLICASETS
 from rollout_workers.objects import Obj
 
 log = logging.getLogger(__name__)
 
-RECORD = "metrics-server.json"
+RECORD = "demo-prometheus.json"
 
 #: Where derived series come from; raises `SourceUnavailable` when it cannot say.
 Source = Callable[[], list[Series]]
@@ -228,7 +228,7 @@ def web_delete(name: str, params: Mapping[str, str], *, store: Store) -> Reply:
 
 
 class Handler(BaseHTTPRequestHandler):
-    server: MetricsServer
+    server: DemoPrometheus
     protocol_version = "HTTP/1.1"  # keep-alive, as the providers' connection pools expect
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -295,7 +295,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/hooks" and method == "GET":
             self._send(200, json.dumps(list(self.server.hooks)).encode(), "application/json")
         elif path == "/-/healthy" and method == "GET":
-            self._send(200, b"Metrics server is Healthy.\n", "text/plain; charset=utf-8")
+            self._send(200, b"Demo Prometheus is Healthy.\n", "text/plain; charset=utf-8")
         else:
             self._json((404, {"error": f"no such endpoint: {method} {path}"}))
 
@@ -333,7 +333,7 @@ class Handler(BaseHTTPRequestHandler):
 HOOKS_KEPT = 1000
 
 
-class MetricsServer(ThreadingHTTPServer):
+class DemoPrometheus(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
@@ -382,6 +382,6 @@ def healthy(url: str, timeout: float = 1.0) -> bool:
 
 
 def recorded_url(state_dir: Path) -> str | None:
-    """The URL of the metrics server recorded in `state_dir`, if it is alive and answers."""
+    """The URL of the demo Prometheus recorded in `state_dir`, if it is alive and answers."""
     url = staterecords.live_url(state_dir, RECORD)
     return url if url and healthy(url) else None

@@ -28,8 +28,8 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
 
-from rollout_workers.devcluster import errors
-from rollout_workers.devcluster.errors import ApiError, JSONDict
+from devcluster import errors
+from devcluster.errors import ApiError, JSONDict
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rollout_workers.metricsserver.datadog import (
+from demoprometheus.datadog import (
     DatadogQueryError,
     evaluate,
     measure,
@@ -14,7 +14,7 @@ from rollout_workers.metricsserver.datadog import (
     v1_query,
     v2_scalar,
 )
-from rollout_workers.metricsserver.series import Series
+from demoprometheus.series import Series
 
 SERIES = [
     Series.of("demo_success_rate", {"app": "web", "rollouts_pod_template_hash": "a"}, 0.99),

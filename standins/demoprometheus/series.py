@@ -1,4 +1,4 @@
-"""The series the metrics server answers with, and the rules that make them up.
+"""The series the demo Prometheus answers with, and the rules that make them up.
 
 Two sources, merged on every query:
 

@@ -2,7 +2,8 @@
 
 It writes ``<state-dir>/devcluster.kubeconfig`` (and ``--kubeconfig-out`` when given) and
 ``<state-dir>/devcluster.json`` ({url, pid, kubeconfig}) so other processes of the demo can find
-it, and removes the JSON file on exit. The ``rollouts`` CLI group attaches this command.
+it, and removes the JSON file on exit. ``rollouts devcluster`` runs this command, imported only
+when it is run (rollout_workers/cli/standins.py).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from devcluster.store import DEFAULT_HISTORY_SIZE
 from rollout_workers import staterecords
-from rollout_workers.devcluster.store import DEFAULT_HISTORY_SIZE
 
 if TYPE_CHECKING:
-    from rollout_workers.devcluster.server import DevCluster
+    from devcluster.server import DevCluster
 
 STATE_DIR_ENV = "ROLLOUTS_STATE_DIR"
 KUBECONFIG_NAME = "devcluster.kubeconfig"
@@ -102,7 +103,7 @@ def devcluster(
     no_crds: bool,
 ) -> None:
     """Run the embedded Kubernetes API server until interrupted."""
-    from rollout_workers.devcluster.server import serve  # aiohttp only when serving
+    from devcluster.server import serve  # aiohttp only when serving
 
     directory = state_dir or Path(os.environ.get(STATE_DIR_ENV) or ".rollouts")
     kubeconfig = directory / KUBECONFIG_NAME

@@ -1,4 +1,4 @@
-"""The part of PromQL the metrics server answers: instant vector selectors and number literals.
+"""The part of PromQL the demo Prometheus answers: instant vector selectors and number literals.
 
 - `name`, `name{label="v", other!="v", re=~"a|b", nre!~"x.*"}` and `{__name__="name", ...}`;
   strings in double quotes, single quotes (with Go escapes) or backticks (raw); regular
@@ -17,10 +17,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from rollout_workers.metricsserver.series import LABEL_NAME, METRIC_NAME, Series
+from demoprometheus.series import LABEL_NAME, METRIC_NAME, Series
 
 SUPPORTED = (
-    "this metrics server answers only instant vector selectors "
+    "this demo Prometheus answers only instant vector selectors "
     '(such as demo_success_rate{app="x"}) and number literals'
 )
 _OPERATORS = ("=~", "!~", "!=", "=")

@@ -1,4 +1,4 @@
-"""The metrics server's Datadog-compatible endpoints, so an AnalysisTemplate with the `datadog`
+"""The demo Prometheus' Datadog-compatible endpoints, so an AnalysisTemplate with the `datadog`
 provider can measure the local stack's series exactly as it would measure Datadog.
 
 - `GET /api/v1/query?query=&from=&to=` (a request with a `DD-API-KEY` header; without one the
@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rollout_workers.metricsserver.series import Series
+from demoprometheus.series import Series
 from rollout_workers.objects import Obj
 
 Reply = tuple[int, Obj]

@@ -1,4 +1,4 @@
-"""The metrics server over HTTP, with series derived from a real (embedded) API server's
+"""The demo Prometheus over HTTP, with series derived from a real (embedded) API server's
 ReplicaSets, measured by the real prometheus and web providers and the real condition
 evaluator, exactly as the AnalysisRun controller measures deploy/examples/' templates
 (Prometheus, and Datadog through the server's Datadog-compatible API)."""
@@ -16,19 +16,19 @@ from typing import Any
 
 import pytest
 
+from demoprometheus.series import Rule
+from demoprometheus.server import DemoPrometheus, Store, cluster_source
+from devcluster.server import run_in_thread
 from rollout_workers.analysis.providers import ProviderDeps
 from rollout_workers.analysis.providers.datadog import DatadogProvider
 from rollout_workers.analysis.providers.prometheus import PrometheusProvider
 from rollout_workers.analysis.providers.web import WebProvider
 from rollout_workers.api.analysis import AnalysisPhase as P
 from rollout_workers.api.analysis import AnalysisRun, Measurement, Metric
-from rollout_workers.devcluster.server import run_in_thread
 from rollout_workers.kube import manifests
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.resources import REPLICASETS
-from rollout_workers.metricsserver.series import Rule
-from rollout_workers.metricsserver.server import MetricsServer, Store, cluster_source
 from rollout_workers.notifications.config import Service
 from rollout_workers.notifications.render import Notification
 from rollout_workers.notifications.services import SendContext
@@ -77,8 +77,8 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
 
 
 @pytest.fixture
-def server(kube: Kube) -> Iterator[MetricsServer]:
-    srv = MetricsServer(store=Store(cluster_source(kube, [Rule("*:x", 0.9)], NS)))
+def server(kube: Kube) -> Iterator[DemoPrometheus]:
+    srv = DemoPrometheus(store=Store(cluster_source(kube, [Rule("*:x", 0.9)], NS)))
     thread = srv.start()
     yield srv
     srv.shutdown()
@@ -95,7 +95,7 @@ def measure(provider: dict[str, Any], deps: ProviderDeps, **conditions: str) -> 
     return kind(deps).run(run, metric, NOW)  # the real sandboxed evaluator
 
 
-def prometheus(server: MetricsServer, query: str) -> Measurement:
+def prometheus(server: DemoPrometheus, query: str) -> Measurement:
     deps = ProviderDeps(prometheus_address=server.url)  # as `rollouts up` sets it
     return measure(
         {"prometheus": {"query": query}},
@@ -105,7 +105,7 @@ def prometheus(server: MetricsServer, query: str) -> Measurement:
     )
 
 
-def test_prometheus_provider_measures_each_version(server: MetricsServer) -> None:
+def test_prometheus_provider_measures_each_version(server: DemoPrometheus) -> None:
     good, bad = prometheus(server, QUERY % "good"), prometheus(server, QUERY % "bad")
     assert (good.phase, good.value) == (P.SUCCESSFUL, "[0.99]")
     assert (bad.phase, bad.value) == (P.FAILED, "[0.6]")
@@ -113,7 +113,7 @@ def test_prometheus_provider_measures_each_version(server: MetricsServer) -> Non
     assert own.value == "[0.9]"  # a --success-rate rule before the defaults
 
 
-def test_prometheus_provider_reports_what_the_server_cannot_answer(server: MetricsServer) -> None:
+def test_prometheus_provider_reports_what_the_server_cannot_answer(server: DemoPrometheus) -> None:
     m = prometheus(server, "rate(demo_success_rate[5m])")
     assert m.phase == P.ERROR
     assert m.message is not None
@@ -122,7 +122,7 @@ def test_prometheus_provider_reports_what_the_server_cannot_answer(server: Metri
     assert none.phase == P.ERROR  # an empty vector has no result[0]
 
 
-def test_web_provider_with_json_path(server: MetricsServer) -> None:
+def test_web_provider_with_json_path(server: DemoPrometheus) -> None:
     url = f"{server.url}/metrics/demo_error_rate?app=web&rollouts_pod_template_hash="
     deps = ProviderDeps()
     ok = measure({"web": {"url": url + "good", "jsonPath": "{$.value}"}}, deps,
@@ -148,7 +148,7 @@ def http(method: str, url: str, body: bytes | None = None, **headers: str) -> tu
         return status, data.decode()
 
 
-def test_hand_set_series_over_http(server: MetricsServer) -> None:
+def test_hand_set_series_over_http(server: DemoPrometheus) -> None:
     where = f"{server.url}/metrics/demo_success_rate?app=web&rollouts_pod_template_hash=bad"
     assert http("PUT", where, b'{"value": 0.98}')[0] == 200
     assert prometheus(server, QUERY % "bad").phase == P.SUCCESSFUL
@@ -164,7 +164,7 @@ def test_hand_set_series_over_http(server: MetricsServer) -> None:
     assert http("GET", f"{server.url}/nowhere")[0] == 404
 
 
-def test_webhook_notifications_are_kept_and_listed(server: MetricsServer) -> None:
+def test_webhook_notifications_are_kept_and_listed(server: DemoPrometheus) -> None:
     """The local stack's webhook target: what the webhook sender sends is listed at /hooks."""
     service = Service("demo", "webhook", {"url": f"{server.url}/hooks/demo"})
     send(service, Notification(message="Rollout web has been completed."), "", SendContext())
@@ -175,7 +175,7 @@ def test_webhook_notifications_are_kept_and_listed(server: MetricsServer) -> Non
     )  # fmt: skip
 
 
-def datadog(server: MetricsServer, spec: dict[str, Any]) -> Measurement:
+def datadog(server: DemoPrometheus, spec: dict[str, Any]) -> Measurement:
     """The datadog provider with the Secret the demo creates: the server as its address."""
     secret = {"address": server.url, "api-key": "demo", "app-key": "demo"}
     deps = ProviderDeps(namespace="argo-rollouts", secrets=FakeSecrets({
@@ -191,7 +191,7 @@ def datadog(server: MetricsServer, spec: dict[str, Any]) -> Measurement:
 DD_QUERY = "avg:demo.success_rate{app:web,rollouts_pod_template_hash:%s}"
 
 
-def test_datadog_provider_measures_each_version_through_both_apis(server: MetricsServer) -> None:
+def test_datadog_provider_measures_each_version_through_both_apis(server: DemoPrometheus) -> None:
     for spec in ({"query": DD_QUERY % "good"},
                  {"apiVersion": "v2", "query": DD_QUERY % "good"},
                  {"apiVersion": "v2", "queries": {"a": DD_QUERY % "good", "b": DD_QUERY % "bad"},
@@ -207,7 +207,7 @@ def test_datadog_provider_measures_each_version_through_both_apis(server: Metric
     assert (none.phase, none.value) == (P.FAILED, "[]")  # no data: default(result, 0)
 
 
-def test_datadog_requests_need_keys_and_a_query_the_server_reads(server: MetricsServer) -> None:
+def test_datadog_requests_need_keys_and_a_query_the_server_reads(server: DemoPrometheus) -> None:
     status, body = http("GET", f"{server.url}/api/v1/query?query=x&from=1&to=2", **{
         "DD-API-KEY": "k"})  # fmt: skip
     assert (status, body) == (403, {"errors": ["Forbidden"]})

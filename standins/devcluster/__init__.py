@@ -67,8 +67,9 @@ when its command + args contain ``exit N`` with N non-zero (e.g. ``["sh", "-c", 
 otherwise it succeeds (``status.succeeded=1``, condition ``Complete``). There are no retries.
 
 Entry points: ``server.DevCluster`` (async), ``server.run_in_thread`` / ``DevClusterThread``
-(tests), ``server.serve`` and the ``devcluster`` click command in ``cli.py``. The controller code
-never imports this package.
+(tests), ``server.serve`` and the ``devcluster`` click command in ``cli.py`` (``python -m
+devcluster``, or ``rollouts devcluster``). It is one of the stand-ins (standins/, a distribution of
+its own beside the controller's): the controller never imports it, and its image does not carry it.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rollout_workers.devcluster.server import (
+    from devcluster.server import (
         DevCluster,
         DevClusterThread,
         run_in_thread,
@@ -89,7 +90,7 @@ __all__ = ["DevCluster", "DevClusterThread", "run_in_thread", "serve"]
 def __getattr__(name: str) -> Any:
     # Lazy, so that attaching the CLI command does not import aiohttp.
     if name in __all__:
-        from rollout_workers.devcluster import server
+        from devcluster import server
 
         return getattr(server, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

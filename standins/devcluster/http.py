@@ -19,19 +19,19 @@ from typing import Any
 
 from aiohttp import web
 
-from rollout_workers.devcluster import errors, protobuf
-from rollout_workers.devcluster.audit import AuditLog
-from rollout_workers.devcluster.conversion import storage_field_path
-from rollout_workers.devcluster.errors import ApiError, JSONDict
-from rollout_workers.devcluster.resources import Registry, ResourceType
-from rollout_workers.devcluster.selectors import (
+from devcluster import errors, protobuf
+from devcluster.audit import AuditLog
+from devcluster.conversion import storage_field_path
+from devcluster.errors import ApiError, JSONDict
+from devcluster.resources import Registry, ResourceType
+from devcluster.selectors import (
     FieldRequirement,
     FieldSelector,
     parse_field_selector,
     parse_label_selector,
 )
-from rollout_workers.devcluster.store import FIELD_VALIDATION_MODES, Store, Stored, WatchFilter
-from rollout_workers.devcluster.tables import calculate_table, wants_table
+from devcluster.store import FIELD_VALIDATION_MODES, Store, Stored, WatchFilter
+from devcluster.tables import calculate_table, wants_table
 
 log = logging.getLogger(__name__)
 
