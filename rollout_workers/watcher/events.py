@@ -6,11 +6,10 @@ Two paths with one meaning:
   the keys they wake, in batches.
 * `event` applies one watch event and adds the keys it wakes in a single Redis round trip: the
   keys are found before the write (eventkeys.py reads only the object and the indexes of
-  *other* types, which the write does not touch), and one script runs apply.lua and then add.lua for
-  each task kind, dropping the object's own key when apply.lua finds the event is its own
-  controller's write and everything when it is older than the cache or not the leader's
-  (cache/fence.py). Only the messages of newly
-  queued keys are sent afterwards. A watch event used to cost two round trips (apply, add).
+  *other* types, which the write does not touch), and one script runs apply.lua and then
+  add.lua for each task kind, dropping the object's own key when apply.lua finds the event is
+  its own controller's write and everything when it is older than the cache or not the
+  leader's (cache/fence.py). add.lua pushes the messages of newly queued keys itself.
 
 Either way the cache write comes before the add, so a reconcile that claims a key reads state at
 least as new as the change that woke it.

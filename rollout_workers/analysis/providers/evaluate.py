@@ -14,9 +14,8 @@ A condition that cannot be evaluated (syntax error, unknown name, non-boolean re
 conversion) makes the measurement an Error with the evaluator's message. Both conditions are
 evaluated before deciding, so an error in either is reported even when the other one decides.
 
-The evaluator is a parameter so that this module can be tested without the real one; the real
-one (`rollout_workers.expr.expression.evaluate_condition`, a sandboxed evaluator: never `eval`) is
-imported when first needed.
+The evaluator is a parameter so that this module can be tested without the real one,
+`rollout_workers.expr.expression.evaluate_condition` (sandboxed: never `eval`).
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rollout_workers.api.analysis import AnalysisPhase, Metric
+from rollout_workers.expr.expression import evaluate_condition
 
 #: `(expression, result) -> bool`, raising on an expression it cannot evaluate.
 Evaluator = Callable[[str, object], bool]
@@ -37,14 +37,6 @@ class Verdict:
     """The evaluator's message when `phase` is Error."""
 
 
-def default_evaluator() -> Evaluator:
-    # Lazy: the evaluator module is optional until a condition has to be judged.
-    from rollout_workers.expr.expression import evaluate_condition
-
-    evaluator: Evaluator = evaluate_condition
-    return evaluator
-
-
 def calculate_phase(
     metric: Metric, result: object, *, evaluator: Evaluator | None = None
 ) -> Verdict:
@@ -53,7 +45,7 @@ def calculate_phase(
     failure_expr = metric.failure_condition or ""
     if not success_expr and not failure_expr:
         return Verdict(AnalysisPhase.SUCCESSFUL)
-    evaluate = evaluator or default_evaluator()
+    evaluate = evaluator or evaluate_condition
     success = failure = False
     try:
         if success_expr:
