@@ -89,9 +89,8 @@ def routers_for(ctx: RolloutContext) -> list[TrafficRouter]:
             # Not enabled: refused as InvalidSpec before the traffic step (unsupported_router),
             # unless the settings changed under it; not loadable: retried with backoff.
             raise TrafficRoutingError(str(err)) from err
-        routers.append(
-            PluginRouter(ctx, name, dict(config) if isinstance(config, dict) else {}, plugin)
-        )
+        given = dict(config) if isinstance(config, dict) else {}
+        routers.append(PluginRouter(lambda: ctx.obj, name, given, plugin))
     return routers
 
 

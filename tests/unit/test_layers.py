@@ -65,3 +65,17 @@ def test_no_cycle_between_top_level_packages() -> None:
     except graphlib.CycleError as err:
         cycle = " imports ".join(reversed(err.args[1]))
         raise AssertionError(f"import cycle between packages: {cycle}") from err
+
+
+def test_no_cycle_between_modules() -> None:
+    """No module imports, even indirectly, one that imports it: type-only imports count, as
+    they do for lint-imports."""
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+    for module in graph.modules:
+        sorter.add(module, *graph.find_modules_directly_imported_by(module))
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as err:
+        cycle = " imports ".join(reversed(err.args[1]))
+        raise AssertionError(f"import cycle between modules: {cycle}") from err

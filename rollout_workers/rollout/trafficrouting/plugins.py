@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import ClassVar, Protocol, TypeVar, runtime_checkable
 
 from rollout_workers.api.rollout import (
     RolloutTrafficRouting,
@@ -42,9 +42,6 @@ from rollout_workers.plugins import (
     PluginRegistry,
 )
 from rollout_workers.rollout.trafficrouting import NATIVE_PLUGINS, TrafficRoutingError
-
-if TYPE_CHECKING:
-    from rollout_workers.rollout.context import RolloutContext
 
 T = TypeVar("T")
 
@@ -145,12 +142,13 @@ class TrafficRouterPluginRegistry(PluginRegistry[TrafficRouterPlugin]):
 
 
 class PluginRouter:
-    """An enabled plugin as the `TrafficRouter` the traffic step drives, for one reconcile."""
+    """An enabled plugin as the `TrafficRouter` the traffic step drives, for one reconcile.
+    `rollout` answers the Rollout as the reconcile holds it at each call."""
 
     def __init__(
-        self, ctx: RolloutContext, name: str, config: Obj, plugin: TrafficRouterPlugin
+        self, rollout: Callable[[], Obj], name: str, config: Obj, plugin: TrafficRouterPlugin
     ) -> None:
-        self.ctx, self.name, self.config, self.plugin = ctx, name, config, plugin
+        self.rollout, self.name, self.config, self.plugin = rollout, name, config, plugin
 
     @property
     def type(self) -> str:
@@ -158,7 +156,7 @@ class PluginRouter:
 
     def _context(self) -> RouterContext:
         return RouterContext(
-            name=self.name, config=copy.deepcopy(self.config), rollout=copy.deepcopy(self.ctx.obj)
+            name=self.name, config=copy.deepcopy(self.config), rollout=copy.deepcopy(self.rollout())
         )
 
     def _call(self, what: str, call: Callable[[RouterContext], T]) -> T:
