@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from devcluster.store import DEFAULT_HISTORY_SIZE
+from devcluster.history import DEFAULT_HISTORY_SIZE
 from rollout_workers import staterecords
 
 if TYPE_CHECKING:

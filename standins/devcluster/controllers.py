@@ -40,7 +40,9 @@ from typing import Any
 
 from devcluster.errors import ApiError, JSONDict
 from devcluster.resources import Registry, ResourceType
-from devcluster.store import Event, Store, Stored
+from devcluster.store import Store
+from devcluster.stored import Stored
+from devcluster.watches import Event
 
 log = logging.getLogger(__name__)
 

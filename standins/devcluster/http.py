@@ -4,7 +4,8 @@ This module only translates: it parses the URL the way the API server does (``/a
 ``/apis/<group>/<version>/...``, optional ``namespaces/<ns>/``, ``/status`` and ``/scale``
 subresources, the legacy ``/watch/`` prefix), calls the store, and writes JSON: objects, lists
 assembled from each object's cached JSON, ``Status`` errors, discovery documents, and chunked
-watch streams with bookmarks and ``timeoutSeconds``. Semantics live in ``store.py``.
+watch streams with bookmarks and ``timeoutSeconds``. Semantics live in ``store.py`` and the
+modules beside it (``writerules.py``, ``history.py``, ``watches.py``).
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from devcluster.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from devcluster.store import FIELD_VALIDATION_MODES, Store, Stored, WatchFilter
+from devcluster.store import FIELD_VALIDATION_MODES, Store
+from devcluster.stored import Stored, dumps
 from devcluster.tables import calculate_table, wants_table
+from devcluster.watches import WatchFilter
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +53,8 @@ VERSION_INFO: JSONDict = {
 }
 
 
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def json_response(body: Any, status: int = 200) -> web.Response:
-    raw = body if isinstance(body, bytes) else _dumps(body)
+    raw = body if isinstance(body, bytes) else dumps(body)
     return web.Response(body=raw, status=status, content_type=JSON_CONTENT)
 
 
@@ -370,7 +369,7 @@ class ApiHandler:
         table = self._as_table(request, rt, result.items, meta)
         if table is not None:
             return table
-        head = _dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta})
+        head = dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta})
         body = head[:-1] + b',"items":[' + b",".join(s.raw() for s in result.items) + b"]}"
         return json_response(body)
 
@@ -396,7 +395,7 @@ class ApiHandler:
                 raise
             deleted.append(final)
         meta = {"resourceVersion": str(self.store.resource_version)}
-        head = _dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta})
+        head = dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta})
         body = head[:-1] + b',"items":[' + b",".join(s.raw() for s in deleted) + b"]}"
         return json_response(body)
 
@@ -654,7 +653,7 @@ class ApiHandler:
                     include_object=include,
                     now=self.store.clock(),
                 )
-            out.append(_dumps(event) + b"\n")
+            out.append(dumps(event) + b"\n")
         return b"".join(out)
 
     def _bookmark(self, rt: ResourceType, *, initial_events_end: bool = False) -> bytes:
@@ -662,7 +661,7 @@ class ApiHandler:
         if initial_events_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
-        return _dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+        return dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
 
 
 def _custom_resource_schemas(resources: list[ResourceType]) -> JSONDict:

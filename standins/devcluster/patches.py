@@ -13,6 +13,10 @@
 
 Inputs are never mutated; results share unchanged subtrees with the input, so callers must treat
 both as immutable.
+
+``apply_patch`` picks the format by the request's media type and fails as the server does: 400
+for a malformed patch, 422 for one that cannot apply, 415 for another media type and for a
+strategic merge patch to a custom resource.
 """
 
 from __future__ import annotations
@@ -20,7 +24,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from devcluster import errors
+from devcluster.errors import JSONDict
+from devcluster.resources import ResourceType
+
 JSON = Any
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
 class PatchDecodeError(ValueError):
@@ -300,3 +312,25 @@ def strategic_merge_patch(target: JSON, patch: JSON) -> JSON:
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain}
     return result
+
+
+def apply_patch(rt: ResourceType, target: JSONDict, patch_type: str, patch: Any) -> Any:
+    """``patch`` applied to ``target`` (as ``rt`` serves it) in the format ``patch_type`` names."""
+    try:
+        if patch_type == JSON_PATCH:
+            return json_patch(target, patch)
+        if patch_type == MERGE_PATCH:
+            if not isinstance(patch, dict):
+                raise PatchDecodeError("a merge patch must be a JSON object")
+            return merge_patch(target, patch)
+        if patch_type == STRATEGIC_MERGE_PATCH:
+            if rt.custom:
+                raise errors.unsupported_media_type(patch_type)
+            if not isinstance(patch, dict):
+                raise PatchDecodeError("a strategic merge patch must be a JSON object")
+            return strategic_merge_patch(target, patch)
+    except PatchDecodeError as exc:
+        raise errors.bad_request(str(exc)) from None
+    except PatchApplyError as exc:
+        raise errors.unprocessable(str(exc)) from None
+    raise errors.unsupported_media_type(patch_type)

@@ -27,9 +27,10 @@ from aiohttp import web
 
 from devcluster.controllers import Controllers
 from devcluster.errors import JSONDict
+from devcluster.history import DEFAULT_HISTORY_SIZE
 from devcluster.http import ApiHandler
 from devcluster.resources import CRD_KEY, Registry
-from devcluster.store import DEFAULT_HISTORY_SIZE, Store
+from devcluster.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,16 @@
-"""The object store: the state, resourceVersions, watch history and write semantics of the API.
+"""The object store: the API's state and the write semantics every client observes.
 
-Everything a client can observe about persistence lives here, free of HTTP and of asyncio, so it
-is unit-tested directly: one cluster-wide resourceVersion counter; uid, creationTimestamp,
-generateName, generation; the status subresource split; preconditions (a stale resourceVersion on
-PUT or inside a PATCH is a 409 Conflict, the fence the controller relies on); no-op writes that
+Everything a client can observe about persistence lives here or in the modules beside it, free
+of HTTP and of asyncio, so it is unit-tested directly. Here: one cluster-wide resourceVersion
+counter and the commit that advances it; uid, creationTimestamp, generateName and per-type
+defaults on create; the status subresource split and generation on update; no-op writes that
 change nothing and do not bump the resourceVersion (as etcd's GuaranteedUpdate); finalizers and
-deletionTimestamp; orphan and foreground deletion; list pagination; and, per type, a bounded event
-history from which watches resume (older resourceVersions get 410 Expired).
+deletionTimestamp; orphan and foreground deletion; list pagination; the scale subresource; the
+serving of CRDs as they are written; snapshot and restore. Beside it: ``stored`` (the immutable
+object versions), ``watches`` (events, filters and watch queues), ``history`` (per type, the
+objects and the bounded event history from which watches resume; older resourceVersions get
+410 Expired), ``writerules`` (the checks and rules that need only the written object:
+validation, preconditions, generation), ``patches`` and ``scales``.
 
 Invariants:
 
@@ -17,301 +21,58 @@ Invariants:
   in-process listeners (the controllers) synchronously, in resourceVersion order. Listeners must
   only record work; they never write back from inside the callback.
 - Background garbage collection is not done here: a DELETED event is the signal the GC
-  controller acts on (``owners_of``/``dependents_of`` are the indexes it uses).
+  controller acts on (``get_by_uid``/``dependents_of`` are the indexes it uses).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import copy
-import json
 import random
-import re
 import time
 import uuid
 from bisect import bisect_right
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from devcluster import crds, errors
-from devcluster.conversion import convert_from_storage, convert_to_storage
+from devcluster.conversion import convert_to_storage
 from devcluster.errors import ApiError, JSONDict
-from devcluster.patches import (
-    PatchApplyError,
-    PatchDecodeError,
-    json_patch,
-    merge_patch,
-    strategic_merge_patch,
+from devcluster.history import (
+    DEFAULT_HISTORY_SIZE,
+    ListResult,
+    TypeState,
+    decode_continue,
+    encode_continue,
 )
+from devcluster.patches import MERGE_PATCH, STRATEGIC_MERGE_PATCH, apply_patch
 from devcluster.pruning import calculate_pruned
 from devcluster.resources import CRD_KEY, Registry, ResourceType
-from devcluster.selectors import (
-    FieldSelector,
-    LabelSelector,
-    format_label_selector,
-    selector_from_label_selector_object,
+from devcluster.scales import scale_of
+from devcluster.stored import Stored
+from devcluster.watches import Event, Watch, WatchFilter, gone_line
+from devcluster.writerules import (
+    SYSTEM_METADATA,
+    check_body,
+    check_name,
+    check_preconditions,
+    fold_string_data,
+    random_suffix,
+    spec_changed,
+    validate,
+    without_rv,
 )
 
 Clock = Callable[[], float]
-Listener = Callable[["Event"], None]
+Listener = Callable[[Event], None]
 
-MERGE_PATCH = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# The alphabet of generateName suffixes (utilrand.String: no vowels, no confusable digits).
-_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-# Fields of metadata only the server sets; writes cannot change them.
-_SYSTEM_METADATA = (
-    "uid",
-    "creationTimestamp",
-    "generation",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-)
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 FIELD_VALIDATION_MODES = ("Ignore", "Warn", "Strict")
-# Watch events kept per type. A real kube-apiserver's watch cache holds a few hundred to a few
-# thousand events per type (its default capacity is 100, grown with load up to ~3,000), so a
-# watch from a resourceVersion some thousand writes old gets 410 Gone there. Keeping 10,000
-# here hid relist bugs that a real cluster shows; 1,000 keeps the controller honest.
-DEFAULT_HISTORY_SIZE = 1_000
-
-
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def format_timestamp(seconds: float) -> str:
     """RFC 3339 with second precision and ``Z``, as metav1.Time serialises."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def random_suffix(rng: random.Random, length: int = 5) -> str:
-    return "".join(rng.choice(_SUFFIX_ALPHABET) for _ in range(length))
-
-
-class Stored:
-    """One immutable object version and its JSON, serialised on first use."""
-
-    __slots__ = ("_raw", "_views", "obj")
-
-    def __init__(self, obj: JSONDict) -> None:
-        self.obj = obj
-        self._raw: bytes | None = None
-        self._views: dict[str, tuple[JSONDict | None, Stored]] | None = None
-
-    def view(self, rt: ResourceType) -> Stored:
-        """This object as ``rt`` serves it (itself for the storage type), converted once. A
-        custom resource read through another version is pruned by that version's schema, as
-        the real server prunes the conversion's output."""
-        if rt.storage:
-            return self
-        if self._views is None:
-            self._views = {}
-        found = self._views.get(rt.api_version)
-        # Keyed by the schema object too: a CRD update replaces it, and the view with it.
-        if found is None or found[0] is not rt.schema:
-            obj = convert_from_storage(rt, self.obj)
-            if rt.custom:
-                obj, _paths = calculate_pruned(obj, rt.schema)
-            found = self._views[rt.api_version] = (rt.schema, Stored(obj))
-        return found[1]
-
-    def raw(self) -> bytes:
-        if self._raw is None:
-            self._raw = _dumps(self.obj)
-        return self._raw
-
-    @property
-    def metadata(self) -> JSONDict:
-        meta: JSONDict = self.obj["metadata"]
-        return meta
-
-    @property
-    def resource_version(self) -> int:
-        return int(self.metadata["resourceVersion"])
-
-
-@dataclass(slots=True)
-class Event:
-    """One committed change: ADDED, MODIFIED or DELETED, at resourceVersion ``rv``."""
-
-    type: str
-    rv: int
-    rt: ResourceType
-    namespace: str
-    name: str
-    current: Stored
-    previous: Stored | None
-    _lines: dict[str, bytes] = field(default_factory=dict)
-
-    def line(self, variant: str, view: ResourceType | None = None) -> bytes:
-        """The watch-stream line for one variant, encoded once for every watcher.
-
-        ``variant`` is the event type, or ``DELETED_PREV``: an object that stopped matching a
-        watch's selector is sent as DELETED with its previous content at this resourceVersion
-        (what the real watch cache does). ``view``: the served type of the watch, when it is
-        not the stored form (another CRD version, events.k8s.io/v1).
-        """
-        if view is not None and view.storage:
-            view = None
-        cache_key = variant if view is None else f"{variant} {view.api_version}"
-        cached = self._lines.get(cache_key)
-        if cached is None:
-            if variant == "DELETED_PREV":
-                assert self.previous is not None
-                prev = self.previous.obj if view is None else self.previous.view(view).obj
-                obj = {**prev, "metadata": {**prev["metadata"], "resourceVersion": str(self.rv)}}
-                cached = b'{"type":"DELETED","object":' + _dumps(obj) + b"}\n"
-            else:
-                current = self.current if view is None else self.current.view(view)
-                cached = b'{"type":"' + variant.encode() + b'","object":' + current.raw() + b"}\n"
-            self._lines[cache_key] = cached
-        return cached
-
-
-@dataclass(frozen=True, slots=True)
-class WatchFilter:
-    namespace: str | None = None
-    labels: LabelSelector = field(default_factory=LabelSelector)
-    fields: FieldSelector = field(default_factory=FieldSelector)
-
-    def matches(self, obj: JSONDict) -> bool:
-        if not self.labels.empty and not self.labels.matches(obj["metadata"].get("labels")):
-            return False
-        return self.fields.empty or self.fields.matches(obj)
-
-    def classify(self, event: Event) -> str | None:
-        """Which variant of ``event`` this watch sees, or None."""
-        if self.namespace is not None and event.namespace != self.namespace:
-            return None
-        if self.labels.empty and self.fields.empty:
-            return event.type
-        now = self.matches(event.current.obj)
-        if event.type != "MODIFIED":
-            return event.type if now else None
-        before = event.previous is not None and self.matches(event.previous.obj)
-        if now:
-            return "MODIFIED" if before else "ADDED"
-        return "DELETED_PREV" if before else None
-
-
-class Watch:
-    """A subscription: encoded event lines waiting to be written to one HTTP watch stream.
-
-    ``notify`` is set by the transport to wake its writer; the store calls it after pushing.
-    A watch that falls more than ``max_pending`` lines behind is closed (a real server drops a
-    watcher that cannot keep up; the client resumes from its last resourceVersion).
-    """
-
-    def __init__(self, *, rt: ResourceType, flt: WatchFilter, max_pending: int) -> None:
-        self.rt = rt
-        self.filter = flt
-        self.pending: deque[bytes] = deque()
-        self.closed = False
-        self.max_pending = max_pending
-        self.notify: Callable[[], None] | None = None
-
-    def push(self, line: bytes) -> None:
-        if self.closed:
-            return
-        self.pending.append(line)
-        if len(self.pending) > self.max_pending:
-            self.closed = True
-        if self.notify is not None:
-            self.notify()
-
-    def close(self, final_line: bytes | None = None) -> None:
-        if final_line is not None and not self.closed:
-            self.pending.append(final_line)
-        self.closed = True
-        if self.notify is not None:
-            self.notify()
-
-
-@dataclass(slots=True)
-class ListResult:
-    items: list[Stored]
-    resource_version: int
-    continue_token: str | None
-    remaining: int | None
-
-
-class _TypeState:
-    """Objects of one type, their sort order for pagination, history and watches."""
-
-    def __init__(self, rt: ResourceType, start_rv: int) -> None:
-        self.rt = rt
-        self.by_ns: dict[str, dict[str, Stored]] = {}
-        self.count = 0
-        self._sorted_all: list[tuple[str, str]] | None = None
-        self._sorted_ns: dict[str, list[str]] = {}
-        self.history: deque[Event] = deque()
-        self.compacted_rv = start_rv
-        self.forced_rv = start_rv
-        self.watches: set[Watch] = set()
-
-    def get(self, namespace: str, name: str) -> Stored | None:
-        bucket = self.by_ns.get(namespace)
-        return None if bucket is None else bucket.get(name)
-
-    def put(self, namespace: str, name: str, stored: Stored) -> None:
-        bucket = self.by_ns.setdefault(namespace, {})
-        if name not in bucket:
-            self.count += 1
-            self._sorted_all = None
-            self._sorted_ns.pop(namespace, None)
-        bucket[name] = stored
-
-    def remove(self, namespace: str, name: str) -> None:
-        bucket = self.by_ns.get(namespace)
-        if bucket is None or name not in bucket:
-            return
-        del bucket[name]
-        self.count -= 1
-        if not bucket:
-            del self.by_ns[namespace]
-        self._sorted_all = None
-        self._sorted_ns.pop(namespace, None)
-
-    def sorted_keys(self, namespace: str | None) -> list[tuple[str, str]]:
-        if namespace is None:
-            if self._sorted_all is None:
-                self._sorted_all = sorted(
-                    (ns, name) for ns, bucket in self.by_ns.items() for name in bucket
-                )
-            return self._sorted_all
-        names = self._sorted_ns.get(namespace)
-        if names is None:
-            names = sorted(self.by_ns.get(namespace, {}))
-            self._sorted_ns[namespace] = names
-        return [(namespace, n) for n in names]
-
-    def all(self) -> Iterator[Stored]:
-        for bucket in self.by_ns.values():
-            yield from bucket.values()
-
-
-def _encode_continue(rv: int, namespace: str, name: str) -> str:
-    payload = _dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": [namespace, name]})
-    return base64.urlsafe_b64encode(payload).decode().rstrip("=")
-
-
-def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded))
-        start = data["start"]
-        return int(data["rv"]), (str(start[0]), str(start[1]))
-    except (ValueError, KeyError, TypeError, IndexError, binascii.Error):
-        raise errors.bad_request(f"continue key is not valid: {token!r}") from None
 
 
 def _owner_uids(obj: JSONDict) -> set[str]:
@@ -320,11 +81,6 @@ def _owner_uids(obj: JSONDict) -> set[str]:
         for ref in obj.get("metadata", {}).get("ownerReferences") or []
         if isinstance(ref, dict) and ref.get("uid")
     }
-
-
-def _without_rv(obj: JSONDict) -> JSONDict:
-    meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
-    return {**obj, "metadata": meta}
 
 
 class Store:
@@ -345,7 +101,7 @@ class Store:
         self.rng = rng or random.Random()
         self.max_watch_pending = max_watch_pending
         self._rv = 0
-        self._types = {rt.key: _TypeState(rt, 0) for rt in registry.storage_types}
+        self._types = {rt.key: TypeState(rt, 0) for rt in registry.storage_types}
         # Per custom resource type (``<plural>.<group>``): pruned field path -> times pruned.
         self.pruned: dict[str, dict[str, int]] = {}
         # The current write's fieldValidation and the unknown fields it met (field_validation).
@@ -386,7 +142,7 @@ class Store:
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    def state(self, rt: ResourceType) -> _TypeState:
+    def state(self, rt: ResourceType) -> TypeState:
         return self._types[rt.storage_key]
 
     def _storage(self, rt: ResourceType) -> ResourceType:
@@ -409,7 +165,7 @@ class Store:
 
     def _commit(
         self,
-        ts: _TypeState,
+        ts: TypeState,
         *,
         event_type: str,
         namespace: str,
@@ -529,7 +285,7 @@ class Store:
         # Objects that changed since the snapshot: key -> the state at the snapshot, or None.
         as_of: dict[tuple[str, str], Stored | None] = {}
         if continue_token:
-            token_rv, start = _decode_continue(continue_token)
+            token_rv, start = decode_continue(continue_token)
             if token_rv < ts.forced_rv:
                 raise errors.expired(
                     "The provided continue parameter is too old to display a consistent list "
@@ -537,7 +293,7 @@ class Store:
                 )
             list_rv = token_rv
             if token_rv >= ts.compacted_rv:
-                as_of = self._states_at(ts, token_rv, ns)
+                as_of = ts.states_at(token_rv, ns)
         exact = flt.fields.exact_name()
         if exact is not None and start is None:
             candidates: list[tuple[str, str]] = (
@@ -564,29 +320,12 @@ class Store:
         token = None
         remaining = None
         if limit and last is not None and index < len(candidates):
-            token = _encode_continue(list_rv, *last)
+            token = encode_continue(list_rv, *last)
             if flt.labels.empty and flt.fields.empty:
                 remaining = len(candidates) - index
         if not rt.storage:
             items = [s.view(rt) for s in items]
         return ListResult(items, list_rv, token, remaining)
-
-    @staticmethod
-    def _states_at(
-        ts: _TypeState, rv: int, namespace: str | None
-    ) -> dict[tuple[str, str], Stored | None]:
-        """For each object changed after ``rv``: its state at ``rv`` (None: did not exist)."""
-        states: dict[tuple[str, str], Stored | None] = {}
-        for event in reversed(ts.history):
-            if event.rv <= rv:
-                break
-            if namespace is not None and event.namespace != namespace:
-                continue
-            # Walking backwards, the last write wins: the earliest event after rv.
-            states[(event.namespace, event.name)] = (
-                None if event.type == "ADDED" else event.previous
-            )
-        return states
 
     # --- watches --------------------------------------------------------------------------
 
@@ -662,37 +401,6 @@ class Store:
                 f"being terminated",
             )
 
-    def _check_name(self, rt: ResourceType, name: str) -> None:
-        pattern, limit = (_DNS_LABEL, 63) if rt.plural == "namespaces" else (_DNS_SUBDOMAIN, 253)
-        if len(name) > limit or not pattern.match(name):
-            raise errors.invalid(
-                kind=rt.kind,
-                group=rt.group,
-                name=name,
-                field="metadata.name",
-                cause_reason="FieldValueInvalid",
-                detail=f'Invalid value: "{name}": a lowercase RFC 1123 name must consist of '
-                f"lower case alphanumeric characters, '-' or '.', and must start and end "
-                f"with an alphanumeric character",
-            )
-
-    def _check_body(self, rt: ResourceType, body: Any) -> JSONDict:
-        if not isinstance(body, dict):
-            raise errors.bad_request("the body of the request must be a JSON object")
-        kind = body.get("kind")
-        api_version = body.get("apiVersion")
-        if (kind and kind != rt.kind) or (api_version and api_version != rt.api_version):
-            raise errors.bad_request(
-                f"the API version in the data ({api_version}) does not match the expected API "
-                f"version ({rt.api_version}) or the kind ({kind}) is not {rt.kind}"
-            )
-        meta = body.get("metadata")
-        if meta is None:
-            meta = {}
-        if not isinstance(meta, dict):
-            raise errors.bad_request("metadata must be an object")
-        return {**body, "kind": rt.kind, "apiVersion": rt.api_version, "metadata": dict(meta)}
-
     def create(
         self, rt: ResourceType, *, namespace: str | None, body: Any, dry_run: bool = False
     ) -> Stored:
@@ -704,7 +412,7 @@ class Store:
 
     def _incoming(self, rt: ResourceType, srt: ResourceType, body: Any) -> JSONDict:
         """A written body checked against the served type ``rt``, in ``srt``'s stored form."""
-        obj = self._check_body(rt, body)
+        obj = check_body(rt, body)
         return obj if rt.storage else convert_to_storage(rt, srt, obj)
 
     def _prune(self, rt: ResourceType, obj: JSONDict, schema: JSONDict | None) -> JSONDict:
@@ -768,12 +476,12 @@ class Store:
                 name = f"{prefix}{random_suffix(self.rng)}"
                 if ts.get(ns, name) is None:
                     break
-        self._check_name(rt, name)
+        check_name(rt, name)
         if rt.namespaced:
             self._check_namespace(rt, ns, name)
         if ts.get(ns, name) is not None:
             raise errors.already_exists(resource=rt.plural, group=rt.group, name=name)
-        for key in (*_SYSTEM_METADATA, "resourceVersion", "selfLink", "managedFields"):
+        for key in (*SYSTEM_METADATA, "resourceVersion", "selfLink", "managedFields"):
             meta.pop(key, None)
         meta["name"] = name
         if rt.namespaced:
@@ -784,9 +492,9 @@ class Store:
         meta["creationTimestamp"] = self.now_timestamp()
         if rt.has_generation:
             meta["generation"] = 1
-        obj = _fold_string_data(rt, self._defaults_on_create(rt, obj))
+        obj = fold_string_data(rt, self._defaults_on_create(rt, obj))
         obj = self._prune(rt, obj, schema)
-        self._validate(rt, obj, None)
+        validate(rt, obj, None)
         if dry_run:
             return Stored({**obj, "metadata": {**meta, "resourceVersion": str(self._rv)}})
         return self._commit(ts, event_type="ADDED", namespace=ns, name=name, obj=obj, previous=None)
@@ -870,65 +578,7 @@ class Store:
             obj["status"] = {}
         return obj
 
-    def _validate(self, rt: ResourceType, obj: JSONDict, old: JSONDict | None) -> None:
-        if rt.key == CRD_KEY:
-            causes = crds.calculate_validation_causes(obj, old)
-            if causes:
-                raise crds.validation_error(str(obj["metadata"].get("name", "")), causes)
-            return
-        if rt.key not in ("replicasets.apps", "deployments.apps", "jobs.batch"):
-            return
-        name = obj["metadata"]["name"]
-        spec = obj.get("spec") or {}
-        selector = spec.get("selector")
-
-        def fail(field: str, reason: str, detail: str) -> ApiError:
-            return errors.invalid(
-                kind=rt.kind,
-                group=rt.group,
-                name=name,
-                field=field,
-                cause_reason=reason,
-                detail=detail,
-            )
-
-        if not selector:
-            raise fail("spec.selector", "FieldValueRequired", "Required value")
-        if old is not None and selector != (old.get("spec") or {}).get("selector"):
-            raise fail("spec.selector", "FieldValueInvalid", "Invalid value: field is immutable")
-        try:
-            parsed = selector_from_label_selector_object(selector)
-        except ValueError as exc:
-            raise fail("spec.selector", "FieldValueInvalid", str(exc)) from None
-        if parsed.empty:
-            raise fail("spec.selector", "FieldValueInvalid", "Invalid value: empty selector")
-        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-        if not parsed.matches(labels):
-            raise fail(
-                "spec.template.metadata.labels",
-                "FieldValueInvalid",
-                f"Invalid value: {json.dumps(labels)}: `selector` does not match template `labels`",
-            )
-        replicas = spec.get("replicas")
-        if replicas is not None and (not isinstance(replicas, int) or replicas < 0):
-            raise fail(
-                "spec.replicas",
-                "FieldValueInvalid",
-                f"Invalid value: {replicas}: must be greater than or equal to 0",
-            )
-
     # --- updates --------------------------------------------------------------------------
-
-    def _spec_changed(self, rt: ResourceType, old: JSONDict, new: JSONDict) -> bool:
-        if rt.custom:
-            # Without a status subresource a status change is a spec change too (as on a real
-            # server: only metadata changes leave the generation alone).
-            skip = {"metadata", "kind", "apiVersion"}
-            if rt.status_subresource:
-                skip.add("status")
-            keys = (set(old) | set(new)) - skip
-            return any(old.get(k) != new.get(k) for k in keys)
-        return old.get(rt.generation_field) != new.get(rt.generation_field)
 
     def update(
         self,
@@ -970,21 +620,6 @@ class Store:
             rt, old, obj, subresource=subresource, dry_run=dry_run, schema=view.schema
         ).view(view)
 
-    def _check_preconditions(self, rt: ResourceType, old: Stored, meta: JSONDict) -> None:
-        name = str(old.metadata["name"])
-        rv = meta.get("resourceVersion")
-        if rv and str(rv) != old.metadata["resourceVersion"]:
-            raise errors.conflict(resource=rt.plural, group=rt.group, name=name)
-        uid = meta.get("uid")
-        if uid and uid != old.metadata.get("uid"):
-            raise errors.conflict(
-                resource=rt.plural,
-                group=rt.group,
-                name=name,
-                why=f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-                f"{old.metadata.get('uid')}",
-            )
-
     def _apply_update(
         self,
         rt: ResourceType,
@@ -997,7 +632,7 @@ class Store:
     ) -> Stored:
         """Write ``obj`` over ``old`` (both stored forms). ``schema`` prunes a custom resource
         (default: ``rt``'s, the storage version's)."""
-        self._check_preconditions(rt, old, obj["metadata"])
+        check_preconditions(rt, old, obj["metadata"])
         prev = old.obj
         if subresource == "status":
             new: JSONDict = {**prev}
@@ -1012,7 +647,7 @@ class Store:
                 )
         else:
             meta = dict(obj["metadata"])
-            for key in _SYSTEM_METADATA:
+            for key in SYSTEM_METADATA:
                 if key in prev["metadata"]:
                     meta[key] = prev["metadata"][key]
                 else:
@@ -1032,16 +667,16 @@ class Store:
                 new["spec"] = prev.get("spec", {})
             if rt.key == CRD_KEY:
                 new = crds.calculate_defaults(new)
-            new = _fold_string_data(rt, new)
+            new = fold_string_data(rt, new)
             new = self._prune(rt, new, schema if schema is not None else rt.schema)
-            self._validate(rt, new, prev)
+            validate(rt, new, prev)
             if rt.key == CRD_KEY:
                 new["status"] = crds.calculate_status(
                     new, prev.get("status"), now=self.now_timestamp(), taken=self._names_taken(new)
                 )
-            if rt.has_generation and self._spec_changed(rt, prev, new):
+            if rt.has_generation and spec_changed(rt, prev, new):
                 new["metadata"]["generation"] = int(prev["metadata"].get("generation", 0)) + 1
-        if _without_rv(new) == _without_rv(prev):
+        if without_rv(new) == without_rv(prev):
             return old
         if dry_run:
             return Stored(new)
@@ -1073,7 +708,7 @@ class Store:
         """PATCH. A resourceVersion inside the patch is a precondition (409 on mismatch)."""
         view, rt = rt, self._storage(rt)
         old = self.get(rt, namespace=namespace, name=name)
-        result = self._patched(view, old.view(view).obj, patch_type, patch)
+        result = apply_patch(view, old.view(view).obj, patch_type, patch)
         if not isinstance(result, dict):
             raise errors.unprocessable("the patched object is not a JSON object")
         obj = self._incoming(view, rt, result)
@@ -1081,68 +716,12 @@ class Store:
             rt, old, obj, subresource=subresource, dry_run=dry_run, schema=view.schema
         ).view(view)
 
-    def _patched(self, rt: ResourceType, target: JSONDict, patch_type: str, patch: Any) -> Any:
-        try:
-            if patch_type == JSON_PATCH:
-                return json_patch(target, patch)
-            if patch_type == MERGE_PATCH:
-                if not isinstance(patch, dict):
-                    raise PatchDecodeError("a merge patch must be a JSON object")
-                return merge_patch(target, patch)
-            if patch_type == STRATEGIC_MERGE_PATCH:
-                if rt.custom:
-                    raise errors.unsupported_media_type(patch_type)
-                if not isinstance(patch, dict):
-                    raise PatchDecodeError("a strategic merge patch must be a JSON object")
-                return strategic_merge_patch(target, patch)
-        except PatchDecodeError as exc:
-            raise errors.bad_request(str(exc)) from None
-        except PatchApplyError as exc:
-            raise errors.unprocessable(str(exc)) from None
-        raise errors.unsupported_media_type(patch_type)
-
     # --- scale subresource ----------------------------------------------------------------
 
     def get_scale(self, rt: ResourceType, *, namespace: str | None, name: str) -> JSONDict:
         if rt.scale is None:
             raise errors.not_found(resource=f"{rt.plural}/scale", group=rt.group, name=name)
-        return self._scale_of(rt, self.get(rt, namespace=namespace, name=name))
-
-    def _scale_of(self, rt: ResourceType, stored: Stored) -> JSONDict:
-        assert rt.scale is not None
-        obj = stored.obj
-
-        def at(path: tuple[str, ...]) -> Any:
-            cur: Any = obj
-            for part in path:
-                cur = cur.get(part) if isinstance(cur, dict) else None
-            return cur
-
-        if rt.scale.label_selector is not None:
-            selector = at(rt.scale.label_selector) or ""
-        else:
-            try:
-                selector = format_label_selector(
-                    selector_from_label_selector_object((obj.get("spec") or {}).get("selector"))
-                )
-            except ValueError:
-                selector = ""
-        meta = obj["metadata"]
-        scale_meta = {
-            k: meta[k]
-            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-            if k in meta
-        }
-        status: JSONDict = {"replicas": int(at(rt.scale.status_replicas) or 0)}
-        if selector:
-            status["selector"] = selector
-        return {
-            "kind": "Scale",
-            "apiVersion": "autoscaling/v1",
-            "metadata": scale_meta,
-            "spec": {"replicas": int(at(rt.scale.spec_replicas) or 0)},
-            "status": status,
-        }
+        return scale_of(rt, self.get(rt, namespace=namespace, name=name))
 
     def update_scale(
         self,
@@ -1158,7 +737,7 @@ class Store:
         if patch_type is not None:
             if patch_type == STRATEGIC_MERGE_PATCH:
                 patch_type = MERGE_PATCH
-            body = self._patched(rt, current, patch_type, body)
+            body = apply_patch(rt, current, patch_type, body)
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
         replicas = (body.get("spec") or {}).get("replicas")
@@ -1173,7 +752,7 @@ class Store:
             )
         srt = self._storage(rt)
         old = self.get(srt, namespace=namespace, name=name)
-        self._check_preconditions(srt, old, body.get("metadata") or {})
+        check_preconditions(srt, old, body.get("metadata") or {})
         assert rt.scale is not None
         new = copy.deepcopy(old.obj)
         cur: JSONDict = new
@@ -1181,7 +760,7 @@ class Store:
             cur = cur.setdefault(part, {})
         cur[rt.scale.spec_replicas[-1]] = replicas
         stored = self._apply_update(srt, old, new, subresource=None, schema=rt.schema)
-        return self._scale_of(rt, stored)
+        return scale_of(rt, stored)
 
     # --- deletes --------------------------------------------------------------------------
 
@@ -1211,7 +790,7 @@ class Store:
             return self._delete_crd(name, preconditions)
         old = self.get(rt, namespace=namespace, name=name)
         if preconditions:
-            self._check_preconditions(rt, old, preconditions)
+            check_preconditions(rt, old, preconditions)
         policy = propagation or rt.default_propagation
         if policy not in ("Background", "Orphan", "Foreground"):
             raise errors.bad_request(f"unsupported propagationPolicy {policy!r}")
@@ -1342,7 +921,7 @@ class Store:
         storage = next(t for t in types if t.storage)
         ts = self._types.get(key)
         if ts is None:
-            self._types[key] = _TypeState(storage, self._rv)
+            self._types[key] = TypeState(storage, self._rv)
         else:
             if ts.rt.api_version != storage.api_version or ts.rt.schema != storage.schema:
                 # A new storage version or schema: the real server converts and prunes what it
@@ -1391,7 +970,7 @@ class Store:
         ts = self._types[CRD_KEY]
         old = self.get(ts.rt, namespace=None, name=name)
         if preconditions:
-            self._check_preconditions(ts.rt, old, preconditions)
+            check_preconditions(ts.rt, old, preconditions)
         if not old.metadata.get("deletionTimestamp"):
             finalizers = list(old.metadata.get("finalizers") or [])
             if crds.CLEANUP_FINALIZER not in finalizers:
@@ -1484,23 +1063,3 @@ class Store:
         for ts in self._types.values():
             ts.compacted_rv = self._rv
             ts.forced_rv = self._rv
-
-
-def gone_line(since: int, oldest: int) -> bytes:
-    """The ERROR event a real server sends in a watch stream for a too old resourceVersion."""
-    status = errors.expired(f"too old resource version: {since} ({oldest})").status()
-    return b'{"type":"ERROR","object":' + _dumps(status) + b"}\n"
-
-
-def _fold_string_data(rt: ResourceType, obj: JSONDict) -> JSONDict:
-    """A Secret's write-only `stringData` merged into `data` (base64), as the API server does on
-    every write: a key in both takes the `stringData` value, and `stringData` is never stored."""
-    if rt.key != "secrets" or "stringData" not in obj:
-        return obj
-    folded = {k: v for k, v in obj.items() if k != "stringData"}
-    data = dict(obj.get("data") or {})
-    for key, value in (obj.get("stringData") or {}).items():
-        data[key] = base64.b64encode(str(value).encode()).decode()
-    if data:
-        folded["data"] = data
-    return folded

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+from devcluster.history import DEFAULT_HISTORY_SIZE
 from devcluster.server import DevClusterThread, run_in_thread
-from devcluster.store import DEFAULT_HISTORY_SIZE
 
 
 @pytest.fixture

@@ -11,8 +11,10 @@ import pytest
 
 from devcluster.crds import calculate_defaults, calculate_validation_causes
 from devcluster.errors import ApiError
+from devcluster.patches import MERGE_PATCH
 from devcluster.resources import CRD_KEY, Registry, ResourceType, version_priority
-from devcluster.store import MERGE_PATCH, Store, WatchFilter
+from devcluster.store import Store
+from devcluster.watches import WatchFilter
 from rollout_workers.api.crdgen import calculate_crds
 
 

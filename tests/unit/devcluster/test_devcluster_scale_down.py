@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from devcluster.controllers import calculate_deletion_order
-from devcluster.store import Stored
+from devcluster.stored import Stored
 
 
 def pod(name: str, *, rv: int, created: str, phase: str = "Pending", ready: bool = False) -> Stored:

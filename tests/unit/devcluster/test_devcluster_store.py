@@ -10,15 +10,11 @@ import pytest
 
 from devcluster.crds import calculate_defaults, calculate_resource_types
 from devcluster.errors import ApiError
+from devcluster.patches import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from devcluster.resources import CRD_KEY, Registry, ResourceType
 from devcluster.selectors import parse_label_selector
-from devcluster.store import (
-    JSON_PATCH,
-    MERGE_PATCH,
-    STRATEGIC_MERGE_PATCH,
-    Store,
-    WatchFilter,
-)
+from devcluster.store import Store
+from devcluster.watches import WatchFilter
 
 REGISTRY = Registry()
 
