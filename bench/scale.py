@@ -594,6 +594,9 @@ def run_case(
                 path = args.profile_stacks / f"{kind}-{size}-{name}.txt"
                 path.write_text("".join(f"{stack} {count}\n" for stack, count in found))
         commands = command_stats(client) if client is not None else {}
+        # Events a worker dropped (its queue full, spam, refused), counted up to here.
+        drops = client.hgetall(f"{PREFIX}:metrics:events_dropped") if client is not None else {}
+        dropped = {k.decode() if isinstance(k, bytes) else str(k): int(v) for k, v in drops.items()}
         print(f"  {label}: all Healthy on revision 2 after {rollout_s:.1f} s", flush=True)
 
         latency = {
@@ -641,6 +644,8 @@ def run_case(
             round(total_commands / max(1, reconciles), 1) if client is not None else None
         ),
         "redis_top_commands": dict(sorted(commands.items(), key=lambda kv: -kv[1])[:10]),
+        "events_dropped": dropped,
+        "events_dropped_total": sum(dropped.values()),
         "peak_rss_mib": rss,
         "latency": latency,
         "profile_ms_per_reconcile": profile,
@@ -859,6 +864,7 @@ def render(report: Obj) -> list[str]:
         ("API requests/reconcile", "api_requests_per_reconcile"),
         ("controller CPU ms/reconcile", "controller_cpu_ms_per_reconcile"),
         ("Redis commands/reconcile", "redis_commands_per_reconcile"),
+        ("events dropped", "events_dropped_total"),
     ]
     width = 14
     lines = ["".ljust(30) + "".join(c["case"].rjust(width) for c in cases)]

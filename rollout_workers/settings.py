@@ -290,6 +290,12 @@ class KubeSettings(BaseModel):
         gt=0,
         description="Events a process holds waiting to be written; more are dropped and counted.",
     )
+    event_writers: int = Field(
+        default=4,
+        gt=0,
+        description="Threads of a process that write its Events, each those of its share of the "
+        "objects, in order: one falls behind ten reconcile threads.",
+    )
 
 
 class WatcherSettings(BaseModel):

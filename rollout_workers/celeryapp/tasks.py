@@ -62,9 +62,10 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
         )
     counts = PendingCounts(MetricKeys(settings.redis.key_prefix))
     events = BackgroundEventSink(
-        # Made on the sink's thread, at the first event this process records.
+        # Made on each writer thread, at the first event it writes.
         lambda: Kube(api_client(settings), settings.kube, counts=counts),
         capacity=settings.kube.event_queue,
+        writers=settings.kube.event_writers,
         counts=counts,
     )
     return Runtime(settings=settings, redis=client, queues=queues, counts=counts, events=events)

@@ -9,13 +9,15 @@ broadcaster queues the event (1000 deep, dropping when full) and one goroutine c
 - `emit` counts the event (`rollout_events_total`, before any filter), puts it on a bounded
   queue (`kube.event_queue`, default 1000) and returns: it never blocks and never raises. A
   full queue drops the event.
-- One daemon thread takes events in order, correlates them and writes each: a POST, or a
+- Writer threads (`kube.event_writers`, default 4; client-go has one goroutine, which a Go
+  process can afford) each take the events of their share of the involved objects, in order,
+  correlate them (one correlator per process) and write each: a POST, or a
   strategic merge patch of `count`, `lastTimestamp` and `message` when the correlator found the
   Event already written (a patch answered 404 becomes a create: the Event expired). Connection
   failures and 5xx are retried (12 tries, 10 s apart, the first wait random, as client-go's
   recordToSink); any other refusal gives the event up.
-- Started lazily, in the process that emits: a prefork child starts its own thread, queue and
-  correlator on its first event (the parent's do not survive a fork).
+- Started lazily, in the process that emits: a prefork child starts its own threads, queues
+  and correlator on its first event (the parent's do not survive a fork).
 - `flush(timeout)` waits, at most `timeout`, for the queue to empty (a worker process calls it
   as it exits; what is left is lost with the process).
 
@@ -36,8 +38,10 @@ import os
 import random
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rollout_workers.counters import PendingCounts
@@ -117,40 +121,55 @@ class WriterSink:
             log.warning("could not record event %s: %s", event.get("reason"), err)
 
 
+@dataclass
+class _Lane:
+    """One writer thread's queue: the events of the objects hashed to it, in order."""
+
+    cond: threading.Condition = field(default_factory=threading.Condition)
+    items: deque[Obj] = field(default_factory=deque)
+    busy: bool = False
+
+    def idle(self) -> bool:
+        """Nothing queued and nothing being written (called holding `cond`)."""
+        return not self.items and not self.busy
+
+
 class BackgroundEventSink:
     def __init__(
         self,
         connect: Callable[[], EventWriter],
         *,
         capacity: int,
+        writers: int = 1,
         counts: PendingCounts | None = None,
         clock: Clock = utcnow,
         retry_sleep: float = RETRY_SLEEP,
         max_tries: int = MAX_TRIES,
     ) -> None:
-        """`connect` makes the API client, once per process, on the writer thread."""
+        """`connect` makes an API client for each writer thread, on that thread. `writers`
+        threads write at once, each the events of its share of the involved objects, in the
+        order they were emitted; `capacity` events may wait in all."""
         self._connect = connect
         self.capacity, self.counts, self.clock = capacity, counts, clock
+        self.writers = writers
         self.retry_sleep, self.max_tries = retry_sleep, max_tries
         self._lock = threading.Lock()
         self._pid = -1
-        self._cond = threading.Condition()
-        self._items: deque[Obj] = deque()
-        self._busy = False
+        self._lanes: list[_Lane] = []
         self._correlator = EventCorrelator(clock=clock)
+        self._correlating = threading.Lock()
 
     # -- the reconcile's side -----------------------------------------------------------------
 
     def emit(self, event: Obj) -> None:
         count_event(self.counts, event)
-        cond = self._started()
-        with cond:
-            if len(self._items) >= self.capacity:
-                full = True
-            else:
-                full = False
-                self._items.append(event)
-                cond.notify()
+        lanes = self._started()
+        lane = lanes[zlib.crc32(_involved_key(event).encode()) % len(lanes)]
+        with lane.cond:
+            full = len(lane.items) >= max(1, self.capacity // len(lanes))
+            if not full:
+                lane.items.append(event)
+                lane.cond.notify()
         if full:
             self._dropped("queue_full")
             log.warning(
@@ -162,39 +181,49 @@ class BackgroundEventSink:
         """Wait until every event emitted so far was written or given up; False on timeout."""
         if self._pid != os.getpid():
             return True  # nothing emitted in this process
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._items and not self._busy, timeout)
+        deadline = time.monotonic() + timeout
+        for lane in self._lanes:
+            with lane.cond:
+                left = max(0.0, deadline - time.monotonic())
+                if not lane.cond.wait_for(lane.idle, left):
+                    return False
+        return True
 
     def pending(self) -> int:
         """Events queued or being written."""
-        with self._cond:
-            return len(self._items) + (1 if self._busy else 0)
+        total = 0
+        for lane in self._lanes if self._pid == os.getpid() else []:
+            with lane.cond:
+                total += len(lane.items) + (1 if lane.busy else 0)
+        return total
 
-    def _started(self) -> threading.Condition:
-        """This process' queue, its writer thread started on first use (again after a fork:
-        the parent's thread does not exist in the child, and its lock may be held there)."""
+    def _started(self) -> list[_Lane]:
+        """This process' lanes, their writer threads started on first use (again after a fork:
+        the parent's threads do not exist in the child, and their locks may be held there)."""
         with self._lock:
             if self._pid != os.getpid():
                 self._pid = os.getpid()
-                self._cond = threading.Condition()
-                self._items = deque()
-                self._busy = False
+                self._lanes = [_Lane() for _ in range(self.writers)]
                 self._correlator = EventCorrelator(clock=self.clock)
-                threading.Thread(
-                    target=self._run, args=(self._pid,), name="event sink", daemon=True
-                ).start()
-            return self._cond
+                self._correlating = threading.Lock()
+                for i, lane in enumerate(self._lanes):
+                    name = f"event sink {i}"
+                    thread = threading.Thread(
+                        target=self._run, args=(self._pid, lane), name=name, daemon=True
+                    )
+                    thread.start()
+            return self._lanes
 
-    # -- the writer thread --------------------------------------------------------------------
+    # -- the writer threads -------------------------------------------------------------------
 
-    def _run(self, pid: int) -> None:
+    def _run(self, pid: int, lane: _Lane) -> None:
         api: EventWriter | None = None
-        cond = self._cond
+        cond = lane.cond
         while self._pid == pid:
             with cond:
-                cond.wait_for(lambda: bool(self._items))
-                event = self._items.popleft()
-                self._busy = True
+                cond.wait_for(lambda: bool(lane.items))
+                event = lane.items.popleft()
+                lane.busy = True
             try:
                 if api is None:
                     api = self._connect()
@@ -204,11 +233,12 @@ class BackgroundEventSink:
                 self._dropped("failed")
             finally:
                 with cond:
-                    self._busy = False
+                    lane.busy = False
                     cond.notify_all()
 
     def _deliver(self, api: EventWriter, event: Obj) -> None:
-        correlation = self._correlator.correlate(event)
+        with self._correlating:
+            correlation = self._correlator.correlate(event)
         if correlation is None:
             self._dropped("spam")
             log.info("event %s about %s dropped as spam", event.get("reason"), _describe(event))
@@ -250,12 +280,19 @@ class BackgroundEventSink:
             log.warning("event %s refused: %s", event.get("reason"), err)
             self._dropped("failed")
             return True
-        self._correlator.update_state(correlation.key, written)
+        with self._correlating:
+            self._correlator.update_state(correlation.key, written)
         return True
 
     def _dropped(self, cause: str) -> None:
         if self.counts is not None:
             self.counts.event_dropped(cause)
+
+
+def _involved_key(event: Obj) -> str:
+    """The involved object, which decides the lane: one object's events stay in order."""
+    involved = event.get("involvedObject") or {}
+    return "/".join(str(involved.get(k, "")) for k in ("namespace", "kind", "name"))
 
 
 def _describe(event: Obj) -> str:

@@ -211,6 +211,28 @@ def test_a_full_queue_drops_without_blocking_and_counts() -> None:
     assert sum(v for k, v in got.items() if k.startswith("events:")) == 6
 
 
+def test_writers_write_other_objects_at_once_and_one_objects_events_in_order() -> None:
+    """With four writers, an API call that hangs holds up only its own lane: the events of
+    objects in other lanes are written meanwhile, and each object's events keep their order."""
+    api = FakeApi()
+    api.gate.clear()  # the API hangs
+    sink = BackgroundEventSink(
+        lambda: api, capacity=100, writers=4, clock=lambda: T0, retry_sleep=0.0
+    )
+    objects = [pod(f"p{i}", uid=f"u{i}") for i in range(12)]
+    for reason in ("Started", "Killed", "Stopped"):
+        for obj in objects:
+            sink.emit(ev(obj, reason))
+    wait_until(lambda: len(api.calls) == 4, "every writer to take an event")
+    assert len({body["involvedObject"]["name"] for _, _, body in api.calls}) == 4
+    api.gate.set()
+    assert sink.flush(5)
+    for obj in objects:
+        name = obj["metadata"]["name"]
+        reasons = [b["reason"] for _, _, b in api.calls if b["involvedObject"]["name"] == name]
+        assert reasons == ["Started", "Killed", "Stopped"], name
+
+
 def test_spam_is_dropped_and_counted() -> None:
     api = FakeApi()
     counts = PendingCounts(Keys("t"))
