@@ -186,12 +186,14 @@ def _register_sync(app: Celery, state: ProcessState, kind: str) -> None:
         # The trace of every key: its start and its outcome, whatever the kind, so the logs
         # say which key a worker held when it stopped (and a failed e2e scenario prints them).
         log.info("%s.sync %s: start", kind, key)
+        events = state.runtime.events
         report: SyncReport = run_sync(
             queue=state.runtime.queue(kind),
             handler=handler,
             raw_key=key,
             keeper=state.keeper,
             counts=state.runtime.counts,
+            events=events if isinstance(events, BackgroundEventSink) else None,
         )
         # The key is the task's argument and this phrase its result: both are what Flower shows.
         outcome = report.describe(sent_for=key)

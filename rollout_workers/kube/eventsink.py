@@ -32,6 +32,7 @@ of a reconcile from its recording writer).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
@@ -40,7 +41,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -121,12 +122,31 @@ class WriterSink:
             log.warning("could not record event %s: %s", event.get("reason"), err)
 
 
+class Written:
+    """The events one reconcile emitted, each done once written or given up: the reconcile's
+    runner waits for them before it releases the key (see `BackgroundEventSink.tracking`)."""
+
+    def __init__(self) -> None:
+        self._flags: list[threading.Event] = []
+
+    def add(self) -> threading.Event:
+        flag = threading.Event()
+        self._flags.append(flag)
+        return flag
+
+    def wait(self, timeout: float) -> bool:
+        """Whether every event was done within `timeout` seconds in all."""
+        deadline = time.monotonic() + timeout
+        return all(flag.wait(max(0.0, deadline - time.monotonic())) for flag in self._flags)
+
+
 @dataclass
 class _Lane:
-    """One writer thread's queue: the events of the objects hashed to it, in order."""
+    """One writer thread's queue: the events of the objects hashed to it, in order, each with
+    the flag of the reconcile that waits for it (None: nobody waits)."""
 
     cond: threading.Condition = field(default_factory=threading.Condition)
-    items: deque[Obj] = field(default_factory=deque)
+    items: deque[tuple[Obj, threading.Event | None]] = field(default_factory=deque)
     busy: bool = False
 
     def idle(self) -> bool:
@@ -158,19 +178,41 @@ class BackgroundEventSink:
         self._lanes: list[_Lane] = []
         self._correlator = EventCorrelator(clock=clock)
         self._correlating = threading.Lock()
+        self._local = threading.local()
 
     # -- the reconcile's side -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def tracking(self) -> Iterator[Written]:
+        """Collect the events this thread emits meanwhile (one reconcile's), to wait for them.
+
+        Why: a reconcile records an event once, with the change it writes (RolloutAborted
+        with the abort); a process killed after that write and before the event's own write
+        loses the event for good, because the next reconcile finds nothing new to record. The
+        runner waits for the reconcile's events before it releases the key, so the window is
+        the reconcile's own, as when events were written inline, while the writes themselves
+        stay on the writer threads (and another reconcile's events never delay this one)."""
+        written = Written()
+        self._local.written = written
+        try:
+            yield written
+        finally:
+            self._local.written = None
 
     def emit(self, event: Obj) -> None:
         count_event(self.counts, event)
         lanes = self._started()
         lane = lanes[zlib.crc32(_involved_key(event).encode()) % len(lanes)]
+        written: Written | None = getattr(self._local, "written", None)
+        flag = written.add() if written is not None else None
         with lane.cond:
             full = len(lane.items) >= max(1, self.capacity // len(lanes))
             if not full:
-                lane.items.append(event)
+                lane.items.append((event, flag))
                 lane.cond.notify()
         if full:
+            if flag is not None:
+                flag.set()  # dropped: nothing to wait for
             self._dropped("queue_full")
             log.warning(
                 "event queue full (%d): dropped event %s about %s",
@@ -222,7 +264,7 @@ class BackgroundEventSink:
         while self._pid == pid:
             with cond:
                 cond.wait_for(lambda: bool(lane.items))
-                event = lane.items.popleft()
+                event, flag = lane.items.popleft()
                 lane.busy = True
             try:
                 if api is None:
@@ -232,6 +274,8 @@ class BackgroundEventSink:
                 log.exception("event %s could not be written", event.get("reason"))
                 self._dropped("failed")
             finally:
+                if flag is not None:
+                    flag.set()
                 with cond:
                     lane.busy = False
                     cond.notify_all()

@@ -21,10 +21,14 @@ import redis
 
 from rollout_workers.counters import Increment, PendingCounts, reconcile_increments
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
+from rollout_workers.kube.eventsink import BackgroundEventSink
 from rollout_workers.reconcile.handlers import Handler, LeaseLost, Result, SyncRequest
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue, token_prefix
 
 log = logging.getLogger(__name__)
+
+#: How long a reconcile's runner waits for its events to be written before releasing the key.
+EVENT_WAIT = 2.0
 
 
 _HOST = socket.gethostname()
@@ -144,7 +148,10 @@ def run_sync(
     raw_key: object,
     keeper: LeaseKeeper,
     counts: PendingCounts | None = None,
+    events: BackgroundEventSink | None = None,
 ) -> SyncReport:
+    """`events`: the process' event sink, whose writes of this reconcile's events are waited
+    for (at most EVENT_WAIT) before the key is released (see BackgroundEventSink.tracking)."""
     try:
         key = parse_key(raw_key)
     except InvalidKey as err:
@@ -165,14 +172,18 @@ def run_sync(
     started = time.monotonic()
     result: Result | None
     with keeper.hold(queue, key, token) as lease:
-        try:
-            result = handler(SyncRequest(kind=queue.kind, key=key, lease=lease)) or Result.done()
-        except LeaseLost:
-            result = None
-        except Exception:
-            log.exception("reconcile of %s %s failed", queue.kind, key)
-            result = Result(Outcome.ERROR)
-    duration = time.monotonic() - started
+        with events.tracking() if events is not None else contextlib.nullcontext() as written:
+            try:
+                request = SyncRequest(kind=queue.kind, key=key, lease=lease)
+                result = handler(request) or Result.done()
+            except LeaseLost:
+                result = None
+            except Exception:
+                log.exception("reconcile of %s %s failed", queue.kind, key)
+                result = Result(Outcome.ERROR)
+        duration = time.monotonic() - started
+        if written is not None and not written.wait(EVENT_WAIT):
+            log.warning("events of %s %s not written within %gs", queue.kind, key, EVENT_WAIT)
     if result is None or lease.lost():
         log.warning("reconcile of %s %s abandoned: lease lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)

@@ -233,6 +233,29 @@ def test_writers_write_other_objects_at_once_and_one_objects_events_in_order() -
         assert reasons == ["Started", "Killed", "Stopped"], name
 
 
+def test_a_reconcile_can_wait_for_its_own_events_and_for_none_other() -> None:
+    """What a thread emits under `tracking` is waited for until written (or dropped: a full
+    queue does not hold the reconcile); another thread's events are not part of it."""
+    api = FakeApi()
+    api.gate.clear()  # the API hangs
+    counts = PendingCounts(Keys("t"))
+    sink = make_sink(api, capacity=1, counts=counts)
+    other = threading.Thread(target=sink.emit, args=(ev(pod("elsewhere"), "Started"),))
+    other.start()
+    other.join()
+    wait_until(lambda: len(api.calls) == 1, "the writer to take the other thread's event")
+    with sink.tracking() as written:
+        sink.emit(ev(pod("mine"), "Started"))
+        sink.emit(ev(pod("mine"), "Killed"))  # the queue is full: dropped at once
+    assert not written.wait(0.05)
+    api.gate.set()
+    assert written.wait(5)
+    assert counted(counts)["events_dropped:queue_full"] == 1
+    with sink.tracking() as none:
+        pass
+    assert none.wait(0)
+
+
 def test_spam_is_dropped_and_counted() -> None:
     api = FakeApi()
     counts = PendingCounts(Keys("t"))
