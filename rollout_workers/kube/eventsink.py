@@ -191,7 +191,8 @@ class BackgroundEventSink:
         loses the event for good, because the next reconcile finds nothing new to record. The
         runner waits for the reconcile's events before it releases the key, so the window is
         the reconcile's own, as when events were written inline, while the writes themselves
-        stay on the writer threads (and another reconcile's events never delay this one)."""
+        stay on the writer threads (the wait is for this reconcile's events, and for those
+        queued before them in their lanes)."""
         written = Written()
         self._local.written = written
         try:
