@@ -290,11 +290,12 @@ class KubeSettings(BaseModel):
         gt=0,
         description="Events a process holds waiting to be written; more are dropped and counted.",
     )
-    event_writers: int = Field(
-        default=4,
+    event_writers: int | None = Field(
+        default=None,
         gt=0,
         description="Threads of a process that write its Events, each those of its share of the "
-        "objects, in order: one falls behind ten reconcile threads.",
+        "objects, in order (default: 4 in a threads worker host, where one falls behind ten "
+        "reconcile threads; 1 in a process that reconciles one key at a time).",
     )
 
 

@@ -9,11 +9,12 @@ broadcaster queues the event (1000 deep, dropping when full) and one goroutine c
 - `emit` counts the event (`rollout_events_total`, before any filter), puts it on a bounded
   queue (`kube.event_queue`, default 1000) and returns: it never blocks and never raises. A
   full queue drops the event.
-- Writer threads (`kube.event_writers`, default 4; client-go has one goroutine, which a Go
-  process can afford) each take the events of their share of the involved objects, in order,
-  correlate them (one correlator per process) and write each: a POST, or a
-  strategic merge patch of `count`, `lastTimestamp` and `message` when the correlator found the
-  Event already written (a patch answered 404 becomes a create: the Event expired). Connection
+- Writer threads (`kube.event_writers`: 4 in a threads worker host, else 1; client-go has one
+  goroutine, which a Go process can afford) each take the events of their share of the
+  involved objects, in order, correlate them (one correlator per process) and write each: a
+  POST, or a strategic merge patch of `count`, `lastTimestamp` and `message` when the
+  correlator found the Event already written (a patch answered 404 becomes a create: the Event
+  expired). Connection
   failures and 5xx are retried (12 tries, 10 s apart, the first wait random, as client-go's
   recordToSink); any other refusal gives the event up.
 - Started lazily, in the process that emits: a prefork child starts its own threads, queues
