@@ -1,12 +1,15 @@
 """Where a reconcile's CPU goes: py-spy samples of live processes, counted by phase.
 
-`Sampler(pid).start()` runs `py-spy record --subprocesses --gil --format raw` on a process
-group's leader (a worker host: its consumer and every pool process; the watcher) until `stop()`,
-and returns the collapsed stacks. Only a thread holding the GIL is sampled (a thread waiting on
-a socket has released it), so samples / rate is the CPU seconds spent in Python, per process;
-what runs outside the GIL (the kernel's side of a send) is not counted. `phases()` assigns each
-stack to the first phase its frames name, from the leaf up: a `json.loads` called from the cache
-counts as a cache read, a Redis round trip made by `claim` as the workqueue's.
+`Sampler(pid).start()` runs `py-spy record --subprocesses --gil --nonblocking --format raw` on a
+process group's leader (a worker host: its consumer and every pool process; the watcher) until
+`stop()`, and returns the collapsed stacks. Only a thread holding the GIL is sampled (a thread
+waiting on a socket has released it), so samples / rate is the CPU seconds spent in Python, per
+process; what runs outside the GIL (the kernel's side of a send) is not counted. `--nonblocking`
+reads the stacks without stopping the process: a stopped process of a dozen threads lost a
+third of its throughput (bench/README.md), at the price of a stack now and then read half-way
+through a call, so the leaf functions are approximate and the phases are not. `phases()`
+assigns each stack to the first phase its frames name, from the leaf up: a `json.loads` called
+from the cache counts as a cache read, a Redis round trip made by `claim` as the workqueue's.
 """
 
 from __future__ import annotations
@@ -67,7 +70,15 @@ class Sampler:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Sampler:
-        argv = [py_spy(), "record", "--pid", str(self.pid), "--subprocesses", "--gil"]
+        argv = [
+            py_spy(),
+            "record",
+            "--pid",
+            str(self.pid),
+            "--subprocesses",
+            "--gil",
+            "--nonblocking",
+        ]
         argv += ["--rate", str(self.rate), "--format", "raw", "--output", str(self._out)]
         self._proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True

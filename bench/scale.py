@@ -349,7 +349,8 @@ class Controller:
 
 
 #: The pool cases and the worker pool each runs (`rollouts worker -P`).
-POOLS = {"pool": "threads", "prefork": "prefork", "solo": "solo"}
+#: Case kind -> worker pool type. `before` is `pool` run from another source tree (--before).
+POOLS = {"pool": "threads", "prefork": "prefork", "solo": "solo", "before": "threads"}
 
 
 class Pool(Controller):
@@ -514,6 +515,9 @@ def run_case(
     workdir.mkdir(parents=True)
     with contextlib.ExitStack() as stack:
         env = dict(base_env)
+        if kind == "before":
+            # Not the repo (every process starts in it, which `-m` would put first on the path).
+            env.update(PYTHONPATH=str(args.before), PYTHONSAFEPATH="1")
         api, api_url = start_api(
             env, workdir, stack, options=["--ready-delay", str(args.ready_delay)]
         )
@@ -780,6 +784,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--solo-pools", default="", help="cases of N solo hosts (`-P solo`, one process each)"
     )
+    p.add_argument(
+        "--before",
+        type=Path,
+        help="a source tree (e.g. a git worktree of an earlier commit): each --pools case also "
+        "runs from it, as before(N), in the same run",
+    )
     p.add_argument("--peer-threads", type=int, default=10, help="0 skips the peer")
     p.add_argument("--bluegreen-every", type=int, default=10, help="every n-th is blue-green")
     p.add_argument(
@@ -823,6 +833,7 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
             ("pool", args.pools),
             ("prefork", args.prefork_pools),
             ("solo", args.solo_pools),
+            ("before", args.pools if args.before else ""),
         )
         for n in sizes.split(",")
         if n.strip()

@@ -21,6 +21,13 @@ class ObjectReader(Protocol):
     def by_owner(self, uid: str) -> list[Obj]: ...
 
 
+class OwnerReader(Protocol):
+    """An object and what it owns of some types (a list per type, in the order the reader
+    was built with), read together (cache.store.OwnerReads)."""
+
+    def read(self, key: str) -> tuple[Obj | None, list[list[Obj]]]: ...
+
+
 class WrittenGuard(Protocol):
     """The stale-cache guard's read side, and the record of writes that settled an object
     (see cache.written)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import functools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -92,8 +92,8 @@ class CacheWriter:
         self._set_fenced = client.register_script(SET_FENCED)
 
     def _args(
-        self, op: str, obj: Obj, type_rv: str, *, ordered: bool = False
-    ) -> tuple[list[str], list[str]]:
+        self, op: str, obj: Obj, type_rv: str, *, ordered: bool = False, text: bytes | None = None
+    ) -> tuple[list[str], list[str | bytes]]:
         sets = [self.keys.index(n, v) for n, v in index_values(self.resource, obj)]
         meta = obj.get("metadata") or {}
         k = self.keys
@@ -109,7 +109,7 @@ class CacheWriter:
             [
                 op,
                 object_key(obj),
-                dumps(obj) if op == "put" else "",
+                ("" if op != "put" else text if text is not None else dumps(obj)),
                 str(meta.get("resourceVersion", "")),
                 json.dumps(sets),
                 type_rv,
@@ -118,16 +118,19 @@ class CacheWriter:
             ],
         )
 
-    def apply(self, event_type: str, obj: Obj) -> Change:
-        """Apply one watch event (ADDED, MODIFIED, DELETED) and record its resourceVersion."""
-        keys, args = self.apply_call(event_type, obj)
+    def apply(self, event_type: str, obj: Obj, text: bytes | None = None) -> Change:
+        """Apply one watch event (ADDED, MODIFIED, DELETED) and record its resourceVersion.
+        `text`: `obj` as the server encoded it, stored as it is (else `obj` is encoded)."""
+        keys, args = self.apply_call(event_type, obj, text)
         return self.applied(event_type, obj, self._apply(keys=keys, args=args))
 
-    def apply_call(self, event_type: str, obj: Obj) -> tuple[list[str], list[str]]:
+    def apply_call(
+        self, event_type: str, obj: Obj, text: bytes | None = None
+    ) -> tuple[list[str], list[str | bytes]]:
         """The Redis keys and arguments of apply.lua for one watch event (see `apply`)."""
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         op = "del" if event_type == "DELETED" else "put"
-        return self._args(op, obj, rv, ordered=True)
+        return self._args(op, obj, rv, ordered=True, text=text)
 
     def applied(self, event_type: str, obj: Obj, reply: Any) -> Change:
         """The Change apply.lua's answer describes; Fenced when it wrote nothing because the
@@ -255,6 +258,24 @@ return redis.call('HMGET', KEYS[2], unpack(members))
 """
 
 
+#: An owner and, per owned type, the objects of one owner-index set, in one round trip.
+#: KEYS: the owner type's objects hash, then an (index set, objects hash) pair per owned type.
+#: ARGV: the owner's key. Returns {the owner's JSON or nil, one list of objects per pair}.
+OWNER_AND_OWNED = """
+local out = {redis.call('HGET', KEYS[1], ARGV[1])}
+for i = 2, #KEYS, 2 do
+  local members = redis.call('SMEMBERS', KEYS[i])
+  if #members == 0 then
+    out[#out + 1] = {}
+  else
+    table.sort(members)
+    out[#out + 1] = redis.call('HMGET', KEYS[i + 1], unpack(members))
+  end
+end
+return out
+"""
+
+
 class Lister:
     """The workers' read side of one type's cache."""
 
@@ -300,3 +321,52 @@ class Lister:
     def object_keys(self) -> builtins.list[str]:
         """The key of every cached object."""
         return sorted(_text(k) for k in self._redis.hkeys(self.keys.objects))
+
+
+class OwnerReads:
+    """An owner and what it owns of some types (a rollout, its ReplicaSets, AnalysisRuns and
+    Experiments), read in one round trip where `get` and a `by_owner` per type take one each.
+
+    The owner index is keyed by the owner's uid, which is inside the owner's object: the uid
+    read last for each key is remembered, and the owned objects are read for it together with
+    the owner. A key read for the first time in this process, or whose object's uid is not the
+    one remembered (deleted and created again), costs the round trips of the plain reads.
+    """
+
+    #: Keys remembered at most; past it the memory starts over (each key costs one read more).
+    MAX_REMEMBERED = 100_000
+
+    def __init__(self, client: redis.Redis, owner: Lister, owned: Sequence[Lister]) -> None:
+        self.owner, self.owned = owner, list(owned)
+        self._script = client.register_script(OWNER_AND_OWNED)
+        self._uids: dict[str, str] = {}
+
+    def read(self, key: str) -> tuple[Obj | None, list[list[Obj]]]:
+        uid = self._uids.get(key)
+        if uid is None:
+            return self._plain(key)
+        keys = [self.owner.keys.objects]
+        for lister in self.owned:
+            keys += [lister.keys.index(OWNER, uid), lister.keys.objects]
+        raw, *found = self._script(keys=keys, args=[key])
+        if not raw:
+            self._uids.pop(key, None)
+            return None, [[] for _ in self.owned]
+        obj: Obj = json.loads(raw)
+        if _uid(obj) != uid:
+            return self._plain(key, obj)
+        return obj, [[json.loads(x) for x in objs if x] for objs in found]
+
+    def _plain(self, key: str, obj: Obj | None = None) -> tuple[Obj | None, list[list[Obj]]]:
+        obj = obj if obj is not None else self.owner.get(key)
+        if obj is None:
+            return None, [[] for _ in self.owned]
+        uid = _uid(obj)
+        if len(self._uids) >= self.MAX_REMEMBERED:
+            self._uids.clear()
+        self._uids[key] = uid
+        return obj, [lister.by_owner(uid) for lister in self.owned]
+
+
+def _uid(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid", ""))

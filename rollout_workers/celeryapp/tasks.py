@@ -7,6 +7,7 @@ Task names are explicit and stable (`rollouts.sync`, `analysisruns.sync`, `exper
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -109,6 +110,10 @@ class ProcessState:
             if kind not in self._handlers:
                 spec = self._settings.reconcile.handlers.get(kind, NOOP)
                 self._handlers[kind] = load_handler(spec, runtime)
+                # What exists now lives as long as the process (modules, the runtime, Celery's
+                # own): out of the collector's sight, a full collection walks only what the
+                # reconciles allocate (about 80 ms each in a threads host before).
+                gc.freeze()
             return self._handlers[kind]
 
 

@@ -28,8 +28,14 @@ from rollout_workers.cache.indexers import (
     TEMPLATE,
     rollout_references,
 )
-from rollout_workers.cache.reader import ObjectReader, RouterObjectReader, WrittenGuard
+from rollout_workers.cache.reader import (
+    ObjectReader,
+    OwnerReader,
+    RouterObjectReader,
+    WrittenGuard,
+)
 from rollout_workers.cache.routerobjects import CachedRouterObjects
+from rollout_workers.cache.store import OwnerReads
 from rollout_workers.cache.synced import is_synced
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
@@ -125,7 +131,11 @@ class RolloutController:
         outbox: Outbox | None = None,
         events: EventSink | None = None,
         target_groups: TargetGroupVerification | None = None,
+        owner_reads: OwnerReader | None = None,
     ) -> None:
+        """`owner_reads`: a rollout with its ReplicaSets, AnalysisRuns and Experiments read
+        together (else `rollouts.get` and a `by_owner` each)."""
+        self.owner_reads = owner_reads
         self.target_groups = target_groups  # AWS target group verification; None: off
         self.workloads, self.listed = dict(workloads or {}), listed
         self.step_plugins = step_plugins or StepPluginRegistry()
@@ -138,16 +148,12 @@ class RolloutController:
         self.written, self.writer, self.clock = written, writer, clock
 
     def sync(self, request: SyncRequest) -> Result:
-        obj = self.rollouts.get(request.key)
+        obj, rss, runs, experiments = self._read(request.key)
         if obj is None:
             return Result.gone()
         meta = obj.get("metadata") or {}
         if meta.get("deletionTimestamp"):
             return Result.done()
-        uid = str(meta.get("uid", ""))
-        rss = self.replicasets.by_owner(uid)
-        runs = self.analysis_runs.by_owner(uid) if self.analysis_runs is not None else []
-        experiments = self.experiments.by_owner(uid) if self.experiments is not None else []
         if self._stale(request.key, obj, rss) or self._unseen(obj, runs, experiments):
             log.info("cache behind our last write for %s; requeueing", request.key)
             return Result.requeue_after(STALE_REQUEUE)
@@ -256,6 +262,22 @@ class RolloutController:
         if ctx.requeue_after is not None:
             return Result.requeue_after(ctx.requeue_after)
         return Result.done()
+
+    def _read(self, key: str) -> tuple[Obj | None, list[Obj], list[Obj], list[Obj]]:
+        """The rollout, its ReplicaSets, AnalysisRuns and Experiments."""
+        if self.owner_reads is not None:
+            obj, (rss, runs, experiments) = self.owner_reads.read(key)
+            return obj, rss, runs, experiments
+        obj = self.rollouts.get(key)
+        if obj is None:
+            return None, [], [], []
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        return (
+            obj,
+            self.replicasets.by_owner(uid),
+            self.analysis_runs.by_owner(uid) if self.analysis_runs is not None else [],
+            self.experiments.by_owner(uid) if self.experiments is not None else [],
+        )
 
     def _ingresses(self, obj: Obj) -> tuple[dict[str, Obj], list[str]]:
         """The Ingresses the rollout routes through, by name (those found): the nginx router's
@@ -504,9 +526,14 @@ def make_handler(runtime: Runtime) -> Handler:
     prefix = settings.redis.key_prefix
     kube = Kube(api_client(settings), settings.kube, counts=runtime.counts)
     written = WrittenVersions(runtime.redis, prefix=prefix)
+    rollouts = Lister(runtime.redis, prefix=prefix, resource=r.ROLLOUTS)
+    replicasets = Lister(runtime.redis, prefix=prefix, resource=r.REPLICASETS)
+    analysis_runs = Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS)
+    experiments = Lister(runtime.redis, prefix=prefix, resource=r.EXPERIMENTS)
     controller = RolloutController(
-        rollouts=Lister(runtime.redis, prefix=prefix, resource=r.ROLLOUTS),
-        replicasets=Lister(runtime.redis, prefix=prefix, resource=r.REPLICASETS),
+        rollouts=rollouts,
+        replicasets=replicasets,
+        owner_reads=OwnerReads(runtime.redis, rollouts, [replicasets, analysis_runs, experiments]),
         services=Lister(runtime.redis, prefix=prefix, resource=r.SERVICES),
         ingresses=Lister(runtime.redis, prefix=prefix, resource=r.INGRESSES),
         router_objects=CachedRouterObjects(
@@ -514,8 +541,8 @@ def make_handler(runtime: Runtime) -> Handler:
         ),
         templates=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISTEMPLATES),
         cluster_templates=Lister(runtime.redis, prefix=prefix, resource=r.CLUSTERANALYSISTEMPLATES),
-        analysis_runs=Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS),
-        experiments=Lister(runtime.redis, prefix=prefix, resource=r.EXPERIMENTS),
+        analysis_runs=analysis_runs,
+        experiments=experiments,
         workloads={
             res.cache_name: Lister(runtime.redis, prefix=prefix, resource=res)
             for resources in r.WORKLOADS.values()

@@ -165,13 +165,16 @@ class EventQueuer:
         for i in range(0, len(valid), ADD_BATCH):
             queue.add(valid[i : i + ADD_BATCH], own=own, tenants=tenants)
 
-    def event(self, writer: CacheWriter, event_type: str, obj: Obj) -> Change:
-        """Apply one watch event to the cache and queue what it wakes, in one script call."""
+    def event(
+        self, writer: CacheWriter, event_type: str, obj: Obj, text: bytes | None = None
+    ) -> Change:
+        """Apply one watch event to the cache and queue what it wakes, in one script call.
+        `text`: the object as the server encoded it, stored as it is (else `obj` re-encoded)."""
         resource = writer.resource
         provisional = Change(event_type, object_key(obj), obj, None)
         wanted = Wanted(self._label)
         wanted.add(resource, provisional, self._lookup)
-        keys, apply_args = writer.apply_call(event_type, obj)
+        keys, apply_args = writer.apply_call(event_type, obj, text)
         groups: list[Any] = []
         batches: list[tuple[WorkQueue, list[ObjectKey]]] = []
         later: list[str] = []  # kinds woken in more keys than one call takes

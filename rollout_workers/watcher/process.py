@@ -7,6 +7,7 @@ that happened in between is missed.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -135,9 +136,11 @@ class Watcher:
         self._ensure_workloads(resource, changes)
         self.queuer.changes(resource, changes)
 
-    def on_event(self, writer: CacheWriter, event_type: str, obj: Obj) -> Change:
+    def on_event(
+        self, writer: CacheWriter, event_type: str, obj: Obj, text: bytes | None = None
+    ) -> Change:
         self._ensure_workloads(writer.resource, [Change(event_type, "", obj, None)])
-        return self.queuer.event(writer, event_type, obj)
+        return self.queuer.event(writer, event_type, obj, text)
 
     def _ensure_workloads(self, resource: Resource, changes: list[Change]) -> None:
         if resource is r.ROLLOUTS and self.on_demand is not None:
@@ -292,6 +295,7 @@ def run(settings: Settings, redis_url: str) -> int:
     watcher = Watcher(settings=settings, kube=kube, runtime=runtime, stop=stop, fence=fence)
     log.info("%s leads; starting %d reflectors", identity, len(watcher.reflectors))
     check = watcher.redis_check()
+    gc.freeze()  # what exists now lasts as long as the process: out of the collector's sight
     watcher.start()
     health.leading(watcher.reflectors, watcher.threads)
 

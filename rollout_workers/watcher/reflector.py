@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 
 OnChanges = Callable[[Resource, list[Change]], None]
 #: Applies one watch event through the writer and queues what it wakes (see watcher.events).
-OnEvent = Callable[[CacheWriter, str, dict[str, Any]], Change]
+#: (writer, event type, object, the object's text as the server sent it, or None)
+OnEvent = Callable[[CacheWriter, str, dict[str, Any], bytes | None], Change]
 
 
 @dataclass
@@ -298,9 +299,10 @@ class Reflector:
             self.stats.malformed += 1
             log.error("%s: skipping malformed %s event", self.resource.plural, kind)
             return rv
+        text = getattr(event, "object_text", None)
         if self._on_event is not None:
-            self._on_event(self._writer, kind, obj)
+            self._on_event(self._writer, kind, obj, text)
         else:
-            self._on_changes(self.resource, [self._writer.apply(kind, obj)])
+            self._on_changes(self.resource, [self._writer.apply(kind, obj, text)])
         self.stats.events += 1
         return new_rv or rv

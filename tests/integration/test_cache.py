@@ -7,6 +7,7 @@ from typing import Any
 import redis
 
 from rollout_workers.cache import CacheWriter, Lister
+from rollout_workers.cache.store import OwnerReads
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.kube import resources as r
 
@@ -154,3 +155,53 @@ def test_a_relist_that_fails_part_way_deletes_nothing(rdb: redis.Redis) -> None:
     changes = w.replace([rollout("r0", 7, "s"), rollout("r1", 2, "s")], "8")
     assert [(c.type, c.key) for c in changes] == [("DELETED", "prod/r2")]
     assert lister.object_keys() == ["prod/r0", "prod/r1"]
+
+
+def owned_rs(name: str, owner_uid: str, rv: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": name,
+            "namespace": "prod",
+            "resourceVersion": str(rv),
+            "uid": f"u-{name}",
+            "ownerReferences": [{"uid": owner_uid, "controller": True, "name": "x"}],
+        },
+    }
+
+
+def test_owner_reads_match_the_plain_reads_in_one_round_trip_once_the_uid_is_known(
+    rdb: redis.Redis,
+) -> None:
+    rollouts_w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
+    rs_w = CacheWriter(rdb, prefix="t", resource=r.REPLICASETS)
+    rollouts = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
+    rss = Lister(rdb, prefix="t", resource=r.REPLICASETS)
+    runs = Lister(rdb, prefix="t", resource=r.ANALYSISRUNS)
+    reads = OwnerReads(rdb, rollouts, [rss, runs])
+    rollouts_w.apply("ADDED", rollout("a", 1, "s"))  # uid "a"
+    for i, name in enumerate(["a-2", "a-1", "other"]):
+        rs_w.apply("ADDED", owned_rs(name, "a" if name != "other" else "b", 10 + i))
+
+    def plain() -> tuple[object, list[list[dict[str, Any]]]]:
+        obj = rollouts.get("prod/a")
+        uid = obj["metadata"]["uid"] if obj else ""
+        return obj, [rss.by_owner(uid), runs.by_owner(uid)]
+
+    assert reads.read("prod/a") == plain()  # first read: the plain reads, uid remembered
+    calls = []
+    rdb.set_response_callback("EVALSHA", lambda r, **kw: calls.append(1) or r)
+    assert reads.read("prod/a") == plain()
+    assert len(calls) == 3  # one script call for the owner reads, two for plain()'s by_owner
+
+    # Deleted and created again under a new uid: the remembered uid no longer matches.
+    rollouts_w.apply("DELETED", rollout("a", 20, "s"))
+    assert reads.read("prod/a") == (None, [[], []])
+    again = rollout("a", 21, "s")
+    again["metadata"]["uid"] = "b"
+    rollouts_w.apply("ADDED", again)
+    obj, (owned, _) = reads.read("prod/a")
+    assert obj == again and [o["metadata"]["name"] for o in owned] == ["other"]
+    obj, (owned, _) = reads.read("prod/a")
+    assert [o["metadata"]["name"] for o in owned] == ["other"]

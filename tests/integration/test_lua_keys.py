@@ -25,7 +25,13 @@ from redis.commands.core import Script
 
 from rollout_workers.cache import CacheWriter, Change
 from rollout_workers.cache.fence import SET_FENCED, Fence, fence_key
-from rollout_workers.cache.store import INDEXED_OBJECTS, Lister, apply_source
+from rollout_workers.cache.store import (
+    INDEXED_OBJECTS,
+    OWNER_AND_OWNED,
+    Lister,
+    OwnerReads,
+    apply_source,
+)
 from rollout_workers.cache.written import _RECORD, WrittenVersions
 from rollout_workers.counters import Increment
 from rollout_workers.keys import ObjectKey
@@ -127,6 +133,7 @@ def known_scripts() -> dict[str, str]:
     names[apply_source()] = "cache/apply.lua"
     names[SET_FENCED] = "cache/fence.py SET_FENCED"
     names[INDEXED_OBJECTS] = "cache/store.py INDEXED_OBJECTS"
+    names[OWNER_AND_OWNED] = "cache/store.py OWNER_AND_OWNED"
     names[_RECORD] = "cache/written.py _RECORD"
     names[leader._ACQUIRE] = "watcher/leader.py _ACQUIRE"
     names[leader._HOLD] = "watcher/leader.py _HOLD"
@@ -346,6 +353,9 @@ def drive_watcher(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
     owned = Lister(rdb, prefix=prefix, resource=r.ANALYSISRUNS).by_owner("u1")
     assert [o["metadata"]["name"] for o in owned] == ["c"]  # d moved to u3, b is gone
     assert Lister(rdb, prefix=prefix, resource=r.ANALYSISRUNS).by_owner("nobody") == []
+    runs = Lister(rdb, prefix=prefix, resource=r.ANALYSISRUNS)
+    reads = OwnerReads(rdb, runs, [runs])  # the second read is the one script call
+    assert reads.read("team-a/c") == reads.read("team-a/c")
     WrittenVersions(rdb, prefix=prefix, own="analysisruns").record("analysisruns", "team-a/c", "30")
     lease.release()
     assert lease.holder() is None
