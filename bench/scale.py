@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -498,13 +499,67 @@ def audit(http: Http) -> Counter[str]:
     return counts
 
 
-def command_stats(client: redis.Redis) -> dict[str, int]:
+def command_stats(client: redis.Redis, field: str = "calls") -> dict[str, int]:
+    """Redis' count of each command since the stats were reset: `calls`, or `usec` (the time
+    spent running it; a script's includes the commands it runs, which count on their own too)."""
     stats: dict[str, dict[str, Any]] = client.info("commandstats")
     return {
-        k.removeprefix("cmdstat_"): int(v["calls"])
+        k.removeprefix("cmdstat_"): int(v[field])
         for k, v in stats.items()
         if k.removeprefix("cmdstat_") not in ("info", "config", "monitor")
     }
+
+
+def slowlog_all(client: redis.Redis) -> None:
+    """Have Redis log every command with its duration (SLOWLOG at a threshold of 0 us)."""
+    client.config_set("slowlog-log-slower-than", 0)
+    client.config_set("slowlog-max-len", 1_000_000)
+    client.slowlog_reset()
+
+
+def script_names() -> dict[str, str]:
+    """SHA1 -> name of every script the controller may run (each fairness mode's)."""
+    from rollout_workers.cache.fence import SET_FENCED
+    from rollout_workers.cache.store import INDEXED_OBJECTS, OWNER_AND_OWNED, apply_source
+    from rollout_workers.cache.written import _RECORD
+    from rollout_workers.watcher.events import event_script
+    from rollout_workers.workqueue.queue import script_source
+
+    sources = [
+        ("apply.lua", apply_source()),
+        ("INDEXED_OBJECTS", INDEXED_OBJECTS),
+        ("OWNER_AND_OWNED", OWNER_AND_OWNED),
+        ("written _RECORD", _RECORD),
+        ("SET_FENCED", SET_FENCED),
+    ]
+    for name in ("extend", "add_after", "add_rate_limited", "sent", "alive"):
+        sources.append((f"{name}.lua", script_source(name)))
+    for mode in ("off", "namespace", "label"):
+        for name in ("add", "claim", "done", "tick", "requeue", "release"):
+            sources.append((f"{name}.lua", script_source(name, mode)))
+        sources.append(("watch event (apply + add)", event_script(script_source("add", mode))))
+    return {hashlib.sha1(src.encode()).hexdigest(): name for name, src in sources}
+
+
+def script_times(client: redis.Redis) -> dict[str, tuple[int, int]]:
+    """From the SLOWLOG (slowlog_all): name -> (calls, microseconds), a script by its name and
+    any other command by its own; then the log is turned off again."""
+    names = script_names()
+    out: dict[str, tuple[int, int]] = {}
+    for entry in client.slowlog_get(1_000_000):
+        command = entry["command"]
+        text = command.decode(errors="replace") if isinstance(command, bytes) else str(command)
+        parts = text.split()
+        head = parts[0].upper() if parts else "?"
+        if head == "EVALSHA" and len(parts) > 1:
+            head = names.get(parts[1], f"script {parts[1][:8]}")
+        if head in ("SLOWLOG", "CONFIG", "INFO", "MONITOR"):
+            continue
+        calls, usec = out.get(head, (0, 0))
+        out[head] = (calls + 1, usec + int(entry["duration"]))
+    client.config_set("slowlog-log-slower-than", 10_000)
+    client.slowlog_reset()
+    return out
 
 
 def run_case(
@@ -579,6 +634,8 @@ def run_case(
         client = controller.client if isinstance(controller, Pool) else None
         if client is not None:
             client.config_resetstat()
+            if args.redis_scripts:
+                slowlog_all(client)
         samplers = (
             {name: Sampler(proc.pid).start() for name, proc in controller.procs.items()}
             if args.profile
@@ -598,6 +655,8 @@ def run_case(
                 path = args.profile_stacks / f"{kind}-{size}-{name}.txt"
                 path.write_text("".join(f"{stack} {count}\n" for stack, count in found))
         commands = command_stats(client) if client is not None else {}
+        usec = command_stats(client, "usec") if client is not None else {}
+        scripts = script_times(client) if client is not None and args.redis_scripts else {}
         # Events a worker dropped (its queue full, spam, refused), counted up to here.
         drops = client.hgetall(f"{PREFIX}:metrics:events_dropped") if client is not None else {}
         dropped = {k.decode() if isinstance(k, bytes) else str(k): int(v) for k, v in drops.items()}
@@ -648,6 +707,19 @@ def run_case(
             round(total_commands / max(1, reconciles), 1) if client is not None else None
         ),
         "redis_top_commands": dict(sorted(commands.items(), key=lambda kv: -kv[1])[:10]),
+        # Microseconds per reconcile of the commands that took longest (Redis' own timing).
+        "redis_top_usec_per_reconcile": {
+            k: round(v / max(1, reconciles), 1)
+            for k, v in sorted(usec.items(), key=lambda kv: -kv[1])[:10]
+        },
+        # --redis-scripts: per script (or command), calls and microseconds per reconcile.
+        "redis_scripts_per_reconcile": {
+            name: {
+                "calls": round(n / max(1, reconciles), 2),
+                "usec": round(t / max(1, reconciles), 1),
+            }
+            for name, (n, t) in sorted(scripts.items(), key=lambda kv: -kv[1][1])
+        },
         "events_dropped": dropped,
         "events_dropped_total": sum(dropped.values()),
         "peak_rss_mib": rss,
@@ -811,6 +883,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--profile-stacks",
         type=Path,
         help="with --profile: write each process' collapsed stacks here (flamegraph input)",
+    )
+    p.add_argument(
+        "--redis-scripts",
+        action="store_true",
+        help="log every Redis command over the rollout (SLOWLOG at 0 us): time per script",
     )
     p.add_argument("--output", type=Path, default=RESULTS)
     return p.parse_args(argv)

@@ -18,16 +18,19 @@ Hashes (prefix `rw`):
   rw:metrics:notifications      `ok|namespace|name|type|reason`, `err|...`,
                                 `send|ns/name|b<i>`, `send|ns/name|sum`
 
-A process does not write a counter per API request: `PendingCounts` buffers them in memory,
-and they travel with a write the process makes anyway (a worker's `done`, the watcher's
-periodic stats), at the cost of losing the last few increments of a process killed with
-SIGKILL. Counts already in Redis are never lost.
+A process does not write a counter per API request or per reconcile: `PendingCounts` buffers
+them in memory, summed, and they travel at most once a second (`FLUSH_INTERVAL`) with a write
+the process makes anyway (a worker's `done`, the watcher's periodic stats), or on their own
+once a second when there is none (a worker process' flusher thread). A reconcile's requests,
+events and histograms therefore reach Redis up to a second after it, and a process killed with
+SIGKILL loses the last second of increments. Counts already in Redis are never lost.
 """
 
 from __future__ import annotations
 
 import bisect
 import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +38,9 @@ from dataclasses import dataclass
 import redis
 
 from rollout_workers.settings import OBJECT_KINDS
+
+#: The longest a process keeps its counter increments before they go to Redis.
+FLUSH_INTERVAL = 1.0
 
 #: Argo's reconcile histograms (rollout_reconcile, analysis_run_reconcile, experiment_reconcile).
 RECONCILE_BUCKETS: tuple[float, ...] = (0.01, 0.15, 0.25, 0.5, 1.0)
@@ -165,14 +171,17 @@ def request_labels(method: str, path: str, *, watch: bool = False) -> tuple[str,
 class PendingCounts:
     """Counter increments a process has observed and not yet written to Redis.
 
-    Thread-safe. `drain` hands them over to be written with the next write; `restore` puts
-    them back when that write failed.
+    Thread-safe. `drain` hands them over to be written with the next write (`drain_due`: only
+    once `interval` has passed since the last hand-over, so a process' many writes carry them
+    once a second, summed); `restore` puts them back when that write failed.
     """
 
-    def __init__(self, keys: Keys) -> None:
+    def __init__(self, keys: Keys, interval: float = FLUSH_INTERVAL) -> None:
         self.keys = keys
+        self.interval = interval
         self._lock = threading.Lock()
         self._counts: Counter[tuple[str, str]] = Counter()
+        self._drained = float("-inf")
 
     def request(self, method: str, path: str, status: int, *, watch: bool = False) -> None:
         kind, namespace, name, verb = request_labels(method, path, watch=watch)
@@ -201,15 +210,28 @@ class PendingCounts:
         with self._lock:
             self._counts[(key, field)] += amount
 
-    def drain(self) -> list[Increment]:
-        with self._lock:
-            counts, self._counts = self._counts, Counter()
-        return [Increment(k, f, n) for (k, f), n in sorted(counts.items())]
-
-    def restore(self, increments: Sequence[Increment]) -> None:
+    def add(self, increments: Sequence[Increment]) -> None:
         with self._lock:
             for inc in increments:
                 self._counts[(inc.key, inc.field)] += inc.amount
+
+    def due(self) -> bool:
+        """Whether `interval` has passed since the last hand-over and something is pending."""
+        with self._lock:
+            return bool(self._counts) and time.monotonic() - self._drained >= self.interval
+
+    def drain(self) -> list[Increment]:
+        with self._lock:
+            counts, self._counts = self._counts, Counter()
+            self._drained = time.monotonic()
+        return [Increment(k, f, n) for (k, f), n in sorted(counts.items())]
+
+    def drain_due(self) -> list[Increment]:
+        """`drain` once `interval` has passed since the last hand-over; else nothing."""
+        return self.drain() if self.due() else []
+
+    def restore(self, increments: Sequence[Increment]) -> None:
+        self.add(increments)
 
     def flush(self, client: redis.Redis) -> int:
         """Write the pending increments in one pipeline; returns how many fields."""

@@ -23,9 +23,10 @@ class ObjectReader(Protocol):
 
 class OwnerReader(Protocol):
     """An object and what it owns of some types (a list per type, in the order the reader
-    was built with), read together (cache.store.OwnerReads)."""
+    was built with), read together with the stale-cache guard's verdict on them, or None when
+    the caller is to ask the guard (cache.store.OwnerReads)."""
 
-    def read(self, key: str) -> tuple[Obj | None, list[list[Obj]]]: ...
+    def read(self, key: str) -> tuple[Obj | None, list[list[Obj]], list[str] | None]: ...
 
 
 class WrittenGuard(Protocol):

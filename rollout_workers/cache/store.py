@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import functools
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -20,6 +20,7 @@ import redis
 
 from rollout_workers.cache.fence import SET_FENCED, Fence, Fenced, fence_key
 from rollout_workers.cache.indexers import NAMESPACE, OWNER, index_values, object_key
+from rollout_workers.cache.written import WrittenVersions, behind, versions
 from rollout_workers.keys import own_key
 from rollout_workers.kube.resources import Resource
 from rollout_workers.objects import Obj
@@ -258,18 +259,31 @@ return redis.call('HMGET', KEYS[2], unpack(members))
 """
 
 
-#: An owner and, per owned type, the objects of one owner-index set, in one round trip.
-#: KEYS: the owner type's objects hash, then an (index set, objects hash) pair per owned type.
-#: ARGV: the owner's key. Returns {the owner's JSON or nil, one list of objects per pair}.
+#: An owner and, per owned type, the objects of one owner-index set, with the versions workers
+#: last wrote of the owner and of the owned objects, in one round trip.
+#: KEYS: the owner type's objects hash, the owner's written-version key, then an (index set,
+#: objects hash) pair per owned type.
+#: ARGV: the owner's key, then per owned type the prefix of its objects' written-version keys
+#: ('' for none: not read).
+#: Returns {the owner's JSON, its written version, then per owned type: the index set's members
+#: (sorted), their objects, their written versions ({} when not read)}; nil for what is absent.
 OWNER_AND_OWNED = """
-local out = {redis.call('HGET', KEYS[1], ARGV[1])}
-for i = 2, #KEYS, 2 do
-  local members = redis.call('SMEMBERS', KEYS[i])
+local out = {redis.call('HGET', KEYS[1], ARGV[1]), redis.call('GET', KEYS[2])}
+for i = 3, #KEYS, 2 do
+  local members, n = redis.call('SMEMBERS', KEYS[i]), #out
   if #members == 0 then
-    out[#out + 1] = {}
+    out[n + 1], out[n + 2], out[n + 3] = {}, {}, {}
   else
     table.sort(members)
-    out[#out + 1] = redis.call('HMGET', KEYS[i + 1], unpack(members))
+    local prefix, versions = ARGV[(i - 1) / 2 + 1], {}
+    if prefix ~= '' then
+      local keys = {}
+      for j, m in ipairs(members) do keys[j] = prefix .. m end
+      versions = redis.call('MGET', unpack(keys))
+    end
+    out[n + 1] = members
+    out[n + 2] = redis.call('HMGET', KEYS[i + 1], unpack(members))
+    out[n + 3] = versions
   end
 end
 return out
@@ -325,47 +339,78 @@ class Lister:
 
 class OwnerReads:
     """An owner and what it owns of some types (a rollout, its ReplicaSets, AnalysisRuns and
-    Experiments), read in one round trip where `get` and a `by_owner` per type take one each.
+    Experiments), read in one round trip where `get`, a `by_owner` per type and the stale-cache
+    guard's reads take one each; the guard's verdict comes with them (`written.behind`).
 
     The owner index is keyed by the owner's uid, which is inside the owner's object: the uid
     read last for each key is remembered, and the owned objects are read for it together with
     the owner. A key read for the first time in this process, or whose object's uid is not the
-    one remembered (deleted and created again), costs the round trips of the plain reads.
+    one remembered (deleted and created again), costs the round trips of the plain reads, and
+    its guard is left to the caller.
     """
 
     #: Keys remembered at most; past it the memory starts over (each key costs one read more).
     MAX_REMEMBERED = 100_000
 
-    def __init__(self, client: redis.Redis, owner: Lister, owned: Sequence[Lister]) -> None:
-        self.owner, self.owned = owner, list(owned)
+    def __init__(
+        self,
+        client: redis.Redis,
+        owner: Lister,
+        owned: Sequence[Lister],
+        *,
+        written: WrittenVersions,
+        checked: Collection[str] = (),
+    ) -> None:
+        """`checked`: the plurals of the owned types whose written versions are compared, as
+        the owner's always are."""
+        self.owner, self.owned, self.written = owner, list(owned), written
+        self._prefixes = [
+            written.key_prefix(x.resource.plural) if x.resource.plural in checked else ""
+            for x in self.owned
+        ]
         self._script = client.register_script(OWNER_AND_OWNED)
         self._uids: dict[str, str] = {}
 
-    def read(self, key: str) -> tuple[Obj | None, list[list[Obj]]]:
+    def read(self, key: str) -> tuple[Obj | None, list[list[Obj]], list[str] | None]:
+        """The owner (None when it is not cached), its objects of each owned type, and the keys
+        among the owner and the checked objects that the cache holds at an older version than
+        a worker wrote (None: not compared, the plain reads were made)."""
         uid = self._uids.get(key)
         if uid is None:
             return self._plain(key)
-        keys = [self.owner.keys.objects]
+        keys = [self.owner.keys.objects, self.written.key_prefix(self.owner.resource.plural) + key]
         for lister in self.owned:
             keys += [lister.keys.index(OWNER, uid), lister.keys.objects]
-        raw, *found = self._script(keys=keys, args=[key])
+        raw, owner_written, *found = self._script(keys=keys, args=[key, *self._prefixes])
         if not raw:
             self._uids.pop(key, None)
-            return None, [[] for _ in self.owned]
+            return None, [[] for _ in self.owned], []
         obj: Obj = json.loads(raw)
         if _uid(obj) != uid:
             return self._plain(key, obj)
-        return obj, [[json.loads(x) for x in objs if x] for objs in found]
+        stale = behind(versions([obj]), {key: owner_written})
+        owned: list[list[Obj]] = []
+        for i in range(len(self.owned)):
+            members, objects, written = found[3 * i : 3 * i + 3]
+            objs = [json.loads(x) for x in objects if x]
+            owned.append(objs)
+            if written:
+                stale += behind(
+                    versions(objs), dict(zip(map(_text, members), written, strict=True))
+                )
+        return obj, owned, stale
 
-    def _plain(self, key: str, obj: Obj | None = None) -> tuple[Obj | None, list[list[Obj]]]:
+    def _plain(
+        self, key: str, obj: Obj | None = None
+    ) -> tuple[Obj | None, list[list[Obj]], list[str] | None]:
         obj = obj if obj is not None else self.owner.get(key)
         if obj is None:
-            return None, [[] for _ in self.owned]
+            return None, [[] for _ in self.owned], []
         uid = _uid(obj)
         if len(self._uids) >= self.MAX_REMEMBERED:
             self._uids.clear()
         self._uids[key] = uid
-        return obj, [lister.by_owner(uid) for lister in self.owned]
+        return obj, [lister.by_owner(uid) for lister in self.owned], None
 
 
 def _uid(obj: Obj) -> str:

@@ -52,7 +52,11 @@ class WrittenVersions:
         self._record = client.register_script(_RECORD)
 
     def _key(self, plural: str, key: str) -> str:
-        return f"{self._prefix}:{plural}:{key}"
+        return f"{self.key_prefix(plural)}{key}"
+
+    def key_prefix(self, plural: str) -> str:
+        """The Redis key of a written version of a `plural` object, less the object's key."""
+        return f"{self._prefix}:{plural}:"
 
     def record(self, plural: str, key: str, resource_version: str) -> None:
         if resource_version.isdigit():
@@ -75,25 +79,14 @@ class WrittenVersions:
         if not items:
             return []
         keys = list(items)
-        written = self._redis.mget([self._key(plural, k) for k in keys])
-        behind = []
-        for key, value in zip(keys, written, strict=True):
-            cached = items[key]
-            if value is not None and cached.isdigit() and int(value) > int(cached):
-                behind.append(key)
-        return behind
+        return behind(
+            items,
+            dict(zip(keys, self._redis.mget([self._key(plural, k) for k in keys]), strict=True)),
+        )
 
     def stale_objects(self, plural: str, objs: list[dict[str, Any]]) -> list[str]:
         """`stale` for cached objects as read (namespace/name and resourceVersion from each)."""
-        return self.stale(
-            plural,
-            {
-                f"{o['metadata'].get('namespace')}/{o['metadata']['name']}": str(
-                    o["metadata"].get("resourceVersion", "")
-                )
-                for o in objs
-            },
-        )
+        return self.stale(plural, versions(objs))
 
     def unseen(self, plural: str, keys: list[str], cached: set[str]) -> list[str]:
         """The keys a worker wrote (created) lately that the cache does not hold yet: a
@@ -109,3 +102,24 @@ class WrittenVersions:
         router object created, then deleted, such as Ambassador's canary Mapping, would read
         as created and not cached yet until the record expired)."""
         self._redis.delete(self._key(plural, key))
+
+
+def versions(objs: list[dict[str, Any]]) -> dict[str, str]:
+    """namespace/name -> resourceVersion of cached objects as read."""
+    return {
+        f"{o['metadata'].get('namespace')}/{o['metadata']['name']}": str(
+            o["metadata"].get("resourceVersion", "")
+        )
+        for o in objs
+    }
+
+
+def behind(cached: dict[str, str], written: dict[str, Any]) -> list[str]:
+    """The keys whose cached resourceVersion is older than the one a worker wrote (`written`:
+    key -> the version recorded, or None)."""
+    out = []
+    for key, rv in cached.items():
+        value = written.get(key)
+        if value is not None and rv.isdigit() and int(value) > int(rv):
+            out.append(key)
+    return out

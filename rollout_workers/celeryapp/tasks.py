@@ -11,11 +11,14 @@ import gc
 import logging
 import os
 import threading
+import time
 from typing import Any
 
+import redis
 from celery import Celery, signals
 
 from rollout_workers import redisclient
+from rollout_workers.cache.epoch import CacheEpoch
 from rollout_workers.celeryapp.sender import Envelopes, SyncSender
 from rollout_workers.celeryapp.transport import worker_host
 from rollout_workers.counters import Keys as MetricKeys
@@ -60,6 +63,8 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
             replicas_timeout=settings.redis.claim_replicas_timeout,
             # A dirty key's message goes out with `done` itself, not through kombu afterwards.
             envelope=Envelopes(sender),
+            # The cache epoch read with each claim (reconcile.handlers.when_cache_synced).
+            claim_guard=CacheEpoch(client, prefix=settings.redis.key_prefix).key,
         )
     counts = PendingCounts(MetricKeys(settings.redis.key_prefix))
     events = BackgroundEventSink(
@@ -69,7 +74,22 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
         writers=settings.kube.event_writers or (4 if settings.worker.pool == "threads" else 1),
         counts=counts,
     )
+    threading.Thread(
+        target=flush_counts, args=(counts, client), name="counts flusher", daemon=True
+    ).start()
     return Runtime(settings=settings, redis=client, queues=queues, counts=counts, events=events)
+
+
+def flush_counts(counts: PendingCounts, client: redis.Redis) -> None:
+    """A process' counter increments when no `done` carries them (an idle worker): at most
+    `counts.interval` late, as they are when it is busy."""
+    while True:
+        time.sleep(counts.interval)
+        if counts.due():
+            try:
+                counts.flush(client)
+            except redis.RedisError as err:  # kept (flush restores them) for the next try
+                log.debug("cannot write counters: %s", err)
 
 
 class ProcessState:

@@ -38,6 +38,9 @@ class SyncRequest:
     kind: str
     key: ObjectKey
     lease: Lease
+    #: The key whose existence the claim reported (the queue's `claim_guard`) and whether it
+    #: existed; None when the claim read none.
+    guard: tuple[str, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,11 +98,15 @@ CACHE_WAIT = 1.0
 
 def when_cache_synced(runtime: Runtime, handler: Handler) -> Handler:
     """Run `handler` only over a complete cache (see cache/epoch.py): while the watcher has not
-    relisted every type since Redis lost its data, the key is requeued after CACHE_WAIT."""
+    relisted every type since Redis lost its data, the key is requeued after CACHE_WAIT. The
+    epoch is read with the claim when the queue's claim guard is the epoch key (the workers'
+    queues: celeryapp/tasks.py), else here."""
     epoch = CacheEpoch(runtime.redis, prefix=runtime.settings.redis.key_prefix)
 
     def handle(request: SyncRequest) -> Result | None:
-        if not epoch.synced():
+        guard = request.guard
+        synced = guard[1] if guard is not None and guard[0] == epoch.key else epoch.synced()
+        if not synced:
             return Result.requeue_after(CACHE_WAIT)
         return handler(request)
 

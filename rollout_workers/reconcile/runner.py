@@ -160,7 +160,7 @@ def run_sync(
     token = new_token(queue.host)
     try:
         # With fairness on, the message is a wake-up for whichever key's turn it is.
-        claim, key = queue.claim(key, token)
+        (claim, key), guarded = queue.claim_guarded(key, token)
     except redis.RedisError as err:
         # The key stays queued; the tick resends its message once Redis is back.
         log.error("cannot claim %s/%s: %s", queue.kind, key, err)
@@ -174,7 +174,8 @@ def run_sync(
     with keeper.hold(queue, key, token) as lease:
         with events.tracking() if events is not None else contextlib.nullcontext() as written:
             try:
-                request = SyncRequest(kind=queue.kind, key=key, lease=lease)
+                guard = (queue.claim_guard, guarded) if queue.claim_guard is not None else None
+                request = SyncRequest(kind=queue.kind, key=key, lease=lease, guard=guard)
                 result = handler(request) or Result.done()
             except LeaseLost:
                 result = None
@@ -187,16 +188,11 @@ def run_sync(
     if result is None or lease.lost():
         log.warning("reconcile of %s %s abandoned: lease lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)
-    pending = counts.drain() if counts is not None else []
+    pending = counts.drain_due() if counts is not None else []
     held = (claimed_at, time.time())
     try:
         owned = queue.done(
-            key,
-            token,
-            result.outcome,
-            delay=result.delay,
-            duration=duration,
-            increments=[*metric_increments(queue, key, result, duration, counts), *pending],
+            key, token, result.outcome, delay=result.delay, duration=duration, increments=pending
         )
     except redis.RedisError as err:
         # The lease expires and the tick requeues the key: one extra reconcile, nothing lost.
@@ -207,6 +203,8 @@ def run_sync(
         _restore(counts, pending)
         log.warning("reconcile of %s %s finished after its lease was lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)
+    if counts is not None:  # counted once it did count: its `done` applied
+        counts.add(metric_increments(queue, key, result, duration, counts))
     return SyncReport(result.outcome.value, key, duration, result.delay, held)
 
 
@@ -214,7 +212,7 @@ def metric_increments(
     queue: WorkQueue, key: ObjectKey, result: Result, duration: float, counts: PendingCounts | None
 ) -> list[Increment]:
     """The reconcile's own metrics (Argo's `<kind>_reconcile` histogram and `_reconcile_error`,
-    client-go's work duration), written by `done` together with the outcome."""
+    client-go's work duration), pending with the process' other counts (see counters)."""
     if counts is None:
         return []
     return reconcile_increments(
@@ -228,7 +226,7 @@ def metric_increments(
 
 
 def _restore(counts: PendingCounts | None, pending: list[Increment]) -> None:
-    """Requests and events made by a reconcile whose `done` did not apply: keep them for the
-    next one (the reconcile's own histogram is not kept: it did not count)."""
+    """Counts a `done` that did not apply carried: keep them for the next write (the
+    reconcile's own histogram was not among them: it did not count)."""
     if counts is not None and pending:
         counts.restore(pending)

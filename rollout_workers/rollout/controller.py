@@ -148,13 +148,15 @@ class RolloutController:
         self.written, self.writer, self.clock = written, writer, clock
 
     def sync(self, request: SyncRequest) -> Result:
-        obj, rss, runs, experiments = self._read(request.key)
+        obj, rss, runs, experiments, stale = self._read(request.key)
         if obj is None:
             return Result.gone()
         meta = obj.get("metadata") or {}
         if meta.get("deletionTimestamp"):
             return Result.done()
-        if self._stale(request.key, obj, rss) or self._unseen(obj, runs, experiments):
+        if stale is None:
+            stale = self._stale(request.key, obj, rss)
+        if stale or self._unseen(obj, runs, experiments):
             log.info("cache behind our last write for %s; requeueing", request.key)
             return Result.requeue_after(STALE_REQUEUE)
         resolve_error = ""
@@ -263,20 +265,25 @@ class RolloutController:
             return Result.requeue_after(ctx.requeue_after)
         return Result.done()
 
-    def _read(self, key: str) -> tuple[Obj | None, list[Obj], list[Obj], list[Obj]]:
-        """The rollout, its ReplicaSets, AnalysisRuns and Experiments."""
+    def _read(
+        self, key: str
+    ) -> tuple[Obj | None, list[Obj], list[Obj], list[Obj], list[str] | None]:
+        """The rollout, its ReplicaSets, AnalysisRuns and Experiments, and the keys of the
+        rollout and its ReplicaSets that the cache holds older than our last write (None: the
+        guard is yet to be asked)."""
         if self.owner_reads is not None:
-            obj, (rss, runs, experiments) = self.owner_reads.read(key)
-            return obj, rss, runs, experiments
+            obj, (rss, runs, experiments), stale = self.owner_reads.read(key)
+            return obj, rss, runs, experiments, stale
         obj = self.rollouts.get(key)
         if obj is None:
-            return None, [], [], []
+            return None, [], [], [], []
         uid = str((obj.get("metadata") or {}).get("uid", ""))
         return (
             obj,
             self.replicasets.by_owner(uid),
             self.analysis_runs.by_owner(uid) if self.analysis_runs is not None else [],
             self.experiments.by_owner(uid) if self.experiments is not None else [],
+            None,
         )
 
     def _ingresses(self, obj: Obj) -> tuple[dict[str, Obj], list[str]]:
@@ -372,11 +379,11 @@ class RolloutController:
                 log.warning("ignoring malformed template %s", raw["metadata"].get("name"))
         return found
 
-    def _stale(self, key: str, obj: Obj, rss: list[Obj]) -> bool:
+    def _stale(self, key: str, obj: Obj, rss: list[Obj]) -> list[str]:
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        if self.written.stale(r.ROLLOUTS.plural, {key: rv}):
-            return True
-        return bool(self.written.stale_objects(r.REPLICASETS.plural, rss))
+        return self.written.stale(r.ROLLOUTS.plural, {key: rv}) or self.written.stale_objects(
+            r.REPLICASETS.plural, rss
+        )
 
     def _unseen(self, obj: Obj, runs: list[Obj], experiments: list[Obj]) -> bool:
         """The status names an AnalysisRun or Experiment this controller created lately that the
@@ -533,7 +540,13 @@ def make_handler(runtime: Runtime) -> Handler:
     controller = RolloutController(
         rollouts=rollouts,
         replicasets=replicasets,
-        owner_reads=OwnerReads(runtime.redis, rollouts, [replicasets, analysis_runs, experiments]),
+        owner_reads=OwnerReads(
+            runtime.redis,
+            rollouts,
+            [replicasets, analysis_runs, experiments],
+            written=written,
+            checked={r.REPLICASETS.plural},
+        ),
         services=Lister(runtime.redis, prefix=prefix, resource=r.SERVICES),
         ingresses=Lister(runtime.redis, prefix=prefix, resource=r.INGRESSES),
         router_objects=CachedRouterObjects(

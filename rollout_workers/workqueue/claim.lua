@@ -6,10 +6,12 @@
 --       started(hash key->claim ms, for unfinished work), metrics(hash: the queue-duration
 --       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us),
 --       held(hash key->who has its message in hand), dirty_own(hash, see add.lua),
---       fair prefix, tenants, fair.lua's fixed keys
--- Returns {code, key}: the key taken (or the message's, when stale) and 1 claimed, 0 stale (the
--- key is not queued: a duplicate or late message), 2 busy (another live owner holds it: the key
--- is marked dirty so that owner's done() requeues it).
+--       fair prefix, tenants, fair.lua's fixed keys, then optionally a guard key
+-- Returns {code, key, guard}: the key taken (or the message's, when stale) and 1 claimed, 0 stale
+-- (the key is not queued: a duplicate or late message), 2 busy (another live owner holds it: the
+-- key is marked dirty so that owner's done() requeues it); guard is 1 when the guard key exists
+-- (or none is given), read with a claim so that the reconcile need not read it (the cache
+-- epoch: cache/epoch.py).
 local msg, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -50,4 +52,6 @@ for i = 4, #ARGV do
 end
 redis.call('HINCRBY', KEYS[7], 'queue|b' .. bucket, 1)
 redis.call('HINCRBY', KEYS[7], 'queue|sum', waited * 1000)
-return {1, k}
+local guard = 1
+if KEYS[15] then guard = redis.call('EXISTS', KEYS[15]) end
+return {1, k, guard}

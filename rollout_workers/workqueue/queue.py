@@ -171,14 +171,17 @@ class WorkQueue:
         replicas: int = 0,
         replicas_timeout: float = 0.2,
         envelope: Envelope | None = None,
+        claim_guard: str | None = None,
     ) -> None:
         """`host` names the worker host this process belongs to (None elsewhere): messages it
         publishes are recorded as in its hands until sent, so its death cannot lose them.
         `replicas`: how many replicas a claim must reach (WAIT) before it is handed out.
         `envelope`: makes the message of a key that `add` or `done` queues, which the script
         then pushes itself (no publish afterwards, nothing to record as being published); None
-        sends it through `send`."""
+        sends it through `send`.
+        `claim_guard`: a key whose existence each claim reports (`claim_guarded`)."""
         self.kind = kind
+        self.claim_guard = claim_guard
         self._replicas, self._replicas_timeout_ms = replicas, _ms(replicas_timeout)
         self._redis = client
         self._settings = settings
@@ -328,22 +331,29 @@ class WorkQueue:
     def claim(self, key: ObjectKey, token: str) -> Claimed:
         """Claim for a message sent for `key`: with fairness off that key, else the key whose
         turn it is (round robin over tenants, events before resyncs, oldest first)."""
-        code, claimed = self._claim(
-            keys=[
-                self.k_queued,
-                self.k_active,
-                self.k_leases,
-                self.k_dirty,
-                self.k_stats,
-                self.k_started,
-                self.k_metrics,
-                self.k_held,
-                self.k_dirty_own,
-                self.k_fair,
-                self.k_tenants,
-                *self.k_fair_fixed,
-            ],
-            args=[key, token, _ms(self._settings.lease_ttl), *_BOUNDS_MS],
+        return self.claim_guarded(key, token)[0]
+
+    def claim_guarded(self, key: ObjectKey, token: str) -> tuple[Claimed, bool]:
+        """`claim`, and whether `claim_guard` existed as the key was claimed (True when there is
+        none, or nothing was claimed)."""
+        keys = [
+            self.k_queued,
+            self.k_active,
+            self.k_leases,
+            self.k_dirty,
+            self.k_stats,
+            self.k_started,
+            self.k_metrics,
+            self.k_held,
+            self.k_dirty_own,
+            self.k_fair,
+            self.k_tenants,
+            *self.k_fair_fixed,
+        ]
+        if self.claim_guard is not None:
+            keys.append(self.claim_guard)
+        code, claimed, *guard = self._claim(
+            keys=keys, args=[key, token, _ms(self._settings.lease_ttl), *_BOUNDS_MS]
         )
         status = Claim(int(code))
         if status is Claim.CLAIMED and self._replicas:
@@ -355,7 +365,7 @@ class WorkQueue:
                     "claim of %s %s reached %d of %d replicas in time; reconciling anyway",
                     self.kind, claimed, acked, self._replicas,
                 )  # fmt: skip
-        return Claimed(status, ObjectKey(_text(claimed)))
+        return Claimed(status, ObjectKey(_text(claimed))), not guard or bool(int(guard[0]))
 
     def heartbeat(self, key: ObjectKey, token: str) -> bool:
         """Extend the lease; False means another owner has the key and the caller must stop."""

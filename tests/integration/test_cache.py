@@ -179,7 +179,8 @@ def test_owner_reads_match_the_plain_reads_in_one_round_trip_once_the_uid_is_kno
     rollouts = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
     rss = Lister(rdb, prefix="t", resource=r.REPLICASETS)
     runs = Lister(rdb, prefix="t", resource=r.ANALYSISRUNS)
-    reads = OwnerReads(rdb, rollouts, [rss, runs])
+    written = WrittenVersions(rdb, prefix="t")
+    reads = OwnerReads(rdb, rollouts, [rss, runs], written=written, checked={"replicasets"})
     rollouts_w.apply("ADDED", rollout("a", 1, "s"))  # uid "a"
     for i, name in enumerate(["a-2", "a-1", "other"]):
         rs_w.apply("ADDED", owned_rs(name, "a" if name != "other" else "b", 10 + i))
@@ -189,19 +190,30 @@ def test_owner_reads_match_the_plain_reads_in_one_round_trip_once_the_uid_is_kno
         uid = obj["metadata"]["uid"] if obj else ""
         return obj, [rss.by_owner(uid), runs.by_owner(uid)]
 
-    assert reads.read("prod/a") == plain()  # first read: the plain reads, uid remembered
+    # The first read is the plain reads, and leaves the stale-cache guard to the caller.
+    assert reads.read("prod/a") == (*plain(), None)
     calls = []
     rdb.set_response_callback("EVALSHA", lambda r, **kw: calls.append(1) or r)
-    assert reads.read("prod/a") == plain()
+    assert reads.read("prod/a") == (*plain(), [])
     assert len(calls) == 3  # one script call for the owner reads, two for plain()'s by_owner
 
+    # A write newer than the cache, of the rollout or of one of its ReplicaSets, is reported.
+    written.record("replicasets", "prod/a-1", "99")
+    assert reads.read("prod/a")[2] == ["prod/a-1"]
+    written.record("rollouts", "prod/a", "50")
+    assert reads.read("prod/a")[2] == ["prod/a", "prod/a-1"]
+    assert reads.read("prod/a")[2] == (
+        written.stale("rollouts", {"prod/a": "1"})
+        + written.stale_objects("replicasets", rss.by_owner("a"))
+    )
+
     # Deleted and created again under a new uid: the remembered uid no longer matches.
-    rollouts_w.apply("DELETED", rollout("a", 20, "s"))
-    assert reads.read("prod/a") == (None, [[], []])
-    again = rollout("a", 21, "s")
+    rollouts_w.apply("DELETED", rollout("a", 60, "s"))
+    assert reads.read("prod/a") == (None, [[], []], [])
+    again = rollout("a", 61, "s")
     again["metadata"]["uid"] = "b"
     rollouts_w.apply("ADDED", again)
-    obj, (owned, _) = reads.read("prod/a")
-    assert obj == again and [o["metadata"]["name"] for o in owned] == ["other"]
-    obj, (owned, _) = reads.read("prod/a")
-    assert [o["metadata"]["name"] for o in owned] == ["other"]
+    obj, (owned, _), stale = reads.read("prod/a")
+    assert obj == again and [o["metadata"]["name"] for o in owned] == ["other"] and stale is None
+    obj, (owned, _), stale = reads.read("prod/a")
+    assert [o["metadata"]["name"] for o in owned] == ["other"] and stale == []

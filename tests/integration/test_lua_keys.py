@@ -53,6 +53,7 @@ Obj = dict[str, Any]
 #: missing here fails the test: add it with its positions.
 KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
     "DEL": (1, -1, 1),
+    "EXISTS": (1, -1, 1),
     "EXPIRE": (1, 1, 1),
     "GET": (1, 1, 1),
     "HDEL": (1, 1, 1),
@@ -61,6 +62,7 @@ KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
     "HGETALL": (1, 1, 1),
     "HINCRBY": (1, 1, 1),
     "HMGET": (1, 1, 1),
+    "MGET": (1, -1, 1),
     "HSET": (1, 1, 1),
     "HSETNX": (1, 1, 1),
     "INCR": (1, 1, 1),
@@ -86,6 +88,7 @@ KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
 
 TENANT_QUEUE = "<prefix>:wq:<kind>:fair:<class>:<tenant>"
 INDEX_SET = "<prefix>:cache:<type>:i:<index>:<value>"
+WRITTEN = "<prefix>:written:<plural>:<key>"
 EVENT_SCRIPT = "watcher/events.py event_script"
 
 #: (script, key pattern) -> why the script computes the key instead of taking it in KEYS.
@@ -104,6 +107,8 @@ ALLOWLIST: dict[tuple[str, str], str] = {
     "are read from the memberships hash; an object's sets are known only per object",
     (EVENT_SCRIPT, INDEX_SET): "apply.lua inside the event script (as above)",
     (EVENT_SCRIPT, TENANT_QUEUE): "add.lua inside the event script (as above)",
+    ("cache/store.py OWNER_AND_OWNED", WRITTEN): "the written versions of an owner's objects, "
+    "named by the owner index's members, read in the same script",
 }
 
 _PREFIX = r"lk\d"
@@ -111,6 +116,7 @@ _PREFIX = r"lk\d"
 SHAPES = [
     (re.compile(rf"^{_PREFIX}:wq:[^:]+:fair:[er]:.+$"), TENANT_QUEUE),
     (re.compile(rf"^{_PREFIX}:cache:[^:]+:i:[^:]+:.+$"), INDEX_SET),
+    (re.compile(rf"^{_PREFIX}:written:[^:]+:.+$"), WRITTEN),
 ]
 
 MODES = ("off", "namespace", "label")
@@ -240,7 +246,15 @@ class StubEnvelope:
 
 def drive_queue(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
     sent = SentLog()
-    wq = WorkQueue(rdb, kind="rollouts", prefix=prefix, settings=qs, send=sent, host="h1")
+    wq = WorkQueue(
+        rdb,
+        kind="rollouts",
+        prefix=prefix,
+        settings=qs,
+        send=sent,
+        host="h1",
+        claim_guard=f"{prefix}:cache:epoch",
+    )
     label = qs.tenant_label is not None
     tenants = {A1: "blue", B1: "green", C1: "blue"} if label else {}
     wq.add([A1, A2, B1, B2], tenants=tenants, priority=Priority.RESYNC)
@@ -353,9 +367,14 @@ def drive_watcher(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
     owned = Lister(rdb, prefix=prefix, resource=r.ANALYSISRUNS).by_owner("u1")
     assert [o["metadata"]["name"] for o in owned] == ["c"]  # d moved to u3, b is gone
     assert Lister(rdb, prefix=prefix, resource=r.ANALYSISRUNS).by_owner("nobody") == []
+    owner = run("u1", 23, "none")
+    owner["metadata"]["uid"] = "u1"  # the owner of c
+    writer.apply("ADDED", owner)
     runs = Lister(rdb, prefix=prefix, resource=r.ANALYSISRUNS)
-    reads = OwnerReads(rdb, runs, [runs])  # the second read is the one script call
-    assert reads.read("team-a/c") == reads.read("team-a/c")
+    written = WrittenVersions(rdb, prefix=prefix)
+    reads = OwnerReads(rdb, runs, [runs], written=written, checked={"analysisruns"})
+    reads.read("team-a/u1")  # the second read is the one script call
+    assert reads.read("team-a/u1")[1] == [owned] and reads.read("team-a/u1")[2] == []
     WrittenVersions(rdb, prefix=prefix, own="analysisruns").record("analysisruns", "team-a/c", "30")
     lease.release()
     assert lease.holder() is None

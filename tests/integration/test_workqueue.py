@@ -548,3 +548,14 @@ def test_the_transport_records_the_host_that_reserves_a_sync_message(
         consumer.close()
     assert queue.claim(A, "h9:1:x") == (Claim.CLAIMED, A)
     assert queue.held() == {}
+
+
+def test_a_claim_reports_its_guard_key(rdb: redis.Redis, settings: Settings, sent: SentLog) -> None:
+    guarded = WorkQueue(
+        rdb, kind="rollouts", prefix="t", settings=settings.queue, send=sent, claim_guard="t:g"
+    )
+    guarded.add([A, B])
+    assert guarded.claim_guarded(A, "w1") == ((Claim.CLAIMED, A), False)
+    rdb.set("t:g", "epoch")
+    assert guarded.claim_guarded(B, "w1") == ((Claim.CLAIMED, B), True)
+    assert guarded.claim_guarded(B, "w2") == ((Claim.STALE, B), True)  # nothing claimed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rollout_workers.counters import (
@@ -123,3 +125,18 @@ def test_reconcile_increments() -> None:
         keys, kind="rollouts", key="ns/web", seconds=0.2, error=False, gone=True
     )
     assert [i.key for i in gone] == ["p:metrics:rollouts:workqueue"] * 2
+
+
+def test_pending_counts_go_out_summed_at_most_once_an_interval() -> None:
+    keys = Keys("rw")
+    counts = PendingCounts(keys, interval=0.2)
+    assert not counts.due() and counts.drain_due() == []  # nothing pending
+    counts.request("GET", "/api/v1/namespaces/ns/services/a", 200)
+    first = counts.drain_due()  # the first hand-over is never held back
+    assert [i.amount for i in first] == [1]
+    for _ in range(3):
+        counts.request("GET", "/api/v1/namespaces/ns/services/a", 200)
+        counts.add([Increment(keys.events, "ns|a|Normal|X", 2)])
+    assert counts.drain_due() == []  # within the interval: kept, summed
+    time.sleep(0.25)
+    assert sorted(i.amount for i in counts.drain_due()) == [3, 6]

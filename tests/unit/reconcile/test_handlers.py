@@ -7,12 +7,16 @@ from unittest import mock
 
 import pytest
 
+from rollout_workers.keys import ObjectKey
 from rollout_workers.reconcile.handlers import (
+    CACHE_WAIT,
     NOOP,
     HandlerNotFound,
     Result,
+    SyncRequest,
     load_factory,
     load_handler,
+    when_cache_synced,
 )
 from rollout_workers.settings import KINDS, ReconcileSettings
 from rollout_workers.workqueue import Outcome
@@ -52,3 +56,24 @@ def test_results() -> None:
     assert Result.requeue_after(-3) == Result(Outcome.AFTER, 0.0)
     assert Result.requeue_after(2.5).delay == 2.5
     assert Result.gone().outcome is Outcome.GONE
+
+
+def test_the_cache_epoch_read_with_the_claim_spares_a_read() -> None:
+    """A claim that read the epoch key (the workers' queues) answers the cache check; any other
+    request reads the key itself."""
+    epoch_key = "rw:cache:epoch"
+    runtime = mock.Mock()
+    runtime.settings.redis.key_prefix = "rw"
+    runtime.redis.exists.return_value = 1
+    handle = when_cache_synced(runtime, lambda request: Result.done())
+    lease = mock.Mock()
+
+    def request(guard: tuple[str, bool] | None) -> SyncRequest:
+        return SyncRequest(kind="rollouts", key=ObjectKey("ns/a"), lease=lease, guard=guard)
+
+    assert handle(request((epoch_key, True))) == Result.done()
+    assert handle(request((epoch_key, False))) == Result.requeue_after(CACHE_WAIT)
+    runtime.redis.exists.assert_not_called()
+    assert handle(request(("another:key", False))) == Result.done()  # not the epoch: read it
+    assert handle(request(None)) == Result.done()
+    assert runtime.redis.exists.call_count == 2
