@@ -27,7 +27,6 @@ local out = {}
 local adds = 0
 for i = 3, #ARGV, 4 do
   local k, own, tenant, message = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  redis.call('SADD', KEYS[4], k)
   if tenant ~= '' then redis.call('HSET', KEYS[9], k, tenant) end
   if redis.call('HEXISTS', KEYS[2], k) == 1 then
     local first = redis.call('SADD', KEYS[3], k)
@@ -40,6 +39,9 @@ for i = 3, #ARGV, 4 do
     end
     out[#out + 1] = 2
   elseif redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
+    -- Known from here on. A key held or already queued is known already: it was queued
+    -- here, or by a timer, a resync or done.lua, each of which keeps it known.
+    redis.call('SADD', KEYS[4], k)
     adds = adds + 1
     fair_push(k, class, now)
     if message ~= '' then

@@ -40,8 +40,8 @@ if redis.call('HEXISTS', KEYS[2], k) == 1 then
   redis.call('HINCRBY', KEYS[5], 'lease_expired', 1)
 end
 -- The reconcile that starts now reads state at least as new as every add before this point.
-redis.call('SREM', KEYS[4], k)
-redis.call('HDEL', KEYS[9], k)
+-- (A key has a dirty_own entry only while it is dirty: add.lua sets both.)
+if redis.call('SREM', KEYS[4], k) == 1 then redis.call('HDEL', KEYS[9], k) end
 redis.call('HSET', KEYS[2], k, token)
 redis.call('ZADD', KEYS[3], now + ttl, k)
 redis.call('HSET', KEYS[6], k, now)
