@@ -132,8 +132,10 @@ class Envelopes:
 
     _PLACEHOLDER = ObjectKey("rollout-workers/envelope")
 
-    def __init__(self, sender: SyncSender) -> None:
-        self._sender = sender
+    def __init__(self, sender: SyncSender, *, lineage: bool = True) -> None:
+        """`lineage`: the process runs tasks (a worker), whose messages name the task running
+        as their parent; elsewhere (the watcher) there is none to look up."""
+        self._sender, self._lineage = sender, lineage
         self._lock = threading.Lock()
         self._template: tuple[str, _Template, _Template] | None = None
 
@@ -173,7 +175,7 @@ class Envelopes:
     def __call__(self, key: ObjectKey) -> str:
         _, message, body = self._load()
         task_id = uuid()
-        root_id, parent_id = self._sender.lineage()
+        root_id, parent_id = self._sender.lineage() if self._lineage else (None, None)
         quoted = json.dumps(key)
         text = body.fill({"KEY": quoted})
         return message.fill(

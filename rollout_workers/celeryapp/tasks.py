@@ -62,7 +62,7 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
             replicas=settings.redis.replicas_to_wait(),
             replicas_timeout=settings.redis.claim_replicas_timeout,
             # A dirty key's message goes out with `done` itself, not through kombu afterwards.
-            envelope=Envelopes(sender),
+            envelope=Envelopes(sender, lineage=host is not None),
             # The cache epoch read with each claim (reconcile.handlers.when_cache_synced).
             claim_guard=CacheEpoch(client, prefix=settings.redis.key_prefix).key,
         )
