@@ -275,18 +275,23 @@ class Tracker:
                 url = f"{self.url}{ROLLOUTS_PATH}?watch=true&resourceVersion={rv}"
                 url += "&allowWatchBookmarks=true&timeoutSeconds=3600"
                 response = self._pool.request(
-                    "GET", url, preload_content=False, timeout=urllib3.Timeout(10, None)
+                    "GET", url, preload_content=False, timeout=urllib3.Timeout(connect=10, read=60)
                 )
                 self._response = response
                 assert isinstance(response, urllib3.HTTPResponse)
-                for line in iter_lines(response):
-                    event = json.loads(line)
-                    obj = event["object"]
-                    if event["type"] == "ERROR":
-                        raise RuntimeError(f"tracker watch: {obj}")
-                    rv = obj["metadata"].get("resourceVersion") or rv
-                    if event["type"] in ("ADDED", "MODIFIED"):
-                        self._record(obj)
+                try:
+                    for line in iter_lines(response):
+                        event = json.loads(line)
+                        obj = event["object"]
+                        if event["type"] == "ERROR":
+                            raise RuntimeError(f"tracker watch: {obj}")
+                        rv = obj["metadata"].get("resourceVersion") or rv
+                        if event["type"] in ("ADDED", "MODIFIED"):
+                            self._record(obj)
+                except (urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.ProtocolError):
+                    # A quiet minute or a broken stream (an API busy with 10,000 objects):
+                    # watch again from the last version seen, as a reflector would.
+                    continue
         except BaseException as err:  # reported to the polling thread
             if not self._stop.is_set():
                 self.error = err

@@ -5,9 +5,9 @@ timers at once. The leading watcher writes the epoch key only after every reflec
 into the cache, and checks it every second: a key gone (or changed under it) means Redis lost
 data, and the watcher relists every type and requeues every key (watcher/recovery.py).
 
-Workers read the key before a reconcile (one GET): without it the cache may be partial (some
-types relisted, others not yet), and acting on it could, say, create a ReplicaSet that exists
-but is not cached yet. Such a key is requeued shortly instead; the watcher's requeue after the
+Workers read the key before a reconcile (the claim script reports it: WorkQueue's
+`claim_guard`): without it the cache may be partial (some types relisted, others not yet), and
+acting on it could, say, create a ReplicaSet that exists but is not cached yet. Such a key is requeued shortly instead; the watcher's requeue after the
 relist covers it anyway.
 """
 
