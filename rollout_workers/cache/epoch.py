@@ -7,8 +7,8 @@ data, and the watcher relists every type and requeues every key (watcher/recover
 
 Workers read the key before a reconcile (the claim script reports it: WorkQueue's
 `claim_guard`): without it the cache may be partial (some types relisted, others not yet), and
-acting on it could, say, create a ReplicaSet that exists but is not cached yet. Such a key is requeued shortly instead; the watcher's requeue after the
-relist covers it anyway.
+acting on it could, say, create a ReplicaSet that exists but is not cached yet. Such a key is
+requeued shortly instead; the watcher's requeue after the relist covers it anyway.
 """
 
 from __future__ import annotations
