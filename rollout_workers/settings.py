@@ -512,6 +512,12 @@ class Settings(BaseSettings):
         return self._controller_namespace
 
     @property
+    def event_writers(self) -> int:
+        """`kube.event_writers`, or its default for this process' worker pool: 4 in a threads
+        host, 1 where one key is reconciled at a time."""
+        return self.kube.event_writers or (4 if self.worker.pool == "threads" else 1)
+
+    @property
     def notifications_namespace(self) -> str:
         """Where argo-rollouts-notification-configmap and -secret are read."""
         return self.notifications.namespace or self._controller_namespace

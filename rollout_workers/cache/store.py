@@ -98,6 +98,10 @@ class CacheWriter:
         sets = [self.keys.index(n, v) for n, v in index_values(self.resource, obj)]
         meta = obj.get("metadata") or {}
         k = self.keys
+        if op != "put":
+            text = b""
+        elif text is None:
+            text = dumps(obj).encode()
         return (
             [
                 k.objects,
@@ -110,7 +114,7 @@ class CacheWriter:
             [
                 op,
                 object_key(obj),
-                ("" if op != "put" else text if text is not None else dumps(obj)),
+                text,
                 str(meta.get("resourceVersion", "")),
                 json.dumps(sets),
                 type_rv,

@@ -71,7 +71,7 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
         # Made on each writer thread, at the first event it writes.
         lambda: Kube(api_client(settings), settings.kube, counts=counts),
         capacity=settings.kube.event_queue,
-        writers=settings.kube.event_writers or (4 if settings.worker.pool == "threads" else 1),
+        writers=settings.event_writers,
         counts=counts,
     )
     threading.Thread(

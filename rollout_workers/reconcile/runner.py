@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import redis
 
 from rollout_workers.counters import Increment, PendingCounts, reconcile_increments
+from rollout_workers.counters import Keys as MetricKeys
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.kube.eventsink import BackgroundEventSink
 from rollout_workers.reconcile.handlers import Handler, LeaseLost, Result, SyncRequest
@@ -204,19 +205,17 @@ def run_sync(
         log.warning("reconcile of %s %s finished after its lease was lost", queue.kind, key)
         return SyncReport("lease-lost", key, duration)
     if counts is not None:  # counted once it did count: its `done` applied
-        counts.add(metric_increments(queue, key, result, duration, counts))
+        counts.add(metric_increments(counts.keys, queue, key, result, duration))
     return SyncReport(result.outcome.value, key, duration, result.delay, held)
 
 
 def metric_increments(
-    queue: WorkQueue, key: ObjectKey, result: Result, duration: float, counts: PendingCounts | None
+    keys: MetricKeys, queue: WorkQueue, key: ObjectKey, result: Result, duration: float
 ) -> list[Increment]:
     """The reconcile's own metrics (Argo's `<kind>_reconcile` histogram and `_reconcile_error`,
     client-go's work duration), pending with the process' other counts (see counters)."""
-    if counts is None:
-        return []
     return reconcile_increments(
-        counts.keys,
+        keys,
         kind=queue.kind,
         key=key,
         seconds=duration,

@@ -329,7 +329,6 @@ def run(settings: Settings, redis_url: str) -> int:
             if watcher.on_demand is not None:
                 watcher.on_demand.ensure_indexed()
             watcher.publish_stats()
-            runtime.counts.flush(runtime.redis)
         except Exception as err:
             log.warning("cannot publish watcher stats: %s", err)
     health.stopping()
