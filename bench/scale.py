@@ -918,7 +918,7 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
             ("before", args.pools if args.before else ""),
         )
         for n in sizes.split(",")
-        if n.strip()
+        if n.strip() and int(n) > 0
     ]
     if args.peer_threads:
         cases.append(("peer", args.peer_threads))

@@ -24,6 +24,7 @@ from rollout_workers.cache.written import WrittenVersions, behind, versions
 from rollout_workers.keys import own_key
 from rollout_workers.kube.resources import Resource
 from rollout_workers.objects import Obj
+from rollout_workers.redisclient import Script
 
 
 @functools.cache
@@ -89,8 +90,8 @@ class CacheWriter:
         self.keys = Keys(prefix, resource)
         self._redis = client
         self._fence = fence or Fence(fence_key(prefix))
-        self._apply = client.register_script(apply_source())
-        self._set_fenced = client.register_script(SET_FENCED)
+        self._apply = Script(client, apply_source())
+        self._set_fenced = Script(client, SET_FENCED)
 
     def _args(
         self, op: str, obj: Obj, type_rv: str, *, ordered: bool = False, text: bytes | None = None
@@ -301,7 +302,7 @@ class Lister:
         self.resource = resource
         self.keys = Keys(prefix, resource)
         self._redis = client
-        self._indexed_objects = client.register_script(INDEXED_OBJECTS)
+        self._indexed_objects = Script(client, INDEXED_OBJECTS)
 
     def get(self, key: str) -> Obj | None:
         raw = self._redis.hget(self.keys.objects, key)
@@ -372,7 +373,7 @@ class OwnerReads:
             written.key_prefix(x.resource.plural) if x.resource.plural in checked else ""
             for x in self.owned
         ]
-        self._script = client.register_script(OWNER_AND_OWNED)
+        self._script = Script(client, OWNER_AND_OWNED)
         self._uids: dict[str, str] = {}
 
     def read(self, key: str) -> tuple[Obj | None, list[list[Obj]], list[str] | None]:

@@ -27,6 +27,7 @@ from typing import Any
 import redis
 
 from rollout_workers.keys import own_key
+from rollout_workers.redisclient import Script
 
 _RECORD = """
 for _, key in ipairs(KEYS) do
@@ -49,7 +50,7 @@ class WrittenVersions:
         self._root = prefix
         self._prefix = f"{prefix}:written"
         self._own = own
-        self._record = client.register_script(_RECORD)
+        self._record = Script(client, _RECORD)
 
     def _key(self, plural: str, key: str) -> str:
         return f"{self.key_prefix(plural)}{key}"

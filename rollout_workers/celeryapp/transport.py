@@ -40,6 +40,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
+from rollout_workers import redisclient
+
 log = logging.getLogger(__name__)
 
 #: The message header that carries a sync message's key (set by the sender).
@@ -98,7 +100,7 @@ class QoS(kombu_redis.QoS):
             super().append(message, delivery_tag)  # type: ignore[no-untyped-call]
             return
         with self.channel.conn_or_acquire() as client:
-            client.hset(*record)
+            redisclient.direct(client).call("HSET", *record)
         self._held.add(delivery_tag)
         virtual.QoS.append(self, message, delivery_tag)  # type: ignore[no-untyped-call]
 

@@ -38,6 +38,7 @@ from rollout_workers.notifications.subscriptions import destinations
 from rollout_workers.notifications.triggers import trigger_for_reason
 from rollout_workers.objects import Obj
 from rollout_workers.reconcile.runtime import Runtime
+from rollout_workers.redisclient import Script
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +172,7 @@ class Outbox:
         self._configs = configs
         self._queue = queue
         self._remember = max(1, round(remember))
-        self._create = client.register_script(_CREATE)
+        self._create = Script(client, _CREATE)
 
     def subscribed(self, obj: Mapping[str, Any], trigger: str) -> bool:
         """Whether any config that applies to `obj` has a destination for `trigger`."""

@@ -31,6 +31,7 @@ from rollout_workers.cache.store import apply_source
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.kube.resources import Resource
 from rollout_workers.objects import Obj
+from rollout_workers.redisclient import Script
 from rollout_workers.watcher.eventkeys import SELF, Lookup, own_event, own_tenant, woken_keys
 from rollout_workers.workqueue import WorkQueue
 
@@ -148,7 +149,7 @@ class EventQueuer:
         of one process' settings)."""
         self.kinds = set(kinds)
         self._queue, self._lookup, self._label = queue, lookup, tenant_label
-        self._script = client.register_script(event_script(add_source))
+        self._script = Script(client, event_script(add_source))
 
     def changes(self, resource: Resource, changes: list[Change]) -> None:
         """Queue what changes already written to the cache wake."""

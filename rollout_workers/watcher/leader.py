@@ -13,6 +13,7 @@ from __future__ import annotations
 import redis
 
 from rollout_workers.cache.fence import Fence
+from rollout_workers.redisclient import Script
 
 # KEYS: lease, fence. ARGV: identity, ttl (ms). Returns the holder's fencing token, 0 if
 # another identity holds the lease. A lease still held keeps its token, unless the token was
@@ -50,9 +51,9 @@ class LeaderLease:
         self.ttl_ms = max(1, round(ttl * 1000))
         self.fence = fence
         self._redis = client
-        self._acquire = client.register_script(_ACQUIRE)
-        self._renew = client.register_script(_HOLD)
-        self._release = client.register_script(_RELEASE)
+        self._acquire = Script(client, _ACQUIRE)
+        self._renew = Script(client, _HOLD)
+        self._release = Script(client, _RELEASE)
 
     def _held(self, token: object) -> bool:
         value = int(token)  # type: ignore[call-overload]

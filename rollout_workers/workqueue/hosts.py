@@ -6,6 +6,7 @@ from typing import Any
 
 import redis
 
+from rollout_workers.redisclient import Script
 from rollout_workers.workqueue.queue import hosts_key, script_source
 
 
@@ -15,7 +16,7 @@ class Hosts:
     def __init__(self, client: redis.Redis, *, prefix: str) -> None:
         self.key = hosts_key(prefix)
         self._redis = client
-        self._alive = client.register_script(script_source("alive"))
+        self._alive = Script(client, script_source("alive"))
 
     def alive(self, host: str) -> None:
         """Stamp `host` alive now (Redis time): one script call, every `host_heartbeat`."""

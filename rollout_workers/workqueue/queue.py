@@ -15,6 +15,7 @@ import redis
 from rollout_workers.counters import WORKQUEUE_BUCKETS, Increment
 from rollout_workers.counters import Keys as MetricKeys
 from rollout_workers.keys import ObjectKey, own_key, parse_key
+from rollout_workers.redisclient import Script
 from rollout_workers.settings import QueueSettings
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,10 @@ class WorkQueue:
         # The tenant rings and the key -> tenant queue hash that fair.lua names under k_fair,
         # declared after the keys a script indexes (unused by index: see fair.lua).
         self.k_fair_fixed = [f"{self.k_fair}:of", *(f"{self.k_fair}:{p.value}" for p in Priority)]
-        script = client.register_script
+
+        def script(source: str) -> Script:
+            return Script(client, source)
+
         mode = settings.fair_mode
         self.add_source = script_source("add", mode)  # see add_call
         self._add = script(self.add_source)

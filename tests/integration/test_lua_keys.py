@@ -23,6 +23,7 @@ import pytest
 import redis
 from redis.commands.core import Script
 
+from rollout_workers import redisclient
 from rollout_workers.cache import CacheWriter, Change
 from rollout_workers.cache.fence import SET_FENCED, Fence, fence_key
 from rollout_workers.cache.store import (
@@ -193,14 +194,28 @@ class Instrumented:
 def instrumented(monkeypatch: pytest.MonkeyPatch) -> Instrumented:
     state = Instrumented()
 
-    def register_script(self: redis.Redis, script: str) -> Script:
+    real_init, real_call = redisclient.Script.__init__, redisclient.Direct.call
+
+    def instrument(script: str) -> str:
         name = state.names.get(script)
         if name is None:
             state.unnamed.append(script[:200])
             name = "?"
-        wrapped = Script(self, prelude(name) + script)
+        return prelude(name) + script
+
+    def init(self: redisclient.Script, client: redis.Redis, source: str) -> None:
+        real_init(self, client, instrument(source))
+        state.shas.add(self.sha)
+
+    def register_script(self: redis.Redis, script: str) -> Script:
+        wrapped = Script(self, instrument(script))
         state.shas.add(wrapped.sha)
         return wrapped
+
+    def call(self: redisclient.Direct, *args: Any) -> Any:
+        if str(args[0]).upper() == "EVALSHA" and args[1] not in state.shas:
+            state.uninstrumented.append(args[1])
+        return real_call(self, *args)
 
     real_evalsha = redis.Redis.evalsha
 
@@ -213,6 +228,8 @@ def instrumented(monkeypatch: pytest.MonkeyPatch) -> Instrumented:
         state.uninstrumented.append(script[:200])
         raise AssertionError("EVAL outside register_script: not instrumented")
 
+    monkeypatch.setattr(redisclient.Script, "__init__", init)
+    monkeypatch.setattr(redisclient.Direct, "call", call)
     monkeypatch.setattr(redis.Redis, "register_script", register_script)
     monkeypatch.setattr(redis.Redis, "evalsha", evalsha)
     monkeypatch.setattr(redis.Redis, "eval", eval_)
@@ -478,12 +495,13 @@ def test_the_instrumentation_knows_every_script_and_command(rdb: redis.Redis) ->
     registering = {
         str(p.relative_to(root))
         for p in root.rglob("*.py")
-        if re.search(r"register_script|\.evalsha\(|EVAL", p.read_text())
+        if re.search(r"register_script|\bScript\(|\.evalsha\(|EVAL", p.read_text())
     }
     assert registering == {
         "cache/store.py",
         "cache/written.py",
         "notifications/outbox.py",
+        "redisclient.py",
         "watcher/events.py",
         "watcher/leader.py",
         "workqueue/hosts.py",
