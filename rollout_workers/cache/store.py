@@ -23,7 +23,7 @@ from rollout_workers.cache.indexers import NAMESPACE, OWNER, index_values, objec
 from rollout_workers.cache.written import WrittenVersions, behind, versions
 from rollout_workers.keys import own_key
 from rollout_workers.kube.resources import Resource
-from rollout_workers.objects import Obj
+from rollout_workers.objects import Obj, decode, encode
 from rollout_workers.redisclient import Script
 
 
@@ -35,10 +35,6 @@ def apply_source() -> str:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def dumps(obj: Obj) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
 class Keys:
@@ -102,7 +98,7 @@ class CacheWriter:
         if op != "put":
             text = b""
         elif text is None:
-            text = dumps(obj).encode()
+            text = encode(obj)
         return (
             [
                 k.objects,
@@ -230,7 +226,7 @@ class Replacement:
             pending: list[tuple[str, Obj]] = []
             changes: list[Change] = []
             for key, raw in zip(part, stored, strict=True):
-                obj = json.loads(raw) if raw else _stub(writer.resource, key)
+                obj = decode(raw) if raw else _stub(writer.resource, key)
                 pending.append(("del", obj))
                 changes.append(Change("DELETED", key, obj, self._unlisted.pop(key)))
             writer._write(pending, self._batch)
@@ -306,18 +302,18 @@ class Lister:
 
     def get(self, key: str) -> Obj | None:
         raw = self._redis.hget(self.keys.objects, key)
-        return json.loads(raw) if raw else None
+        return decode(raw) if raw else None
 
     def get_many(self, keys: Iterable[str]) -> list[Obj]:
         wanted = sorted(keys)
         if not wanted:
             return []
-        return [json.loads(raw) for raw in self._redis.hmget(self.keys.objects, wanted) if raw]
+        return [decode(raw) for raw in self._redis.hmget(self.keys.objects, wanted) if raw]
 
     def list(self, namespace: str | None = None) -> list[Obj]:
         if namespace:
             return self.by_index(NAMESPACE, namespace)
-        return [json.loads(raw) for raw in self._redis.hvals(self.keys.objects)]
+        return [decode(raw) for raw in self._redis.hvals(self.keys.objects)]
 
     def keys_by_index(self, index: str, value: str) -> builtins.list[str]:
         return sorted(_text(k) for k in self._redis.smembers(self.keys.index(index, value)))
@@ -328,7 +324,7 @@ class Lister:
     def by_owner(self, uid: str) -> builtins.list[Obj]:
         """The objects an owner owns, in key order (one round trip)."""
         found = self._indexed_objects(keys=[self.keys.index(OWNER, uid), self.keys.objects])
-        return [json.loads(raw) for raw in found if raw]
+        return [decode(raw) for raw in found if raw]
 
     def resource_version(self) -> str | None:
         raw = self._redis.get(self.keys.type_rv)
@@ -390,14 +386,14 @@ class OwnerReads:
         if not raw:
             self._uids.pop(key, None)
             return None, [[] for _ in self.owned], []
-        obj: Obj = json.loads(raw)
+        obj: Obj = decode(raw)
         if _uid(obj) != uid:
             return self._plain(key, obj)
         stale = behind(versions([obj]), {key: owner_written})
         owned: list[list[Obj]] = []
         for i in range(len(self.owned)):
             members, objects, written = found[3 * i : 3 * i + 3]
-            objs = [json.loads(x) for x in objects if x]
+            objs = [decode(x) for x in objects if x]
             owned.append(objs)
             if written:
                 stale += behind(

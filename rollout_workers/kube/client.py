@@ -6,7 +6,6 @@ failure is turned into a typed error from `errors`.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +19,7 @@ from rollout_workers.counters import PendingCounts
 from rollout_workers.kube.discovery import Discovery
 from rollout_workers.kube.errors import KubeError, Unavailable, from_status
 from rollout_workers.kube.resources import Resource
-from rollout_workers.objects import Obj
+from rollout_workers.objects import Obj, decode, encode
 from rollout_workers.settings import KubeSettings
 
 
@@ -84,7 +83,7 @@ class Kube:
         api.update_params_for_auth(headers, [], ["BearerToken"])
         data = None
         if body is not None:
-            data = json.dumps(body, separators=(",", ":"), default=api.sanitize_for_serialization)
+            data = encode(body, default=api.sanitize_for_serialization)
         seconds = timeout or self.settings.request_timeout
         if isinstance(seconds, tuple):
             limit = urllib3.Timeout(connect=seconds[0], read=seconds[1])
@@ -118,7 +117,7 @@ class Kube:
     def json(self, method: str, path: str, **kwargs: Any) -> Obj:
         response = self.request(method, path, **kwargs)
         try:
-            data: Obj = json.loads(response.data)
+            data: Obj = decode(response.data)
         except ValueError as err:
             raise KubeError(response.status, "BadResponse", f"not JSON: {err}") from None
         return data
@@ -281,7 +280,7 @@ _EVENT_HEADS = {
 def parse_watch_line(line: bytes) -> Any:
     """One line of a watch stream, parsed; a WatchEvent with `object_text` set when the line
     is exactly `{"type":"<T>","object":{...}}` (any other shape parses, without it)."""
-    parsed = json.loads(line)
+    parsed = decode(line)
     if not isinstance(parsed, dict):
         return parsed
     event = WatchEvent(parsed)
