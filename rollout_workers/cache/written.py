@@ -18,10 +18,20 @@ write. The Rollout reconcile takes some steps on the reconcile its status write 
 records only writes that settled the rollout (`record_own`). An own event that arrives while
 the writer still holds the key marks it dirty with its version, and the workqueue's `done`
 does not queue it again once that version is no newer than the recorded one.
+
+Inside a reconcile on a worker (`deferred`, which the sync runner opens around the handler),
+records are not sent one round trip each: they ride on the workqueue's `done`, which keeps each
+one as `record` would before it looks at the key's own events. The next reconcile of the key
+starts after that `done`, so its guard sees every write of this one; an own event that comes
+before it finds the key held, marks it dirty, and `done` then finds its version recorded. A
+reconcile that ends without its `done` (its lease lost, Redis failing) sends them itself.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import redis
@@ -40,6 +50,53 @@ return 1
 """
 
 TTL_SECONDS = 300
+
+
+class Deferred:
+    """The records of one reconcile on one thread, in order, to be sent with its `done`."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, tuple[str, Script]] = {}
+
+    def add(self, keys: list[str], resource_version: str, script: Script) -> None:
+        for key in keys:
+            self._pending.pop(key, None)
+            self._pending[key] = (resource_version, script)
+
+    def discard(self, key: str) -> None:
+        self._pending.pop(key, None)
+
+    def records(self) -> list[tuple[str, str]]:
+        """(Redis key, resourceVersion) of each record, kept for TTL_SECONDS if newer."""
+        return [(key, rv) for key, (rv, _) in self._pending.items()]
+
+    def clear(self) -> None:
+        """The records were applied (by the reconcile's `done`)."""
+        self._pending = {}
+
+    def send(self) -> None:
+        """Send the records not applied yet, one round trip each."""
+        pending, self._pending = self._pending, {}
+        for key, (rv, script) in pending.items():
+            script(keys=[key], args=[rv, TTL_SECONDS])
+
+
+_deferred = threading.local()
+
+
+@contextmanager
+def deferred() -> Iterator[Deferred]:
+    """Collect this thread's records until the block ends, instead of sending them."""
+    batch = Deferred()
+    _deferred.batch = batch
+    try:
+        yield batch
+    finally:
+        _deferred.batch = None
+
+
+def _batch() -> Deferred | None:
+    return getattr(_deferred, "batch", None)
 
 
 class WrittenVersions:
@@ -64,16 +121,21 @@ class WrittenVersions:
             keys = [self._key(plural, key)]
             if plural == self._own:
                 keys.append(own_key(self._root, plural, key))
-            self._record(keys=keys, args=[resource_version, TTL_SECONDS])
+            self._send(keys, resource_version)
 
     def record_own(self, plural: str, key: str, resource_version: str) -> None:
         """Record a write of the object's own controller that settled it (a reconcile of the
         written version would find nothing to do), so its watch event does not queue it
         again; `record` already did what the stale-cache guard needs."""
         if resource_version.isdigit():
-            self._record(
-                keys=[own_key(self._root, plural, key)], args=[resource_version, TTL_SECONDS]
-            )
+            self._send([own_key(self._root, plural, key)], resource_version)
+
+    def _send(self, keys: list[str], resource_version: str) -> None:
+        batch = _batch()
+        if batch is not None:
+            batch.add(keys, resource_version, self._record)
+        else:
+            self._record(keys=keys, args=[resource_version, TTL_SECONDS])
 
     def stale(self, plural: str, items: dict[str, str]) -> list[str]:
         """The keys whose cached resourceVersion is older than the one a worker wrote."""
@@ -102,6 +164,9 @@ class WrittenVersions:
         """A worker deleted the object: the cache is no longer expected to hold it (else a
         router object created, then deleted, such as Ambassador's canary Mapping, would read
         as created and not cached yet until the record expired)."""
+        batch = _batch()
+        if batch is not None:
+            batch.discard(self._key(plural, key))
         self._redis.delete(self._key(plural, key))
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import redis
 
+from rollout_workers.cache import written as written_versions
 from rollout_workers.counters import Increment, PendingCounts, reconcile_increments
 from rollout_workers.counters import Keys as MetricKeys
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
@@ -169,6 +170,39 @@ def run_sync(
     if claim is not Claim.CLAIMED:
         return SyncReport(claim.name.lower(), key)
 
+    # The reconcile's written versions go out with its `done` (cache/written.py).
+    with written_versions.deferred() as versions:
+        report = _reconcile(
+            queue,
+            handler,
+            key,
+            token=token,
+            guarded=guarded,
+            keeper=keeper,
+            counts=counts,
+            events=events,
+            versions=versions,
+        )
+    try:
+        versions.send()  # what no `done` applied (its lease lost, Redis failing)
+    except redis.RedisError as err:
+        log.error("cannot record the writes of %s %s: %s", queue.kind, key, err)
+    return report
+
+
+def _reconcile(
+    queue: WorkQueue,
+    handler: Handler,
+    key: ObjectKey,
+    *,
+    token: str,
+    guarded: bool,
+    keeper: LeaseKeeper,
+    counts: PendingCounts | None,
+    events: BackgroundEventSink | None,
+    versions: written_versions.Deferred,
+) -> SyncReport:
+    """The claimed key's reconcile and its `done`."""
     claimed_at = time.time()
     started = time.monotonic()
     result: Result | None
@@ -193,8 +227,16 @@ def run_sync(
     held = (claimed_at, time.time())
     try:
         owned = queue.done(
-            key, token, result.outcome, delay=result.delay, duration=duration, increments=pending
+            key,
+            token,
+            result.outcome,
+            delay=result.delay,
+            duration=duration,
+            increments=pending,
+            versions=versions.records(),
+            versions_ttl=written_versions.TTL_SECONDS,
         )
+        versions.clear()  # applied, whoever held the key
     except redis.RedisError as err:
         # The lease expires and the tick requeues the key: one extra reconcile, nothing lost.
         log.error("cannot finish %s %s: %s", queue.kind, key, err)

@@ -1,5 +1,5 @@
 -- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep, holder, message,
---      increments...):
+--      n, ttl, versions..., increments...):
 -- release a claim and record the outcome in one step.
 -- KEYS: queued, active, leases, dirty, failures(hash key->count), timers(zset key->due ms),
 --       known, stats(hash), durations(list of recent reconcile milliseconds), started(hash),
@@ -7,11 +7,14 @@
 --       dirty_own(hash key->resourceVersion, see add.lua), own_written(string: the newest
 --       resourceVersion of the object that its controller wrote, kept by the caller's
 --       controller; absent when it records none), fair prefix, tenants, fair.lua's three fixed
---       keys (see fair.lua), the broker list `message` goes on, then the hashes the
---       increments name
+--       keys (see fair.lua), the broker list `message` goes on, then the keys the versions
+--       name and the hashes the increments name
 -- holder: the caller's host ('' for none), recorded as the publisher of a dirty key's message
 -- message: the dirty key's message as the broker holds it, pushed here when the key is queued
 --          again ('' for none: the caller sends it, and `holder` records who is publishing)
+-- versions: n pairs (index into KEYS, resourceVersion): what the reconcile wrote, each kept
+-- for ttl seconds unless a newer one is (cache/written.py; applied first, whoever holds the
+-- key: they are facts about the API server)
 -- increments: triples (index into KEYS, field, amount), applied with the outcome (the
 -- caller's metrics ride on this call instead of costing another round trip)
 -- outcome: ok (reset backoff), after (reset backoff, run again after delay_ms),
@@ -25,6 +28,14 @@
 local k, token, outcome = ARGV[1], ARGV[2], ARGV[3]
 local delay, duration = tonumber(ARGV[4]), ARGV[5]
 local base, max, keep = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local versions = tonumber(ARGV[11])
+for i = 13, 12 + 2 * versions, 2 do
+  local key, rv = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
+  local current = redis.call('GET', key)
+  if not current or tonumber(current) == nil or tonumber(rv) > tonumber(current) then
+    redis.call('SET', key, rv, 'EX', ARGV[12])
+  end
+end
 if redis.call('HGET', KEYS[2], k) ~= token then
   redis.call('HINCRBY', KEYS[8], 'lease_lost', 1)
   return {0, 0}
@@ -35,7 +46,7 @@ redis.call('HDEL', KEYS[2], k)
 redis.call('ZREM', KEYS[3], k)
 redis.call('HDEL', KEYS[10], k)
 fair_keys(KEYS[15], KEYS[16])
-for i = 11, #ARGV, 3 do
+for i = 13 + 2 * versions, #ARGV, 3 do
   redis.call('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
 end
 redis.call('HINCRBY', KEYS[8], 'reconciles', 1)

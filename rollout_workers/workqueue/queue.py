@@ -387,11 +387,16 @@ class WorkQueue:
         delay: float = 0.0,
         duration: float = 0.0,
         increments: Sequence[Increment] = (),
+        versions: Sequence[tuple[str, str]] = (),
+        versions_ttl: int = 0,
     ) -> bool:
         """Release a claim and apply its outcome; False when the lease had been lost.
 
         `increments` (metric counters) are applied in the same script, only when the lease
         was still held, so they cost no round trip and count each reconcile once.
+        `versions` ((Redis key, resourceVersion) pairs: the reconcile's writes, see
+        cache/written.py) are kept for `versions_ttl` seconds unless a newer one is, first and
+        whoever holds the key, so the own-event check below sees them.
         A key dirty only by the object's own watch events (see `add`'s `own`) is not queued
         again when its controller recorded writing that version (`keys.own_key`).
         """
@@ -417,7 +422,10 @@ class WorkQueue:
             self._envelope.list_key if self._envelope is not None else self.k_queued,
         ]
         message = self._envelope(key) if self._envelope is not None else ""
-        extra: list[str | int] = []
+        extra: list[str | int] = [len(versions), versions_ttl]
+        for name, version in versions:
+            keys.append(name)
+            extra += [len(keys), version]
         index: dict[str, int] = {}
         for inc in increments:
             if inc.key not in index:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import redis
 
+from rollout_workers.cache.written import TTL_SECONDS, WrittenVersions
 from rollout_workers.counters import Keys, PendingCounts
-from rollout_workers.keys import ObjectKey
+from rollout_workers.keys import ObjectKey, own_key
 from rollout_workers.metrics.collector import read_snapshot
 from rollout_workers.reconcile.handlers import Result, SyncRequest
 from rollout_workers.reconcile.runner import LeaseKeeper, run_sync
@@ -121,3 +122,57 @@ def test_prune_deletes_the_series_of_objects_gone_from_the_cache(rdb: redis.Redi
     assert rdb.hlen(keys.reconcile("analysisruns")) == 3
     list(PoolCollector(rdb, prefix=PREFIX, prune=True).collect())
     assert rdb.hkeys(keys.reconcile("analysisruns")) == [b"ns/live|b0"]
+
+
+def test_a_reconciles_written_versions_ride_on_its_done(wq: WorkQueue, rdb: redis.Redis) -> None:
+    """No round trip of their own: `done` keeps them (only if newer) before it looks at the
+    key's own events, so the event of the reconcile's own settling write, arriving while the
+    key is held, does not queue it again."""
+    written = WrittenVersions(rdb, prefix=PREFIX, own="rollouts")
+    rdb.set(f"{written.key_prefix('replicasets')}default/a-1", "50")
+
+    def handler(request: SyncRequest) -> Result:
+        written.record("replicasets", "default/a-1", "40")  # older than what is kept
+        written.record("replicasets", "default/a-2", "41")
+        written.record("rollouts", "default/a", "42")
+        written.record_own("rollouts", "default/a", "42")
+        assert wq.add([A], own={A: "42"}).dirty == [A]  # its watch event, while held
+        return Result.done()
+
+    wq.add([A])
+    rdb.config_resetstat()
+    report = run_sync(queue=wq, handler=handler, raw_key=A, keeper=LeaseKeeper(10))
+    assert report.status == "ok"
+    assert rdb.info("commandstats")["cmdstat_evalsha"]["calls"] == 3  # claim, add, done
+    prefix = written.key_prefix
+    assert rdb.mget(
+        f"{prefix('replicasets')}default/a-1",
+        f"{prefix('replicasets')}default/a-2",
+        f"{prefix('rollouts')}default/a",
+        own_key(PREFIX, "rollouts", "default/a"),
+    ) == [b"50", b"41", b"42", b"42"]
+    assert 0 < rdb.ttl(f"{prefix('replicasets')}default/a-2") <= TTL_SECONDS
+    assert rdb.zscore(wq.k_queued, A) is None  # its own event: not queued again
+    assert wq.stats().counters["own_skipped"] == 1
+    # Outside a reconcile, a record goes out at once.
+    written.record("replicasets", "default/a-3", "43")
+    assert rdb.get(f"{prefix('replicasets')}default/a-3") == b"43"
+
+
+def test_a_reconcile_without_its_done_still_sends_its_written_versions(
+    wq: WorkQueue, rdb: redis.Redis
+) -> None:
+    written = WrittenVersions(rdb, prefix=PREFIX)
+
+    def handler(request: SyncRequest) -> Result:
+        written.record("replicasets", "default/a-1", "7")
+        written.record("replicasets", "default/gone", "8")
+        written.forget("replicasets", "default/gone")  # deleted after: no record
+        rdb.hset(wq.k_active, A, "someone-else")  # the lease is taken over mid-reconcile
+        return Result.done()
+
+    wq.add([A])
+    report = run_sync(queue=wq, handler=handler, raw_key=A, keeper=LeaseKeeper(10))
+    assert report.status == "lease-lost"
+    assert rdb.get(f"{written.key_prefix('replicasets')}default/a-1") == b"7"
+    assert rdb.get(f"{written.key_prefix('replicasets')}default/gone") is None
