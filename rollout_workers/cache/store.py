@@ -345,9 +345,9 @@ class OwnerReads:
 
     The owner index is keyed by the owner's uid, which is inside the owner's object: the uid
     read last for each key is remembered, and the owned objects are read for it together with
-    the owner. A key read for the first time in this process, or whose object's uid is not the
-    one remembered (deleted and created again), costs the round trips of the plain reads, and
-    its guard is left to the caller.
+    the owner. A key read for the first time in this process costs one round trip more, for
+    its uid; one whose object's uid is not the one remembered (deleted and created again)
+    costs the round trips of the plain reads, and its guard is left to the caller.
     """
 
     #: Keys remembered at most; past it the memory starts over (each key costs one read more).
@@ -378,7 +378,10 @@ class OwnerReads:
         a worker wrote (None: not compared, the plain reads were made)."""
         uid = self._uids.get(key)
         if uid is None:
-            return self._plain(key)
+            first = self.owner.get(key)
+            if first is None:
+                return None, [[] for _ in self.owned], []
+            uid = self._remember(key, first)
         keys = [self.owner.keys.objects, self.written.key_prefix(self.owner.resource.plural) + key]
         for lister in self.owned:
             keys += [lister.keys.index(OWNER, uid), lister.keys.objects]
@@ -401,17 +404,16 @@ class OwnerReads:
                 )
         return obj, owned, stale
 
-    def _plain(
-        self, key: str, obj: Obj | None = None
-    ) -> tuple[Obj | None, list[list[Obj]], list[str] | None]:
-        obj = obj if obj is not None else self.owner.get(key)
-        if obj is None:
-            return None, [[] for _ in self.owned], []
+    def _plain(self, key: str, obj: Obj) -> tuple[Obj | None, list[list[Obj]], list[str] | None]:
+        uid = self._remember(key, obj)
+        return obj, [lister.by_owner(uid) for lister in self.owned], None
+
+    def _remember(self, key: str, obj: Obj) -> str:
         uid = _uid(obj)
         if len(self._uids) >= self.MAX_REMEMBERED:
             self._uids.clear()
         self._uids[key] = uid
-        return obj, [lister.by_owner(uid) for lister in self.owned], None
+        return uid
 
 
 def _uid(obj: Obj) -> str:

@@ -190,8 +190,12 @@ def test_owner_reads_match_the_plain_reads_in_one_round_trip_once_the_uid_is_kno
         uid = obj["metadata"]["uid"] if obj else ""
         return obj, [rss.by_owner(uid), runs.by_owner(uid)]
 
-    # The first read is the plain reads, and leaves the stale-cache guard to the caller.
-    assert reads.read("prod/a") == (*plain(), None)
+    # The first read of a key reads its uid first: one round trip more.
+    rdb.config_resetstat()
+    assert reads.read("prod/a") == (*plain(), [])
+    stats = rdb.info("commandstats")
+    assert stats["cmdstat_evalsha"]["calls"] - stats["cmdstat_evalsha"].get("failed_calls", 0) == 3
+    assert stats["cmdstat_hget"]["calls"] == 3  # the uid's, plain()'s and the script's
     rdb.config_resetstat()
     assert reads.read("prod/a") == (*plain(), [])
     # One script call for the owner reads, two for plain()'s by_owner.
@@ -215,6 +219,11 @@ def test_owner_reads_match_the_plain_reads_in_one_round_trip_once_the_uid_is_kno
     again["metadata"]["uid"] = "b"
     rollouts_w.apply("ADDED", again)
     obj, (owned, _), stale = reads.read("prod/a")
-    assert obj == again and [o["metadata"]["name"] for o in owned] == ["other"] and stale is None
-    obj, (owned, _), stale = reads.read("prod/a")
-    assert [o["metadata"]["name"] for o in owned] == ["other"] and stale == []
+    assert obj == again and [o["metadata"]["name"] for o in owned] == ["other"] and stale == []
+    # Created again between two reads: the plain reads, which leave the guard to the caller.
+    third = rollout("a", 62, "s")
+    third["metadata"]["uid"] = "c"
+    rollouts_w.apply("DELETED", again)
+    rollouts_w.apply("ADDED", third)
+    assert reads.read("prod/a") == (third, [[], []], None)
+    assert reads.read("prod/a") == (third, [[], []], [])
