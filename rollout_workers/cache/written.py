@@ -53,15 +53,17 @@ TTL_SECONDS = 300
 
 
 class Deferred:
-    """The records of one reconcile on one thread, in order, to be sent with its `done`."""
+    """The records of one reconcile on one thread, to be sent with its `done`: the newest
+    version of each Redis key."""
 
     def __init__(self) -> None:
         self._pending: dict[str, tuple[str, Script]] = {}
 
     def add(self, keys: list[str], resource_version: str, script: Script) -> None:
         for key in keys:
-            self._pending.pop(key, None)
-            self._pending[key] = (resource_version, script)
+            kept = self._pending.get(key)
+            if kept is None or int(resource_version) > int(kept[0]):
+                self._pending[key] = (resource_version, script)
 
     def discard(self, key: str) -> None:
         self._pending.pop(key, None)
