@@ -894,8 +894,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="log every Redis command over the rollout (SLOWLOG at 0 us): time per script",
     )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run every case this many times, in rounds (each case once a round, in order); "
+        "the scale: lines give the median over the rounds of each round's own ratio",
+    )
     p.add_argument("--output", type=Path, default=RESULTS)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
+    return args
 
 
 def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) -> Obj:
@@ -1010,7 +1020,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     exit_on_sigterm()
     started = time.perf_counter()
-    report = run_in_tempdir(run, args, "bench-scale-")
+    rounds = []
+    for i in range(args.repeat):
+        if args.repeat > 1:
+            print(f"round {i + 1} of {args.repeat}:", flush=True)
+        rounds.append(run_in_tempdir(run, args, "bench-scale-"))
+    report = rounds[0]
+    if len(rounds) > 1:
+        report["rounds"] = [r["cases"] for r in rounds]
     report["total_seconds"] = round(time.perf_counter() - started, 1)
     write_json(report, args.output)
     print()
@@ -1018,23 +1035,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\ntotal {report['total_seconds']:.0f} s; written to {args.output}")
     peer = f"peer({args.peer_threads})"
     enqueue = report["enqueue_all"]
+    bound = "cpu-bound " if (args.qps or 0) >= 1000 else ""
+    if len(rounds) > 1:
+        for i, r in enumerate(rounds, 1):
+            cpu = {c["case"]: c["controller_cpu_ms_per_reconcile"] for c in r["cases"]}
+            print(
+                f"round {i}: pool(2)/peer {ratio(r, 'pool(2)', peer):.2f}, controller cpu ms "
+                + ", ".join(f"{case} {ms}" for case, ms in cpu.items())
+            )
+        print(f"scale: medians of {len(rounds)} rounds")
+
+    def median_of(case: str, key: str) -> float:
+        values = [c[key] for r in rounds for c in r["cases"] if c["case"] == case]
+        return percentile(values, 0.5) if values else float("nan")
+
+    throughput = percentile([ratio(r, "pool(2)", peer) for r in rounds], 0.5)
+    print(f"scale: {bound}pool(2)/peer throughput ratio {throughput:.2f}")
     by_case = {c["case"]: c for c in report["cases"]}
     pool2, peer_case = by_case.get("pool(2)"), by_case.get(peer)
-    bound = "cpu-bound " if (args.qps or 0) >= 1000 else ""
-    print(f"scale: {bound}pool(2)/peer throughput ratio {ratio(report, 'pool(2)', peer):.2f}")
     if pool2 and peer_case:
         print(
             "scale: controller cpu per reconcile pool "
-            f"{pool2['controller_cpu_ms_per_reconcile']:.2f} ms peer "
-            f"{peer_case['controller_cpu_ms_per_reconcile']:.2f} ms"
+            f"{median_of('pool(2)', 'controller_cpu_ms_per_reconcile'):.2f} ms peer "
+            f"{median_of(peer, 'controller_cpu_ms_per_reconcile'):.2f} ms"
         )
         print(
             f"scale: latency copied p99 pool {pool2['latency']['copied']['p99_ms']:g} ms "
             f"peer {peer_case['latency']['copied']['p99_ms']:g} ms"
         )
     if pool2:
-        print(f"scale: redis commands per reconcile {pool2['redis_commands_per_reconcile']}")
-    print(f"scale: pool(4)/pool(1) speed-up {ratio(report, 'pool(4)', 'pool(1)'):.2f}")
+        commands = median_of("pool(2)", "redis_commands_per_reconcile")
+        print(f"scale: redis commands per reconcile {commands:g}")
+    speedup = percentile([ratio(r, "pool(4)", "pool(1)") for r in rounds], 0.5)
+    print(f"scale: pool(4)/pool(1) speed-up {speedup:.2f}")
     seconds = enqueue["seconds"] if enqueue else float("nan")
     keys = enqueue["keys"] if enqueue else 0
     print(f"scale: enqueue --all {keys} keys {seconds:.2f} s")
