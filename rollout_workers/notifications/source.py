@@ -82,6 +82,11 @@ class NamespaceConfig:
 #: How long a worker uses a namespace's notification config before reading it again, seconds.
 CONFIG_RECHECK = 1.0
 
+#: How long a worker takes a namespace to have no notification ConfigMap before looking again,
+#: seconds: short, so that one created applies about as soon as the watcher has cached it, but
+#: a busy worker without one no longer reads the cache for every event it records.
+CONFIG_ABSENT_RECHECK = 0.1
+
 #: Reads one object by namespace and name (a cache lister's `get`, or the API's).
 Getter = Callable[[str, str], Obj | None]
 
@@ -92,7 +97,8 @@ class ConfigCache:
     the object's own namespace. ``recheck_after``: for this many seconds a namespace's config
     is used without reading its ConfigMap and Secret again (every event would otherwise read
     and decode them: Argo's catalog alone is some 20 KB), so a change applies that much later;
-    a namespace without a ConfigMap is read every time."""
+    ``absent_recheck``: the same for a namespace found without a ConfigMap (0: looked for at
+    every event)."""
 
     def __init__(
         self,
@@ -102,12 +108,14 @@ class ConfigCache:
         controller_namespace: str,
         self_service: bool,
         recheck_after: float = 0.0,
+        absent_recheck: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._configmaps, self._secrets = configmaps, secrets
         self.controller_namespace = controller_namespace
         self.self_service = self_service
-        self._recheck_after, self._clock = recheck_after, clock
+        self._recheck_after, self._absent_recheck = recheck_after, absent_recheck
+        self._clock = clock
         self._lock = threading.Lock()
         #: Per namespace: the version parsed, its config, and when that version was last read.
         self._parsed: dict[str, tuple[str, Config | None, float]] = {}
@@ -117,9 +125,10 @@ class ConfigCache:
         now = self._clock()
         with self._lock:
             cached = self._parsed.get(namespace)
-        # Only a config that exists is reused: a ConfigMap created now applies at once.
-        if cached is not None and cached[1] is not None and now - cached[2] < self._recheck_after:
-            return cached[1]
+        if cached is not None:
+            window = self._recheck_after if cached[1] is not None else self._absent_recheck
+            if now - cached[2] < window:
+                return cached[1]
         configmap = self._configmaps(namespace, CONFIGMAP_NAME)
         secret = self._secrets(namespace, SECRET_NAME) if configmap is not None else None
         version = f"{_version(configmap)}/{_version(secret)}"
@@ -158,4 +167,5 @@ def config_cache(client: redis.Redis, settings: Settings) -> ConfigCache:
         controller_namespace=settings.notifications_namespace,
         self_service=settings.notifications.self_service,
         recheck_after=CONFIG_RECHECK,
+        absent_recheck=CONFIG_ABSENT_RECHECK,
     )

@@ -91,10 +91,37 @@ def test_a_config_is_read_again_only_after_the_recheck_window() -> None:
     now[0] += 0.6
     config = cache.namespace("ctl")
     assert len(reads) > first and config is not None and "a" in config.triggers
-    # No ConfigMap: read every time, so one created now applies at once.
+    # No ConfigMap and no absent_recheck: read every time, so one created now applies at once.
     assert cache.namespace("team") is None and cache.namespace("team") is None
     objects[("team", CONFIGMAP_NAME)] = obj("1", data={})
     assert cache.namespace("team") is not None
+
+
+def test_a_missing_config_is_looked_for_again_after_its_own_window() -> None:
+    reads: list[str] = []
+    objects: dict[tuple[str, str], Obj] = {}
+    now = [100.0]
+
+    def read(ns: str, name: str) -> Obj | None:
+        reads.append(f"{ns}/{name}")
+        return objects.get((ns, name))
+
+    cache = ConfigCache(
+        configmaps=read, secrets=read, controller_namespace="ctl", self_service=False,
+        recheck_after=1.0, absent_recheck=0.1, clock=lambda: now[0],
+    )  # fmt: skip
+    assert cache.namespace("ctl") is None
+    assert reads == [f"ctl/{CONFIGMAP_NAME}"]  # no Secret is read without a ConfigMap
+    objects[("ctl", CONFIGMAP_NAME)] = obj("1", data={"trigger.a": "- send: [x]"})
+    now[0] += 0.05
+    assert cache.namespace("ctl") is None and len(reads) == 1  # not looked for again yet
+    now[0] += 0.06
+    config = cache.namespace("ctl")
+    assert config is not None and "a" in config.triggers  # found once the window is over
+    # An existing config keeps the longer window.
+    del objects[("ctl", CONFIGMAP_NAME)]
+    now[0] += 0.5
+    assert cache.namespace("ctl") is config
 
 
 @pytest.mark.parametrize(
