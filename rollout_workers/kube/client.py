@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 import urllib3
@@ -43,6 +43,34 @@ class RateLimiter:
             time.sleep(delay)
 
 
+class _Endpoint:
+    """The connection pool of the API server's URL, taken once from the client's pool manager
+    (its TLS and client-certificate settings), so that a request skips the manager's parsing
+    of every URL and its pool lookup. Through a proxy, every request goes through the manager
+    (which speaks to the proxy), as before."""
+
+    def __init__(self, manager: urllib3.PoolManager, host: str) -> None:
+        self._manager, self._host = manager, host
+        self._base = (urllib3.util.parse_url(host).path or "").rstrip("/")
+        self._direct = not isinstance(manager, urllib3.ProxyManager)
+        self._pool: urllib3.HTTPConnectionPool | None = None
+
+    def urlopen(self, method: str, path: str, **kwargs: Any) -> urllib3.HTTPResponse:
+        if not self._direct:
+            return cast(
+                urllib3.HTTPResponse, self._manager.urlopen(method, self._host + path, **kwargs)
+            )
+        pool = self._pool
+        if pool is None or pool.pool is None:  # not taken yet, or closed by the manager
+            pool = self._pool = self._manager.connection_from_url(self._host)
+        # What the manager passes for a URL of its pool's host (no redirects: the API
+        # server answers them as errors).
+        response = pool.urlopen(
+            method, self._base + path, assert_same_host=False, redirect=False, **kwargs
+        )
+        return cast(urllib3.HTTPResponse, response)  # preload_content=False: never preloaded
+
+
 class Kube:
     def __init__(
         self, api: k8s.ApiClient, settings: KubeSettings, counts: PendingCounts | None = None
@@ -52,6 +80,7 @@ class Kube:
         self.counts = counts
         self.limiter = RateLimiter(settings.qps, settings.burst)
         self.requests = 0
+        self._endpoint = _Endpoint(api.rest_client.pool_manager, api.configuration.host)
         self.discovery = Discovery(lambda path: self.json("GET", path), ttl=settings.discovery_ttl)
 
     def request(
@@ -67,14 +96,14 @@ class Kube:
         """One API request; the response is returned unread (the caller reads or streams it).
 
         Sent straight through the client's own urllib3 pool manager (its TLS, client
-        certificates and proxy), with its configuration's headers and credentials (refreshed
-        as it refreshes them), but not through `ApiClient.call_api`: that walks every body and
-        header to sanitize it and builds the request twice over, about a fifth of a request's
-        CPU here, for raw JSON that needs none of it."""
+        certificates and proxy; see `_Endpoint`), with its configuration's headers and
+        credentials (refreshed as it refreshes them), but not through `ApiClient.call_api`: that
+        walks every body and header to sanitize it and builds the request twice over, about a
+        fifth of a request's CPU here, for raw JSON that needs none of it."""
         self.limiter.wait()
         self.requests += 1
         api = self.api
-        url = api.configuration.host + path
+        url = path
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
         if params:
             url += "?" + urlencode(params)
@@ -90,7 +119,7 @@ class Kube:
         else:
             limit = urllib3.Timeout(total=seconds)
         try:
-            response: urllib3.HTTPResponse = api.rest_client.pool_manager.urlopen(
+            response = self._endpoint.urlopen(
                 method, url, body=data, headers=headers, preload_content=False, timeout=limit
             )
         except (urllib3.exceptions.HTTPError, OSError) as err:
