@@ -13,6 +13,13 @@ again as soon as the host's heartbeat lapses, instead of the message's visibilit
 the workqueue's `stale_after` later. That record is why a sync message needs none of kombu's
 unacked bookkeeping (`QoS`).
 
+While messages keep coming, a worker host takes the next one and records that it holds it in
+one step: instead of kombu's BRPOP and then the HSET, a script pops the first message waiting
+(the lists in BRPOP's order) and, for a sync message, writes the record with it. That saves
+the consumer one round trip per message and leaves no moment at which the host has a message
+that no record names. Once a pop finds nothing it goes back to a blocking BRPOP, and the HSET
+after it, until the next message arrives.
+
 Two economies: kombu builds a `redis.Redis` client for every publish, ack and unacked record;
 here a channel keeps one per connection pool. And a channel can capture what it would push
 instead of pushing it, which is how `sender.Envelopes` learns the exact broker entry of a sync
@@ -30,12 +37,14 @@ from __future__ import annotations
 
 import logging
 from queue import Empty
+from time import monotonic
 from typing import Any
 
 import redis
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
-from kombu.utils.json import dumps
+from kombu.utils.encoding import bytes_to_str
+from kombu.utils.json import dumps, loads
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.sentinel import Sentinel
@@ -76,6 +85,36 @@ def _check_envelope(payload: Any) -> None:
         raise KeyError("message has no body")
 
 
+#: KEYS: the queue lists in the order BRPOP takes them, then the held hashes; ARGV: how many
+#: lists, this host, then the sync task name of each held hash. Pops the first message waiting
+#: and, when it is an envelope (as Transport._deliver checks) of a sync task whose key header is
+#: a string (as Channel.held_record reads it), records in that task's hash that this host
+#: holds the key. Returns {list, message, 1 if recorded else 0}, or false when all are empty.
+_POP_HELD = f"""
+local n, host = tonumber(ARGV[1]), ARGV[2]
+for i = 1, n do
+  local item = redis.call('RPOP', KEYS[i])
+  if item then
+    local recorded = 0
+    local ok, m = pcall(cjson.decode, item)
+    if ok and type(m) == 'table' and type(m.properties) == 'table'
+        and m.properties.delivery_tag ~= nil and m.body ~= nil
+        and type(m.headers) == 'table' and type(m.headers['{KEY_HEADER}']) == 'string' then
+      for j = n + 1, #KEYS do
+        if ARGV[j - n + 2] == m.headers.task then
+          redis.call('HSET', KEYS[j], m.headers['{KEY_HEADER}'], host)
+          recorded = 1
+          break
+        end
+      end
+    end
+    return {{KEYS[i], item, recorded}}
+  end
+end
+return false
+"""
+
+
 class QoS(kombu_redis.QoS):
     """kombu's ack emulation, except for the sync messages a worker host reserves.
 
@@ -99,8 +138,9 @@ class QoS(kombu_redis.QoS):
         if record is None:
             super().append(message, delivery_tag)  # type: ignore[no-untyped-call]
             return
-        with self.channel.conn_or_acquire() as client:
-            redisclient.direct(client).call("HSET", *record)
+        if not self.channel.rollouts_recorded:  # else the pop that took it wrote the record
+            with self.channel.conn_or_acquire() as client:
+                redisclient.direct(client).call("HSET", *record)
         self._held.add(delivery_tag)
         virtual.QoS.append(self, message, delivery_tag)  # type: ignore[no-untyped-call]
 
@@ -151,7 +191,13 @@ class Channel(kombu_redis.Channel):
     rollouts_held: dict[str, str] | None = None
     #: While a list: what would be pushed, as (list, serialized message), instead of pushing.
     rollouts_capture: list[tuple[str, str]] | None = None
+    #: True while the message being delivered was recorded as held by the pop that took it.
+    rollouts_recorded = False
     _rollouts_client: redis.Redis | None = None
+    #: The last read delivered a message: the next one pops without blocking (_POP_HELD).
+    _rollouts_eager = False
+    #: The command in flight is _POP_HELD's, not BRPOP.
+    _rollouts_popping = False
 
     def _create_client(self, asynchronous: bool = False) -> Any:
         # kombu builds a redis.Redis, with its few hundred response callbacks, for every
@@ -186,13 +232,69 @@ class Channel(kombu_redis.Channel):
             return None
         return held, key, self.rollouts_host
 
+    def _brpop_start(self, timeout: Any = None) -> None:
+        self._rollouts_popping = False
+        # A host's pops only, and not under a global key prefix, which kombu adds to BRPOP.
+        if not (self._rollouts_eager and self.rollouts_host and self.rollouts_held) or (
+            self.global_keyprefix
+        ):
+            super()._brpop_start(timeout)  # type: ignore[no-untyped-call]
+            return
+        queues = self._queue_cycle.consume(len(self.active_queues))
+        if not queues:
+            return
+        lists = [self._q_for_pri(q, pri) for pri in self.priority_steps for q in queues]  # type: ignore[no-untyped-call]
+        held = list(self.rollouts_held.items())
+        # What kombu's _brpop_start records, for its health check and _in_poll bookkeeping.
+        self._in_poll = self.client.connection
+        self._brpop_sent_at = monotonic()  # type: ignore[assignment]
+        self._rollouts_popping = True
+        self.client.connection.send_command(
+            "EVAL", _POP_HELD, len(lists) + len(held), *lists, *(h for _, h in held),
+            len(lists), self.rollouts_host, *(task for task, _ in held),
+        )  # fmt: skip
+
     def _brpop_read(self, **options: Any) -> bool:
         try:
-            result: bool = super()._brpop_read(**options)  # type: ignore[no-untyped-call]
-            return result
+            if self._rollouts_popping:
+                delivered = self._pop_read(**options)
+            else:
+                delivered = super()._brpop_read(**options)  # type: ignore[no-untyped-call]
         except MALFORMED as err:
             log.error("dropped a malformed message from the broker: %s", err)
+            delivered = True
+        except Empty:
+            self._rollouts_eager = False
+            raise
+        self._rollouts_eager = delivered
+        return delivered
+
+    def _pop_read(self, **options: Any) -> bool:
+        """kombu's _brpop_read for the reply of _POP_HELD."""
+        self._rollouts_popping = False
+        try:
+            try:
+                reply = self.client.parse_response(self.client.connection, "EVAL", **options)
+            except self.connection_errors:
+                self.client.connection.disconnect()
+                raise
+            except redis.ResponseError as err:  # the script refused (e.g. OOM): BRPOP again
+                log.warning("cannot pop the next message in one step: %s", err)
+                raise Empty() from err
+            if not reply:
+                raise Empty()
+            dest, item, recorded = reply
+            queue = bytes_to_str(dest).rsplit(self.sep, 1)[0]  # type: ignore[no-untyped-call]
+            self._queue_cycle.rotate(queue)
+            self.rollouts_recorded = bool(int(recorded))
+            try:
+                self.connection._deliver(loads(item), queue)  # type: ignore[no-untyped-call]
+            finally:
+                self.rollouts_recorded = False
             return True
+        finally:
+            self._in_poll = None  # type: ignore[assignment]
+            self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
 
     def _get(self, queue: Any, timeout: Any = None) -> Any:
         try:

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 import redis
+from celery import Celery
+from kombu.entity import Exchange, Queue
+from kombu.messaging import Consumer
 
 from rollout_workers.celeryapp.app import create_app
 from rollout_workers.celeryapp.tasks import build_runtime
+from rollout_workers.celeryapp.transport import HELD_OPTION, HOST_OPTION, KEY_HEADER
 from rollout_workers.keys import ObjectKey
 from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue import WorkQueue
+from rollout_workers.workqueue.queue import held_key
 from tests.conftest import TEST_HANDLERS
 
 
@@ -58,3 +64,31 @@ def wq(rdb: redis.Redis, settings: Settings, sent: SentLog) -> WorkQueue:
 
 def trace(rdb: redis.Redis, prefix: str = "rw") -> list[dict[str, object]]:
     return [json.loads(x) for x in rdb.lrange(f"{prefix}:test:trace", 0, -1)]
+
+
+def host_app(settings: Settings, host: str) -> Celery:
+    """A Celery app with the transport options of worker host `host` (its rollouts held hash)."""
+    assert settings.redis.url
+    app = create_app(settings, settings.redis.url)
+    app.conf.broker_transport_options = {
+        **app.conf.broker_transport_options,
+        HOST_OPTION: host,
+        HELD_OPTION: {"rollouts.sync": held_key(settings.redis.key_prefix, "rollouts")},
+    }
+    return app
+
+
+def consume(app: Celery, queue: str, reads: int) -> list[str]:
+    """Read `reads` times off `queue` through the app's transport, as a worker's consumer does
+    (unacked: put back at close); returns the key, or else the task name, of each message."""
+    got: list[str] = []
+
+    def received(body: Any, message: Any) -> None:
+        got.append(str(message.headers.get(KEY_HEADER) or message.headers["task"]))
+
+    with app.connection_for_read() as conn:
+        entity = Queue(queue, Exchange(queue), routing_key=queue)  # type: ignore[no-untyped-call]
+        with Consumer(conn, queues=[entity], callbacks=[received], accept=["json"]):  # type: ignore[no-untyped-call]
+            for _ in range(reads):
+                conn.drain_events(timeout=5)
+    return got

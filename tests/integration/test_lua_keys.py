@@ -34,6 +34,8 @@ from rollout_workers.cache.store import (
     apply_source,
 )
 from rollout_workers.cache.written import _RECORD, WrittenVersions
+from rollout_workers.celeryapp import transport
+from rollout_workers.celeryapp.sender import SyncSender
 from rollout_workers.counters import Increment
 from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
@@ -45,7 +47,7 @@ from rollout_workers.watcher.events import EventQueuer, event_script
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.workqueue import Claim, Hosts, Outcome, Priority, WorkQueue
 from rollout_workers.workqueue.queue import hosts_key, script_source
-from tests.integration.conftest import SentLog
+from tests.integration.conftest import SentLog, consume, host_app
 
 Obj = dict[str, Any]
 
@@ -72,6 +74,7 @@ KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
     "LREM": (1, 1, 1),
     "LTRIM": (1, 1, 1),
     "PEXPIRE": (1, 1, 1),
+    "RPOP": (1, 1, 1),
     "RPOPLPUSH": (1, 2, 1),
     "SADD": (1, 1, 1),
     "SET": (1, 1, 1),
@@ -146,6 +149,7 @@ def known_scripts() -> dict[str, str]:
     names[leader._HOLD] = "watcher/leader.py _HOLD"
     names[leader._RELEASE] = "watcher/leader.py _RELEASE"
     names[_CREATE] = "notifications/outbox.py _CREATE"
+    names[transport._POP_HELD] = "celeryapp/transport.py _POP_HELD"
     return names
 
 
@@ -229,6 +233,8 @@ def instrumented(monkeypatch: pytest.MonkeyPatch) -> Instrumented:
         raise AssertionError("EVAL outside register_script: not instrumented")
 
     monkeypatch.setattr(redisclient.Script, "__init__", init)
+    # Sent by the broker transport as it is, with EVAL on its consumer connection.
+    monkeypatch.setattr(transport, "_POP_HELD", instrument(transport._POP_HELD))
     monkeypatch.setattr(redisclient.Direct, "call", call)
     monkeypatch.setattr(redis.Redis, "register_script", register_script)
     monkeypatch.setattr(redis.Redis, "evalsha", evalsha)
@@ -428,6 +434,14 @@ def drive_notifications(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> Non
         assert key is not None
 
 
+def drive_transport(settings: Settings) -> None:
+    """A worker host's consumer takes two messages: the second off the pop that records it."""
+    app = host_app(settings, "h1")
+    name = settings.queue.for_kind("rollouts")
+    SyncSender(app, name="rollouts.sync", queue=name)([A1, A2])
+    assert consume(app, name, 2) == [A1, A2]
+
+
 def undeclared(rdb: redis.Redis) -> dict[tuple[str, str], set[str]]:
     """(script, key pattern) -> the commands that touched such keys undeclared."""
     found: dict[tuple[str, str], set[str]] = {}
@@ -453,6 +467,7 @@ def test_every_key_a_script_touches_is_declared_or_allowlisted(
         qs = settings.queue.model_copy(update={"fairness": fairness, "lost_after": 0.001})
         for drive in drives:
             drive(rdb, f"lk{i}", qs)
+    drive_transport(settings)
 
     assert instrumented.unnamed == [], "a script known_scripts does not name"
     assert instrumented.uninstrumented == [], "a script run without register_script"
@@ -500,6 +515,7 @@ def test_the_instrumentation_knows_every_script_and_command(rdb: redis.Redis) ->
     assert registering == {
         "cache/store.py",
         "cache/written.py",
+        "celeryapp/transport.py",
         "notifications/outbox.py",
         "redisclient.py",
         "watcher/events.py",

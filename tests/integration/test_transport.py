@@ -1,0 +1,51 @@
+"""The broker transport on real Redis: a worker host takes the messages that keep coming and
+records that it holds them in one step (celeryapp/transport.py), with what a BRPOP and its
+HSET did, malformed entries included."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+
+from rollout_workers.celeryapp.sender import SyncSender
+from rollout_workers.celeryapp.transport import KEY_HEADER
+from rollout_workers.keys import ObjectKey
+from rollout_workers.settings import Settings
+from rollout_workers.workqueue.queue import held_key
+from tests.integration.conftest import consume, host_app
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _calls(rdb: redis.Redis, command: str) -> int:
+    stats: dict[str, Any] = rdb.info("commandstats")
+    return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def test_a_host_takes_waiting_messages_and_records_them_in_one_step(
+    rdb: redis.Redis, settings: Settings
+) -> None:
+    app = host_app(settings, "h1")
+    name = settings.queue.for_kind("rollouts")
+    send = SyncSender(app, name="rollouts.sync", queue=name)
+    first, later = ObjectKey("ns/first"), [ObjectKey("ns/a"), ObjectKey("ns/b")]
+    send([first])
+    rdb.lpush(name, b"not json at all")
+    rdb.lpush(name, json.dumps({"a": 1}))  # JSON, but not an envelope
+    send(later)
+    other = app.send_task("timers.tick", queue=name)  # not a sync task: kombu's own record
+    rdb.config_resetstat()
+
+    assert consume(app, name, 6) == [first, *later, "timers.tick"]
+    # Only the first came by BRPOP (nothing had been delivered yet); the rest by the script.
+    assert _calls(rdb, "brpop") == 1 and _calls(rdb, "eval") == 5
+    held = held_key(settings.redis.key_prefix, "rollouts")
+    records = {_text(k): _text(v) for k, v in rdb.hgetall(held).items()}
+    assert records == {first: "h1", "ns/a": "h1", "ns/b": "h1"}
+    # Unacked at close, all four went back on the list, the sync messages from memory.
+    back = [json.loads(raw)["headers"] for raw in rdb.lrange(name, 0, -1)]
+    assert sorted(h.get(KEY_HEADER) or h["id"] for h in back) == sorted([*records, other.id])
