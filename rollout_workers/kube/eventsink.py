@@ -34,7 +34,6 @@ of a reconcile from its recording writer).
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import os
 import random
@@ -49,7 +48,7 @@ from typing import Any, Protocol
 from rollout_workers.counters import PendingCounts
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import KubeError, NotFound, Unavailable
-from rollout_workers.kube.eventcorrelator import Correlation, EventCorrelator
+from rollout_workers.kube.eventcorrelator import Correlation, EventCorrelator, with_own_metadata
 from rollout_workers.objects import Clock, Obj
 from rollout_workers.timefmt import utcnow
 
@@ -316,7 +315,7 @@ class BackgroundEventSink:
                 except NotFound:
                     written = None  # the Event expired: create it again
             if written is None:
-                body = copy.deepcopy(event)
+                body = with_own_metadata(event)
                 body.get("metadata", {}).pop("resourceVersion", None)
                 written = api.create(r.EVENTS, namespace, body)
         except Unavailable as err:
