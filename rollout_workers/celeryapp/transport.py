@@ -35,6 +35,8 @@ would drop the hardening the first time a connection attempt failed during a fai
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 from queue import Empty
 from time import monotonic
@@ -113,6 +115,11 @@ for i = 1, n do
 end
 return false
 """
+
+
+@functools.cache
+def _sha(source: str) -> str:
+    return hashlib.sha1(source.encode()).hexdigest()
 
 
 class QoS(kombu_redis.QoS):
@@ -198,6 +205,8 @@ class Channel(kombu_redis.Channel):
     _rollouts_eager = False
     #: The command in flight is _POP_HELD's, not BRPOP.
     _rollouts_popping = False
+    #: _POP_HELD was sent whole on this channel since Redis last answered NOSCRIPT: by its sha.
+    _rollouts_loaded = False
 
     def _create_client(self, asynchronous: bool = False) -> Any:
         # kombu builds a redis.Redis, with its few hundred response callbacks, for every
@@ -249,8 +258,10 @@ class Channel(kombu_redis.Channel):
         self._in_poll = self.client.connection
         self._brpop_sent_at = monotonic()  # type: ignore[assignment]
         self._rollouts_popping = True
+        script = ("EVALSHA", _sha(_POP_HELD)) if self._rollouts_loaded else ("EVAL", _POP_HELD)
+        self._rollouts_loaded = True
         self.client.connection.send_command(
-            "EVAL", _POP_HELD, len(lists) + len(held), *lists, *(h for _, h in held),
+            *script, len(lists) + len(held), *lists, *(h for _, h in held),
             len(lists), self.rollouts_host, *(task for task, _ in held),
         )  # fmt: skip
 
@@ -278,6 +289,9 @@ class Channel(kombu_redis.Channel):
             except self.connection_errors:
                 self.client.connection.disconnect()
                 raise
+            except redis.exceptions.NoScriptError as err:  # Redis restarted or was flushed
+                self._rollouts_loaded = False
+                raise Empty() from err
             except redis.ResponseError as err:  # the script refused (e.g. OOM): BRPOP again
                 log.warning("cannot pop the next message in one step: %s", err)
                 raise Empty() from err

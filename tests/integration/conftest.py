@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -78,13 +78,21 @@ def host_app(settings: Settings, host: str) -> Celery:
     return app
 
 
-def consume(app: Celery, queue: str, reads: int) -> list[str]:
+def consume(
+    app: Celery,
+    queue: str,
+    reads: int,
+    after_each: Callable[[list[str]], None] | None = None,
+) -> list[str]:
     """Read `reads` times off `queue` through the app's transport, as a worker's consumer does
-    (unacked: put back at close); returns the key, or else the task name, of each message."""
+    (unacked: put back at close); returns the key, or else the task name, of each message.
+    `after_each` is called with what came so far after each message."""
     got: list[str] = []
 
     def received(body: Any, message: Any) -> None:
         got.append(str(message.headers.get(KEY_HEADER) or message.headers["task"]))
+        if after_each is not None:
+            after_each(got)
 
     with app.connection_for_read() as conn:
         entity = Queue(queue, Exchange(queue), routing_key=queue)  # type: ignore[no-untyped-call]

@@ -41,11 +41,37 @@ def test_a_host_takes_waiting_messages_and_records_them_in_one_step(
     rdb.config_resetstat()
 
     assert consume(app, name, 6) == [first, *later, "timers.tick"]
-    # Only the first came by BRPOP (nothing had been delivered yet); the rest by the script.
-    assert _calls(rdb, "brpop") == 1 and _calls(rdb, "eval") == 5
+    # Only the first came by BRPOP (nothing had been delivered yet); the rest by the script,
+    # sent whole once and then by its sha.
+    assert _calls(rdb, "brpop") == 1
+    assert _calls(rdb, "eval") == 1 and _calls(rdb, "evalsha") == 4
     held = held_key(settings.redis.key_prefix, "rollouts")
     records = {_text(k): _text(v) for k, v in rdb.hgetall(held).items()}
     assert records == {first: "h1", "ns/a": "h1", "ns/b": "h1"}
     # Unacked at close, all four went back on the list, the sync messages from memory.
     back = [json.loads(raw)["headers"] for raw in rdb.lrange(name, 0, -1)]
     assert sorted(h.get(KEY_HEADER) or h["id"] for h in back) == sorted([*records, other.id])
+
+
+def test_a_script_cache_flushed_under_the_pop_costs_one_brpop(
+    rdb: redis.Redis, settings: Settings
+) -> None:
+    app = host_app(settings, "h1")
+    name = settings.queue.for_kind("rollouts")
+    keys = [ObjectKey(f"ns/k{i}") for i in range(4)]
+    SyncSender(app, name="rollouts.sync", queue=name)(keys)
+    flushed = False
+
+    def flush_once(got: list[str]) -> None:
+        nonlocal flushed
+        if len(got) == 2 and not flushed:  # as Redis restarting without its scripts would
+            rdb.script_flush()
+            flushed = True
+
+    rdb.config_resetstat()
+    assert consume(app, name, 4, after_each=flush_once) == keys
+    # The third pop by sha met NOSCRIPT and took nothing: a BRPOP took the third message, and
+    # the fourth came off the script sent whole again.
+    assert _calls(rdb, "brpop") == 2 and _calls(rdb, "eval") == 2
+    held = held_key(settings.redis.key_prefix, "rollouts")
+    assert {_text(k) for k in rdb.hkeys(held)} == set(keys)
