@@ -346,6 +346,10 @@ class Controller:
         """The latest reconciles' durations, seconds (none recorded: empty)."""
         return []
 
+    def outcomes(self) -> dict[str, int]:
+        """The queue's counters (outcomes, own_skipped, busy, stale...); none recorded: empty."""
+        return {}
+
     def idle(self) -> bool:
         raise NotImplementedError
 
@@ -366,6 +370,10 @@ class Pool(Controller):
 
     def reconciles(self) -> int:
         return int(self.client.hget(f"{PREFIX}:wq:{KIND}:stats", "reconciles") or 0)
+
+    def outcomes(self) -> dict[str, int]:
+        raw = self.client.hgetall(f"{PREFIX}:wq:{KIND}:stats")
+        return {(k.decode() if isinstance(k, bytes) else str(k)): int(v) for k, v in raw.items()}
 
     def durations(self) -> list[float]:
         """The workqueue's record of the latest reconciles' durations, seconds."""
@@ -647,11 +655,13 @@ def run_case(
             else {}
         )
         cpu0, audit0, reconciles0 = cpu(), audit(http), controller.reconciles()
+        outcomes0 = controller.outcomes()
         t0 = time.perf_counter()
         patch_all(http, targets, {"spec": {"template": {"spec": {"containers": [container("2")]}}}})
         patched_s = time.perf_counter() - t0
         rollout_s = patched_s + wait_healthy("2", f"{n} rollouts Healthy on revision 2")
         cpu1, audit1, reconciles1 = cpu(), audit(http), controller.reconciles()
+        outcomes1 = controller.outcomes()
         durations = controller.durations()
         stacks = {name: sampler.stop() for name, sampler in samplers.items()}
         if args.profile_stacks:
@@ -696,6 +706,12 @@ def run_case(
         "rollout_s": round(rollout_s, 2),
         "reconciles": reconciles,
         "reconciles_per_rollout": round(reconciles / n, 2),
+        # The pool's queue counters over the change (outcomes, own_skipped, busy, stale...).
+        "queue_counters": {
+            k: v - outcomes0.get(k, 0)
+            for k, v in sorted(outcomes1.items())
+            if v != outcomes0.get(k)
+        },
         "reconciles_per_s": rate(reconciles, rollout_s),
         "reconcile_p50_ms": round(1000 * percentile(durations, 0.5), 2) if durations else None,
         "reconcile_p99_ms": round(1000 * percentile(durations, 0.99), 2) if durations else None,

@@ -103,10 +103,10 @@ class Kube:
         self.limiter.wait()
         self.requests += 1
         api = self.api
-        url = path
+        target = path
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
         if params:
-            url += "?" + urlencode(params)
+            target += "?" + urlencode(params)
         headers = {**api.default_headers, "Accept": "application/json"}
         headers["Content-Type"] = content_type
         api.update_params_for_auth(headers, [], ["BearerToken"])
@@ -120,7 +120,7 @@ class Kube:
             limit = urllib3.Timeout(total=seconds)
         try:
             response = self._endpoint.urlopen(
-                method, url, body=data, headers=headers, preload_content=False, timeout=limit
+                method, target, body=data, headers=headers, preload_content=False, timeout=limit
             )
         except (urllib3.exceptions.HTTPError, OSError) as err:
             self._count(method, path, query, 0)
