@@ -42,12 +42,13 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
     until then the lease TTL bounds the wait.
   - messages in hand: reserved or prefetched (the transport records key -> host in the `held`
     hash as it takes the message off the broker, one HSET in place of kombu's unacked
-    bookkeeping), or being published (a worker host's add/done/requeue/release records
+    bookkeeping, written by the script that pops the message while messages keep coming), or
+    being published (a worker host's add/done/requeue/release records
     `host|pub` in the script that queues the key, cleared once sent; a worker's `done` pushes
     a dirty key's message in the script itself, so it records nothing). `tick` sends again every
     still-queued key recorded against the lapsed host. `claim` clears the record, so the common
-    path costs one HSET round trip, where kombu's acks would cost two, and one HDEL inside the
-    claim.
+    path costs no round trip of its own (one HSET after a BRPOP), where kombu's acks would cost
+    two, and one HDEL inside the claim.
 * Lost or duplicated messages: a duplicate finds the key not queued and is dropped (`stale`);
   a message lost otherwise (a publisher that is not a worker host dying between queuing a key
   and sending it, a host dying between popping a message and recording it) leaves the key
