@@ -266,21 +266,21 @@ class Channel(kombu_redis.Channel):
         )  # fmt: skip
 
     def _brpop_read(self, **options: Any) -> bool:
+        """Deliver the message read (or drop it, malformed); Empty when none came."""
         try:
             if self._rollouts_popping:
-                delivered = self._pop_read(**options)
+                self._pop_read(**options)
             else:
-                delivered = super()._brpop_read(**options)  # type: ignore[no-untyped-call]
+                super()._brpop_read(**options)  # type: ignore[no-untyped-call]
         except MALFORMED as err:
             log.error("dropped a malformed message from the broker: %s", err)
-            delivered = True
         except Empty:
             self._rollouts_eager = False
             raise
-        self._rollouts_eager = delivered
-        return delivered
+        self._rollouts_eager = True
+        return True
 
-    def _pop_read(self, **options: Any) -> bool:
+    def _pop_read(self, **options: Any) -> None:
         """kombu's _brpop_read for the reply of _POP_HELD."""
         self._rollouts_popping = False
         try:
@@ -305,7 +305,6 @@ class Channel(kombu_redis.Channel):
                 self.connection._deliver(loads(item), queue)  # type: ignore[no-untyped-call]
             finally:
                 self.rollouts_recorded = False
-            return True
         finally:
             self._in_poll = None  # type: ignore[assignment]
             self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
