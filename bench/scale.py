@@ -575,6 +575,68 @@ def script_times(client: redis.Redis) -> dict[str, tuple[int, int]]:
     return out
 
 
+class CommandMonitor:
+    """--redis-monitor: every command Redis runs, through MONITOR, counted under its caller: a
+    script's own commands under the script's name (MONITOR shows EVALSHA, then what it runs,
+    tagged lua), any other command under its own name. A child process copies the stream to
+    a file untouched, so that reading it costs the measured processes nothing."""
+
+    # Each line: +<time> [<db> <client>] "<COMMAND>" "<arg>"...
+    _COPY = (
+        "import socket, sys\n"
+        "s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+        "s.sendall(b'MONITOR\\r\\n')\n"
+        "with open(sys.argv[2], 'wb') as out:\n"
+        "    while chunk := s.recv(1 << 20):\n"
+        "        out.write(chunk)\n"
+    )
+
+    def __init__(self, url: str, path: Path) -> None:
+        self.path = path
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        self.proc = subprocess.Popen([sys.executable, "-c", self._COPY, port, str(path)])
+        deadline = time.monotonic() + 10
+        while not (path.exists() and path.stat().st_size) and time.monotonic() < deadline:
+            redis.Redis.from_url(url).ping()
+            time.sleep(0.05)
+
+    def stop(self, reconciles: int) -> Obj:
+        """Per reconcile, each caller's calls and the commands they ran, most first."""
+        self.proc.terminate()
+        self.proc.wait(10)
+        names = script_names()
+        by_caller: dict[str, Counter[str]] = {}
+        calls: Counter[str] = Counter()
+        caller = "?"
+        with self.path.open("rb") as lines:
+            for raw in lines:
+                line = raw.decode(errors="replace")
+                _, _, rest = line.partition("] ")
+                if not rest:
+                    continue
+                parts = rest.split(" ", 2)
+                head = parts[0].strip('"').upper()
+                if " lua]" in line:
+                    by_caller.setdefault(caller, Counter())[head] += 1
+                    continue
+                caller = head
+                if head == "EVALSHA" and len(parts) > 1:
+                    sha = parts[1].strip('"')
+                    caller = names.get(sha, f"script {sha[:8]}")
+                calls[caller] += 1
+                by_caller.setdefault(caller, Counter())[head] += 1
+        per = max(1, reconciles)
+        rows = sorted(by_caller.items(), key=lambda kv: -sum(kv[1].values()))
+        return {
+            caller: {
+                "calls": round(calls[caller] / per, 2),
+                "commands": round(sum(found.values()) / per, 2),
+                "by_command": {k: round(v / per, 2) for k, v in found.most_common()},
+            }
+            for caller, found in rows
+        }
+
+
 def run_case(
     kind: str, size: int, args: argparse.Namespace, workdir: Path, base_env: dict[str, str]
 ) -> Obj:
@@ -649,6 +711,11 @@ def run_case(
             client.config_resetstat()
             if args.redis_scripts:
                 slowlog_all(client)
+        monitor = (
+            CommandMonitor(env["ROLLOUTS_REDIS_URL"], workdir / "monitor.log")
+            if client is not None and args.redis_monitor
+            else None
+        )
         samplers = (
             {name: Sampler(proc.pid).start() for name, proc in controller.procs.items()}
             if args.profile
@@ -672,6 +739,7 @@ def run_case(
         commands = command_stats(client) if client is not None else {}
         usec = command_stats(client, "usec") if client is not None else {}
         scripts = script_times(client) if client is not None and args.redis_scripts else {}
+        by_caller = monitor.stop(reconciles1 - reconciles0) if monitor is not None else None
         # Events a worker dropped (its queue full, spam, refused), counted up to here.
         drops = client.hgetall(f"{PREFIX}:metrics:events_dropped") if client is not None else {}
         dropped = {k.decode() if isinstance(k, bytes) else str(k): int(v) for k, v in drops.items()}
@@ -741,6 +809,8 @@ def run_case(
             }
             for name, (n, t) in sorted(scripts.items(), key=lambda kv: -kv[1][1])
         },
+        # --redis-monitor: per script (or command), its calls and the commands it ran.
+        "redis_commands_by_caller": by_caller,
         "events_dropped": dropped,
         "events_dropped_total": sum(dropped.values()),
         "peak_rss_mib": rss,
@@ -909,6 +979,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--redis-scripts",
         action="store_true",
         help="log every Redis command over the rollout (SLOWLOG at 0 us): time per script",
+    )
+    p.add_argument(
+        "--redis-monitor",
+        action="store_true",
+        help="count every Redis command over the rollout (MONITOR) under the script or "
+        "command that ran it",
     )
     p.add_argument(
         "--repeat",

@@ -43,7 +43,7 @@ from rollout_workers.api.experiment import (
 from rollout_workers.cache.indexers import controller_owner
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists, Conflict, KubeError, Unavailable
-from rollout_workers.kube.writer import Writer, fenced
+from rollout_workers.kube.writer import Writer, patch_fenced
 from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
@@ -463,8 +463,9 @@ def _semantically_equal(ctx: ExperimentContext, body: Obj, existing: Obj) -> boo
 
 
 def _write_rs(ctx: ExperimentContext, template_name: str, rs: Obj, patch: Obj) -> Obj:
-    body = fenced(patch, (rs.get("metadata") or {}).get("resourceVersion"))
-    written = ctx.writer.patch(r.REPLICASETS, ctx.namespace, rsutil.name(rs), body)
+    written = patch_fenced(
+        ctx.writer, r.REPLICASETS, ctx.namespace, rs, patch, unchanged=rsutil.only_bookkeeping_moved
+    )
     ctx.template_rss[template_name] = written
     return written
 

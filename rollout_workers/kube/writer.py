@@ -18,11 +18,15 @@ from typing import Any, Protocol
 
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
-from rollout_workers.kube.errors import AlreadyExists, NotFound
+from rollout_workers.kube.errors import AlreadyExists, Conflict, NotFound
 from rollout_workers.objects import Obj
 
 
 class Writer(Protocol):
+    def get(self, resource: r.Resource, namespace: str, name: str) -> Obj:
+        """The object as the API server has it now (for a write that lost a race)."""
+        ...
+
     def create(self, resource: r.Resource, namespace: str, body: Obj) -> Obj: ...
 
     def patch(
@@ -41,6 +45,35 @@ def fenced(patch: Obj, resource_version: str | None) -> Obj:
     out = copy.deepcopy(patch)
     out.setdefault("metadata", {})["resourceVersion"] = resource_version
     return out
+
+
+def patch_fenced(
+    writer: Writer,
+    resource: r.Resource,
+    namespace: str,
+    base: Obj,
+    patch: Obj,
+    *,
+    unchanged: Callable[[Obj, Obj], bool],
+) -> Obj:
+    """`patch` on the object `base`, fenced by base's resourceVersion.
+
+    A 409 means the object moved on since `base` was read. When what moved is nothing the
+    patch was computed from (`unchanged(base, newest)`: typically the bookkeeping another
+    controller keeps in the status, as a ReplicaSet controller stamps observedGeneration on a
+    ReplicaSet just created), the patch is sent once more, fenced by the newest version.
+    Otherwise the 409 stands: the caller's decision was made on an object that is no more.
+    """
+    meta = base.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    try:
+        return writer.patch(resource, namespace, name, fenced(patch, meta.get("resourceVersion")))
+    except Conflict:
+        newest = writer.get(resource, namespace, name)
+        if not unchanged(base, newest):
+            raise
+    version = (newest.get("metadata") or {}).get("resourceVersion")
+    return writer.patch(resource, namespace, name, fenced(patch, version))
 
 
 #: Called after each successful write with (resource plural, namespace/name, resourceVersion).
@@ -62,6 +95,9 @@ class KubeWriter:
             key = f"{namespace}/{meta.get('name', '')}"
             self._on_written(resource.plural, key, str(meta.get("resourceVersion", "")))
         return obj
+
+    def get(self, resource: r.Resource, namespace: str, name: str) -> Obj:
+        return self.kube.get(resource, namespace, name)
 
     def create(self, resource: r.Resource, namespace: str, body: Obj) -> Obj:
         return self._written(resource, namespace, self.kube.create(resource, namespace, body))
@@ -133,6 +169,12 @@ class RecordingWriter:
     def seed(self, resource: r.Resource, obj: Obj) -> None:
         meta = obj["metadata"]
         self.objects[(resource.plural, meta.get("namespace", ""), meta["name"])] = obj
+
+    def get(self, resource: r.Resource, namespace: str, name: str) -> Obj:
+        found = self.objects.get((resource.plural, namespace, name))
+        if found is None:
+            raise NotFound(404, "NotFound", f'{resource.plural} "{name}" not found')
+        return copy.deepcopy(found)
 
     def create(self, resource: r.Resource, namespace: str, body: Obj) -> Obj:
         obj = copy.deepcopy(body)

@@ -59,6 +59,25 @@ def status_count(rs: Obj | None, field: str) -> int:
     return int(((rs or {}).get("status") or {}).get(field) or 0)
 
 
+#: The status counts a reconcile decides by (availability, scaling): a ReplicaSet whose counts
+#: moved on is another ReplicaSet to it.
+STATUS_COUNTS = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")
+_DECIDED_METADATA = ("labels", "annotations", "ownerReferences", "deletionTimestamp", "generation")
+
+
+def only_bookkeeping_moved(base: Obj, newest: Obj) -> bool:
+    """Whether `newest` is `base` for every decision a reconcile makes on a ReplicaSet: the
+    same spec, labels, annotations and owners, and the same status counts. What may differ
+    is what the ReplicaSet controller stamps without changing them (observedGeneration,
+    conditions). A write fenced by base's version can then go with newest's."""
+    if (base.get("spec") or {}) != (newest.get("spec") or {}):
+        return False
+    meta, newest_meta = base.get("metadata") or {}, newest.get("metadata") or {}
+    if any(meta.get(k) != newest_meta.get(k) for k in _DECIDED_METADATA):
+        return False
+    return all(status_count(base, f) == status_count(newest, f) for f in STATUS_COUNTS)
+
+
 def _without_hash_label(template: Obj) -> Obj:
     result = copy.deepcopy(template)
     labels = (result.get("metadata") or {}).get("labels")
