@@ -64,7 +64,10 @@ def redis_config(redis: RedisSettings, redis_url: str) -> dict[str, Any]:
     the Sentinels for the master on every new connection."""
     # Unacked messages of a dead worker come back after this; the workqueue's stale-message
     # resend recovers sooner, and a late duplicate is dropped by claim().
-    options: dict[str, Any] = {"visibility_timeout": 3600}
+    # No message carries a priority, so one list a queue: kombu's default steps would make
+    # four, each an empty list for a pop to try (BRPOP names them all; a pop's script RPOPs
+    # each in turn).
+    options: dict[str, Any] = {"visibility_timeout": 3600, "priority_steps": [0]}
     if not redisclient.is_sentinel(redis_url):
         url = redisclient.with_password(redis_url, redis)
         return {

@@ -126,7 +126,7 @@ def test_the_plain_path_keeps_its_broker_and_redbeat_config() -> None:
     conf = celery_config(Settings(), "redis://h:6379/0")
     assert conf["broker_url"] == conf["redbeat_redis_url"] == "redis://h:6379/0"
     assert conf["broker_transport"] == "rollout_workers.celeryapp.transport:Transport"
-    assert conf["broker_transport_options"] == {"visibility_timeout": 3600}
+    assert conf["broker_transport_options"] == {"visibility_timeout": 3600, "priority_steps": [0]}
     assert "redbeat_redis_options" not in conf
 
 
