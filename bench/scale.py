@@ -431,6 +431,10 @@ class Peer(Controller):
     def reconciles(self) -> int:
         return int(self.stats().get("reconciles", 0))
 
+    def outcomes(self) -> dict[str, int]:
+        s = self.stats()
+        return {"reconciles": int(s.get("reconciles", 0)), **s.get("outcomes", {})}
+
     def idle(self) -> bool:
         s = self.stats()
         return bool(s) and not s.get("queued") and not s.get("processing")
@@ -593,7 +597,7 @@ class CommandMonitor:
 
     def __init__(self, url: str, path: Path) -> None:
         self.path = path
-        port = url.rsplit(":", 1)[1].split("/")[0]
+        port = url.rsplit(":", 1)[1].split("/", maxsplit=1)[0]
         self.proc = subprocess.Popen([sys.executable, "-c", self._COPY, port, str(path)])
         deadline = time.monotonic() + 10
         while not (path.exists() and path.stat().st_size) and time.monotonic() < deadline:
@@ -610,7 +614,7 @@ class CommandMonitor:
         caller = "?"
         with self.path.open("rb") as lines:
             for raw in lines:
-                line = raw.decode(errors="replace")
+                line = raw.decode(errors="replace").rstrip("\r\n")
                 _, _, rest = line.partition("] ")
                 if not rest:
                     continue
