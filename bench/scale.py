@@ -539,6 +539,7 @@ def script_names() -> dict[str, str]:
     from rollout_workers.cache.fence import SET_FENCED
     from rollout_workers.cache.store import INDEXED_OBJECTS, OWNER_AND_OWNED, apply_source
     from rollout_workers.cache.written import _RECORD
+    from rollout_workers.celeryapp.transport import _POP_HELD
     from rollout_workers.watcher.events import event_script
     from rollout_workers.workqueue.queue import script_source
 
@@ -548,6 +549,7 @@ def script_names() -> dict[str, str]:
         ("OWNER_AND_OWNED", OWNER_AND_OWNED),
         ("written _RECORD", _RECORD),
         ("SET_FENCED", SET_FENCED),
+        ("transport _POP_HELD", _POP_HELD),
     ]
     for name in ("extend", "add_after", "add_rate_limited", "sent", "alive"):
         sources.append((f"{name}.lua", script_source(name)))
