@@ -12,6 +12,7 @@ timer, set through `ExperimentContext.requeue`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
 import logging
@@ -42,7 +43,7 @@ from rollout_workers.api.experiment import (
 )
 from rollout_workers.cache.indexers import controller_owner
 from rollout_workers.kube import resources as r
-from rollout_workers.kube.errors import AlreadyExists, Conflict, KubeError, Unavailable
+from rollout_workers.kube.errors import AlreadyExists, Conflict, KubeError, NotFound, Unavailable
 from rollout_workers.kube.writer import Writer, patch_fenced
 from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
@@ -557,8 +558,15 @@ def _ports(rs: Obj) -> list[Obj]:
 def ensure_service(
     ctx: ExperimentContext, template: TemplateSpec, ts: TemplateStatus, rs: Obj
 ) -> None:
-    """The template's Service: selecting its ReplicaSet's pods, with the containers' ports."""
-    if ctx.template_services.get(template.name) is not None:
+    """The template's Service: selecting its ReplicaSet's pods, with the containers' ports.
+
+    The status names the Service whenever it exists, also when the reconcile that created it
+    died before its status write (kill -9 of a worker): the next one finds the Service and
+    writes what that one would have."""
+    have = ctx.template_services.get(template.name)
+    if have is not None:
+        ts.service_name = str((have.get("metadata") or {}).get("name", "")) or ts.service_name
+        ts.pod_template_hash = rsutil.pod_hash(rs)
         return
     ports = _ports(rs)
     if not ports:
@@ -584,6 +592,11 @@ def ensure_service(
             # succeeded) and not in the cache yet, which our own status write can outrun.
             log.info("%s: Service %s is not in the cache yet", ctx.name, name)
             return
+        if existing is None:
+            # Not cached yet, and the status does not name it: an earlier reconcile may have
+            # created it and died before its status write. Whose it is, the server says.
+            with contextlib.suppress(NotFound):
+                existing = ctx.writer.get(r.SERVICES, ctx.namespace, name)
         owner = controller_owner(existing or {}) or {}
         annotations = ann.annotations_of(existing or {})
         if (

@@ -975,6 +975,34 @@ def test_our_service_not_yet_in_the_cache_is_not_an_error() -> None:
     assert out.out == status
 
 
+def test_a_service_whose_creator_died_before_its_status_write_is_named() -> None:
+    # kill -9 between the Service's create and the status write: the next reconcile finds the
+    # Service ours in the cache and writes the name and hash that write would have, so that a
+    # rollout's router sends the template's weight to it.
+    bar = template("bar", ports=PORTS, service={})
+    rs = replicaset(bar, available=1)
+    status = running(tstatus("bar", 1, 1, Code.RUNNING))
+    out = reconcile(experiment(bar, status=status), rss=[rs], services=[service(bar, rs)])
+    assert out.actions == []
+    assert out.template("bar")["serviceName"] == "foo-bar"
+    assert out.template("bar")["podTemplateHash"] == pod_hash(bar)
+
+
+def test_our_service_whose_creator_died_is_adopted_before_the_cache_has_it() -> None:
+    # The same, before the watcher has cached the Service: the create answers AlreadyExists and
+    # the server's copy says it is ours.
+    bar = template("bar", ports=PORTS, service={})
+    rs = replicaset(bar)
+    writer = RecordingWriter()
+    writer.seed(r.SERVICES, service(bar, rs))
+    out = reconcile(experiment(bar, status={"phase": "Pending"}), rss=[rs], writer=writer)
+    assert out.actions == ["create services foo-bar"]
+    ts = out.template("bar")
+    assert ts["status"] == "Progressing"
+    assert ts["serviceName"] == "foo-bar"
+    assert ts["podTemplateHash"] == pod_hash(bar)
+
+
 @pytest.mark.parametrize("cached", [True, False], ids=["cached", "only on the server"])
 def test_a_foreign_service_under_the_name_errors_the_template(cached: bool) -> None:
     bar = template("bar", ports=PORTS, service={})
