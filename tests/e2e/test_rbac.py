@@ -100,6 +100,10 @@ UNUSED_BUT_NEEDED = {
 SOMETIMES_USED = {
     ("worker", group, plural, "get")
     for group, plural in (
+        # A ReplicaSet write that lost its race to the ReplicaSet controller (kube/writer.py
+        # patch_fenced), and an experiment's Service that exists but is not cached yet.
+        ("apps", "replicasets"),
+        ("", "services"),
         ("split.smi-spec.io", "trafficsplits"),
         ("networking.istio.io", "virtualservices"),
         ("networking.istio.io", "destinationrules"),
