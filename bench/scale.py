@@ -315,6 +315,11 @@ class Tracker:
 # -- the controllers -------------------------------------------------------------------------
 
 
+def hash_counts(raw: dict[Any, Any]) -> dict[str, int]:
+    """A Redis hash of counters (HGETALL), with text fields."""
+    return {(k.decode() if isinstance(k, bytes) else str(k)): int(v) for k, v in raw.items()}
+
+
 class Controller:
     """The processes of one case, and how to read their counters."""
 
@@ -372,8 +377,7 @@ class Pool(Controller):
         return int(self.client.hget(f"{PREFIX}:wq:{KIND}:stats", "reconciles") or 0)
 
     def outcomes(self) -> dict[str, int]:
-        raw = self.client.hgetall(f"{PREFIX}:wq:{KIND}:stats")
-        return {(k.decode() if isinstance(k, bytes) else str(k)): int(v) for k, v in raw.items()}
+        return hash_counts(self.client.hgetall(f"{PREFIX}:wq:{KIND}:stats"))
 
     def durations(self) -> list[float]:
         """The workqueue's record of the latest reconciles' durations, seconds."""
@@ -597,13 +601,13 @@ class CommandMonitor:
         "        out.write(chunk)\n"
     )
 
-    def __init__(self, url: str, path: Path) -> None:
+    def __init__(self, client: redis.Redis, path: Path) -> None:
         self.path = path
-        port = url.rsplit(":", 1)[1].split("/", maxsplit=1)[0]
+        port = str(client.connection_pool.connection_kwargs["port"])
         self.proc = subprocess.Popen([sys.executable, "-c", self._COPY, port, str(path)])
         deadline = time.monotonic() + 10
         while not (path.exists() and path.stat().st_size) and time.monotonic() < deadline:
-            redis.Redis.from_url(url).ping()
+            client.ping()  # a line for the copy to write once MONITOR is on
             time.sleep(0.05)
 
     def stop(self, reconciles: int) -> Obj:
@@ -718,7 +722,7 @@ def run_case(
             if args.redis_scripts:
                 slowlog_all(client)
         monitor = (
-            CommandMonitor(env["ROLLOUTS_REDIS_URL"], workdir / "monitor.log")
+            CommandMonitor(client, workdir / "monitor.log")
             if client is not None and args.redis_monitor
             else None
         )
@@ -748,7 +752,7 @@ def run_case(
         by_caller = monitor.stop(reconciles1 - reconciles0) if monitor is not None else None
         # Events a worker dropped (its queue full, spam, refused), counted up to here.
         drops = client.hgetall(f"{PREFIX}:metrics:events_dropped") if client is not None else {}
-        dropped = {k.decode() if isinstance(k, bytes) else str(k): int(v) for k, v in drops.items()}
+        dropped = hash_counts(drops)
         print(f"  {label}: all Healthy on revision 2 after {rollout_s:.1f} s", flush=True)
 
         latency = {

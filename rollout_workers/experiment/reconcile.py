@@ -44,7 +44,7 @@ from rollout_workers.api.experiment import (
 from rollout_workers.cache.indexers import controller_owner
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists, Conflict, KubeError, NotFound, Unavailable
-from rollout_workers.kube.writer import Writer, patch_fenced
+from rollout_workers.kube.writer import Writer
 from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
@@ -464,9 +464,7 @@ def _semantically_equal(ctx: ExperimentContext, body: Obj, existing: Obj) -> boo
 
 
 def _write_rs(ctx: ExperimentContext, template_name: str, rs: Obj, patch: Obj) -> Obj:
-    written = patch_fenced(
-        ctx.writer, r.REPLICASETS, ctx.namespace, rs, patch, unchanged=rsutil.only_bookkeeping_moved
-    )
+    written = rsutil.patch(ctx.writer, ctx.namespace, rs, patch)
     ctx.template_rss[template_name] = written
     return written
 

@@ -7,7 +7,9 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from rollout_workers.kube import resources as r
 from rollout_workers.kube.resources import POD_TEMPLATE_HASH_LABEL
+from rollout_workers.kube.writer import Writer, patch_fenced
 from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import antiaffinity
@@ -76,6 +78,14 @@ def only_bookkeeping_moved(base: Obj, newest: Obj) -> bool:
     if any(meta.get(k) != newest_meta.get(k) for k in _DECIDED_METADATA):
         return False
     return all(status_count(base, f) == status_count(newest, f) for f in STATUS_COUNTS)
+
+
+def patch(writer: Writer, namespace: str, rs: Obj, body: Obj) -> Obj:
+    """A patch of `rs`, fenced by its version; sent again over the ReplicaSet controller's
+    bookkeeping (see only_bookkeeping_moved)."""
+    return patch_fenced(
+        writer, r.REPLICASETS, namespace, rs, body, unchanged=only_bookkeeping_moved
+    )
 
 
 def _without_hash_label(template: Obj) -> Obj:

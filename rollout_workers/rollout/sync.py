@@ -17,7 +17,7 @@ from rollout_workers.api.rollout import RolloutConditionType as T
 from rollout_workers.api.rollout import RolloutStatus
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.errors import AlreadyExists
-from rollout_workers.kube.writer import fenced, patch_fenced
+from rollout_workers.kube.writer import fenced
 from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import antiaffinity, podmetadata
@@ -235,9 +235,7 @@ def ensure_new_rs(ctx: RolloutContext, *, create: bool) -> None:
 
 
 def write_rs(ctx: RolloutContext, rs: Obj, patch: Obj) -> Obj:
-    written = patch_fenced(
-        ctx.writer, r.REPLICASETS, ctx.namespace, rs, patch, unchanged=rsutil.only_bookkeeping_moved
-    )
+    written = rsutil.patch(ctx.writer, ctx.namespace, rs, patch)
     ctx.replaced_rs(rs, written)
     return written
 
