@@ -64,6 +64,17 @@ def overlaps(found: list[tuple[float, float, str, str]]) -> list[str]:
     return bad
 
 
+def wait_for_reconciles(logs: Path, runner: threading.Thread, count: int = 5) -> None:
+    """Until the workers have logged `count` reconciles: the scenarios are under way, their
+    first deploys going, with every later step still to come. (A fixed sleep raced them: on a
+    fast run every scenario had finished before the kill.)"""
+    deadline = time.monotonic() + e2e.TIMEOUT
+    while len(reconciles(logs)) < count:
+        assert runner.is_alive(), "the scenarios finished before the workers logged a reconcile"
+        assert time.monotonic() < deadline, f"fewer than {count} reconciles logged"
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
 def test_scenarios_survive_a_killed_redis_master(
     procs: Processes, cluster: DevClusterThread, tmp_path: Path
@@ -83,7 +94,7 @@ def test_scenarios_survive_a_killed_redis_master(
 
         runner = threading.Thread(target=scenarios, daemon=True)
         runner.start()
-        time.sleep(8)  # the scenarios under way: first deploys done, updates starting
+        wait_for_reconciles(tmp_path / "logs", runner)
         killed_at, new_port = timed_failover(group)
         promoted = time.monotonic() - killed_at
         killed_wall = time.time() - promoted
