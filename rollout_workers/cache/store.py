@@ -264,19 +264,30 @@ return redis.call('HMGET', KEYS[2], unpack(members))
 #: last wrote of the owner and of the owned objects, in one round trip.
 #: KEYS: the owner type's objects hash, the owner's written-version key, then an (index set,
 #: objects hash) pair per owned type.
-#: ARGV: the owner's key, then per owned type the prefix of its objects' written-version keys
-#: ('' for none: not read).
-#: Returns {the owner's JSON, its written version, then per owned type: the index set's members
-#: (sorted), their objects, their written versions ({} when not read)}; nil for what is absent.
+#: ARGV: the owner's key; '' when KEYS name the index sets, else '1': the caller does not know
+#: the owner's uid, KEYS name each index set without it, and the script appends the first uid
+#: in the owner's JSON (metadata's, where the API server writes it before any owner
+#: reference's; the caller checks it against the decoded object); then per owned type the
+#: prefix of its objects' written-version keys ('' for none: not read).
+#: Returns {the owner's JSON, its written version, the uid found ('' when not asked), then per
+#: owned type: the index set's members (sorted), their objects, their written versions ({}
+#: when not read)}; nil for what is absent, and only the first three when no uid was found.
 OWNER_AND_OWNED = """
-local out = {redis.call('HGET', KEYS[1], ARGV[1]), redis.call('GET', KEYS[2])}
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local out = {raw, redis.call('GET', KEYS[2]), ''}
+local uid = ''
+if ARGV[2] ~= '' then
+  uid = raw and string.match(raw, '"uid"%s*:%s*"([^"]+)"')
+  if not uid then return out end
+  out[3] = uid
+end
 for i = 3, #KEYS, 2 do
-  local members, n = redis.call('SMEMBERS', KEYS[i]), #out
+  local members, n = redis.call('SMEMBERS', KEYS[i] .. uid), #out
   if #members == 0 then
     out[n + 1], out[n + 2], out[n + 3] = {}, {}, {}
   else
     table.sort(members)
-    local prefix, versions = ARGV[(i - 1) / 2 + 1], {}
+    local prefix, versions = ARGV[(i - 1) / 2 + 2], {}
     if prefix ~= '' then
       local keys = {}
       for j, m in ipairs(members) do keys[j] = prefix .. m end
@@ -344,10 +355,10 @@ class OwnerReads:
     guard's reads take one each; the guard's verdict comes with them (`written.behind`).
 
     The owner index is keyed by the owner's uid, which is inside the owner's object: the uid
-    read last for each key is remembered, and the owned objects are read for it together with
-    the owner. A key read for the first time in this process costs one round trip more, for
-    its uid; one whose object's uid is not the one remembered (deleted and created again)
-    costs the round trips of the plain reads, and its guard is left to the caller.
+    read last for each key is remembered and names the index sets; for a key this process has
+    not read yet, the script takes the uid from the owner's JSON. An owner whose decoded uid
+    is not the one the sets were read for (deleted and created again) costs the round trips of
+    the plain reads, and its guard is left to the caller.
     """
 
     #: Keys remembered at most; past it the memory starts over (each key costs one read more).
@@ -376,22 +387,21 @@ class OwnerReads:
         """The owner (None when it is not cached), its objects of each owned type, and the keys
         among the owner and the checked objects that the cache holds at an older version than
         a worker wrote (None: not compared, the plain reads were made)."""
-        uid = self._uids.get(key)
-        if uid is None:
-            first = self.owner.get(key)
-            if first is None:
-                return None, [[] for _ in self.owned], []
-            uid = self._remember(key, first)
+        known = self._uids.get(key, "")
         keys = [self.owner.keys.objects, self.written.key_prefix(self.owner.resource.plural) + key]
         for lister in self.owned:
-            keys += [lister.keys.index(OWNER, uid), lister.keys.objects]
-        raw, owner_written, *found = self._script(keys=keys, args=[key, *self._prefixes])
+            keys += [lister.keys.index(OWNER, known), lister.keys.objects]
+        args = [key, "" if known else "1", *self._prefixes]
+        raw, owner_written, found_uid, *found = self._script(keys=keys, args=args)
         if not raw:
             self._uids.pop(key, None)
             return None, [[] for _ in self.owned], []
         obj: Obj = decode(raw)
-        if _uid(obj) != uid:
+        uid = known or _text(found_uid)
+        if not uid or _uid(obj) != uid:
             return self._plain(key, obj)
+        if not known:
+            self._remember(key, uid)
         stale = behind(versions([obj]), {key: owner_written})
         owned: list[list[Obj]] = []
         for i in range(len(self.owned)):
@@ -405,15 +415,14 @@ class OwnerReads:
         return obj, owned, stale
 
     def _plain(self, key: str, obj: Obj) -> tuple[Obj | None, list[list[Obj]], list[str] | None]:
-        uid = self._remember(key, obj)
+        uid = _uid(obj)
+        self._remember(key, uid)
         return obj, [lister.by_owner(uid) for lister in self.owned], None
 
-    def _remember(self, key: str, obj: Obj) -> str:
-        uid = _uid(obj)
+    def _remember(self, key: str, uid: str) -> None:
         if len(self._uids) >= self.MAX_REMEMBERED:
             self._uids.clear()
         self._uids[key] = uid
-        return uid
 
 
 def _uid(obj: Obj) -> str:

@@ -171,7 +171,7 @@ def owned_rs(name: str, owner_uid: str, rv: int) -> dict[str, Any]:
     }
 
 
-def test_owner_reads_match_the_plain_reads_in_one_round_trip_once_the_uid_is_known(
+def test_owner_reads_match_the_plain_reads_in_one_round_trip(
     rdb: redis.Redis,
 ) -> None:
     rollouts_w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
@@ -190,12 +190,12 @@ def test_owner_reads_match_the_plain_reads_in_one_round_trip_once_the_uid_is_kno
         uid = obj["metadata"]["uid"] if obj else ""
         return obj, [rss.by_owner(uid), runs.by_owner(uid)]
 
-    # The first read of a key reads its uid first: one round trip more.
+    # The first read of a key takes the uid from the owner's JSON in the same script.
     rdb.config_resetstat()
     assert reads.read("prod/a") == (*plain(), [])
     stats = rdb.info("commandstats")
     assert stats["cmdstat_evalsha"]["calls"] - stats["cmdstat_evalsha"].get("failed_calls", 0) == 3
-    assert stats["cmdstat_hget"]["calls"] == 3  # the uid's, plain()'s and the script's
+    assert stats["cmdstat_hget"]["calls"] == 2  # plain()'s and the script's
     rdb.config_resetstat()
     assert reads.read("prod/a") == (*plain(), [])
     # One script call for the owner reads, two for plain()'s by_owner.
@@ -227,3 +227,27 @@ def test_owner_reads_match_the_plain_reads_in_one_round_trip_once_the_uid_is_kno
     rollouts_w.apply("ADDED", third)
     assert reads.read("prod/a") == (third, [[], []], None)
     assert reads.read("prod/a") == (third, [[], []], [])
+
+
+def test_owner_reads_take_the_uid_from_metadata_not_from_the_first_uid_in_the_json(
+    rdb: redis.Redis,
+) -> None:
+    """The script takes the first uid in the owner's JSON, which is metadata's as the API
+    server encodes objects; another first (an owner reference's) costs the plain reads and
+    still finds metadata's uid."""
+    rollouts_w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
+    rs_w = CacheWriter(rdb, prefix="t", resource=r.REPLICASETS)
+    rollouts = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
+    rss = Lister(rdb, prefix="t", resource=r.REPLICASETS)
+    odd = rollout("a", 1, "s")
+    odd["metadata"] = {"ownerReferences": [{"uid": "b", "name": "x"}], **odd["metadata"]}
+    rollouts_w.apply("ADDED", odd)
+    rs_w.apply("ADDED", owned_rs("mine", "a", 2))
+    rs_w.apply("ADDED", owned_rs("not-mine", "b", 3))
+    written = WrittenVersions(rdb, prefix="t")
+    for _ in range(2):  # the plain reads, then one script call for the remembered uid
+        reads = OwnerReads(rdb, rollouts, [rss], written=written, checked={"replicasets"})
+        obj, (owned,), _ = reads.read("prod/a")
+        assert obj == odd and [o["metadata"]["name"] for o in owned] == ["mine"]
+        obj, (owned,), stale = reads.read("prod/a")
+        assert [o["metadata"]["name"] for o in owned] == ["mine"] and stale == []

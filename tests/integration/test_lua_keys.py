@@ -113,6 +113,8 @@ ALLOWLIST: dict[tuple[str, str], str] = {
     (EVENT_SCRIPT, TENANT_QUEUE): "add.lua inside the event script (as above)",
     ("cache/store.py OWNER_AND_OWNED", WRITTEN): "the written versions of an owner's objects, "
     "named by the owner index's members, read in the same script",
+    ("cache/store.py OWNER_AND_OWNED", INDEX_SET): "a key the process reads for the first "
+    "time: the owner index sets are named by the uid in the owner's JSON, read in the script",
 }
 
 _PREFIX = r"lk\d"
