@@ -17,11 +17,12 @@
 -- key: they are facts about the API server)
 -- increments: triples (index into KEYS, field, amount), applied with the outcome (the
 -- caller's metrics ride on this call instead of costing another round trip)
--- outcome: ok (reset backoff), after (reset backoff, run again after delay_ms),
+-- outcome: ok (reset backoff), after (reset backoff, run again after delay_ms; at once when
+--          delay_ms is 0, as client-go's AddAfter of no delay is an Add: not on the next tick),
 --          error (per-key exponential backoff), gone (the object no longer exists)
 -- Returns {owned, send}: owned is 0 when the lease was lost to another owner (nothing is
--- changed); send is 1 when the key was dirty and is queued again (the caller sends a message),
--- 2 when it is queued again and its message pushed here.
+-- changed); send is 1 when the key was dirty (or its `after` had no delay) and is queued again
+-- (the caller sends a message), 2 when it is queued again and its message pushed here.
 -- A key dirty only by its own watch events, none newer than what its controller wrote, is not
 -- queued again: the reconcile that wrote it acted on everything up to its writes, which are
 -- fenced by resourceVersion, so no one else's change lies between (counted as `own_skipped`).
@@ -56,6 +57,7 @@ if redis.call('LPUSH', KEYS[9], duration) > 2 * keep then
   redis.call('LTRIM', KEYS[9], 0, keep - 1)
 end
 local due = nil
+local again = false
 if outcome == 'error' then
   redis.call('HINCRBY', KEYS[11], 'retries', 1)
   local n = redis.call('HINCRBY', KEYS[5], k, 1)
@@ -64,7 +66,9 @@ if outcome == 'error' then
   due = now + d
 else
   redis.call('HDEL', KEYS[5], k)
-  if outcome == 'after' then due = now + delay end
+  if outcome == 'after' then
+    if delay > 0 then due = now + delay else again = true end
+  end
 end
 if outcome == 'gone' then
   redis.call('SREM', KEYS[7], k)
@@ -86,16 +90,17 @@ if redis.call('SREM', KEYS[4], k) == 1 then
     redis.call('HINCRBY', KEYS[8], 'own_skipped', 1)
   else
     if outcome == 'gone' then redis.call('SADD', KEYS[7], k) end
-    if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
-      send = 1
-      fair_push(k, 'e', now)
-      if ARGV[10] ~= '' then
-        redis.call('LPUSH', KEYS[20], ARGV[10])
-        send = 2
-      elseif ARGV[9] ~= '' then
-        redis.call('HSET', KEYS[12], k, ARGV[9])
-      end
-    end
+    again = true
+  end
+end
+if again and redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
+  send = 1
+  fair_push(k, 'e', now)
+  if ARGV[10] ~= '' then
+    redis.call('LPUSH', KEYS[20], ARGV[10])
+    send = 2
+  elseif ARGV[9] ~= '' then
+    redis.call('HSET', KEYS[12], k, ARGV[9])
   end
 end
 return {1, send}

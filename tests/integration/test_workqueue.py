@@ -248,6 +248,23 @@ def test_requeue_after_resets_failures_and_sets_a_timer(wq: WorkQueue, rdb: redi
     assert due is not None and 4_000 < due - now_s * 1000 <= 6_000
 
 
+def test_requeue_after_no_delay_queues_the_key_at_once(
+    wq: WorkQueue, rdb: redis.Redis, sent: SentLog
+) -> None:
+    """client-go's AddAfter of no delay is an Add: the key goes back on the queue with the
+    `done`, not on a timer the next tick (up to a tick interval later) would fire. Queued at
+    once, it coalesces with any event meanwhile, as in Argo's queue."""
+    wq.add([A])
+    wq.claim(A, "w")
+    wq.done(A, "w", Outcome.AFTER, delay=0)
+    assert rdb.zscore(wq.k_timers, A) is None
+    assert rdb.zscore(wq.k_queued, A) is not None and sent.sent == [A, A]
+    wq.claim(A, "w2")
+    wq.add([A])  # dirty while held, and no delay again: one requeue
+    wq.done(A, "w2", Outcome.AFTER, delay=0.0004)
+    assert rdb.zscore(wq.k_timers, A) is None and sent.sent == [A, A, A]
+
+
 def test_gone_forgets_the_key(wq: WorkQueue, rdb: redis.Redis) -> None:
     wq.add([A])
     wq.add_after([A], 100)
