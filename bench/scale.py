@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -1000,8 +1001,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--repeat",
         type=int,
         default=1,
-        help="run every case this many times, in rounds (each case once a round, in order); "
-        "the scale: lines give the median over the rounds of each round's own ratio",
+        help="run every case this many times, in rounds (each case once a round, the order "
+        "rotated by one each round); the scale: lines give the median over the rounds of each "
+        "round's own ratio",
     )
     p.add_argument("--output", type=Path, default=RESULTS)
     args = p.parse_args(argv)
@@ -1010,7 +1012,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) -> Obj:
+def run(
+    args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack, *, rotate: int = 0
+) -> Obj:
+    """Every case once, in order; `rotate`: start that many cases further on (rounds of
+    `--repeat` take turns going first, which ran slower from the second round on)."""
     load_start = round(os.getloadavg()[0], 2)
     env = child_env()
     if args.qps:
@@ -1034,6 +1040,8 @@ def run(args: argparse.Namespace, workdir: Path, stack: contextlib.ExitStack) ->
     ]
     if args.peer_threads:
         cases.append(("peer", args.peer_threads))
+    if cases:
+        cases = cases[rotate % len(cases) :] + cases[: rotate % len(cases)]
     results = []
     for kind, size in cases:
         print(f"{kind}({size}):", flush=True)
@@ -1126,7 +1134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for i in range(args.repeat):
         if args.repeat > 1:
             print(f"round {i + 1} of {args.repeat}:", flush=True)
-        rounds.append(run_in_tempdir(run, args, "bench-scale-"))
+        rounds.append(run_in_tempdir(functools.partial(run, rotate=i), args, "bench-scale-"))
     report = rounds[0]
     if len(rounds) > 1:
         report["rounds"] = [r["cases"] for r in rounds]
