@@ -16,7 +16,7 @@ import pytest
 from devcluster.server import DevClusterThread
 from tests.e2e import test_rollouts as e2e
 from tests.e2e.conftest import start_system
-from tests.support.procs import Processes
+from tests.support.procs import Processes, wait_for
 from tests.support.sentinel import SentinelGroup, timed_failover
 
 #: A finished sync task: `<kind>.sync <message key>: <outcome>[ (<key>, whose turn it was)]
@@ -68,11 +68,12 @@ def wait_for_reconciles(logs: Path, runner: threading.Thread, count: int = 5) ->
     """Until the workers have logged `count` reconciles: the scenarios are under way, their
     first deploys going, with every later step still to come. (A fixed sleep raced them: on a
     fast run every scenario had finished before the kill.)"""
-    deadline = time.monotonic() + e2e.TIMEOUT
-    while len(reconciles(logs)) < count:
-        assert runner.is_alive(), "the scenarios finished before the workers logged a reconcile"
-        assert time.monotonic() < deadline, f"fewer than {count} reconciles logged"
-        time.sleep(0.05)
+    wait_for(
+        lambda: len(reconciles(logs)) >= count or not runner.is_alive(),
+        e2e.TIMEOUT,
+        f"{count} reconciles logged",
+    )
+    assert runner.is_alive(), "the scenarios finished before the workers logged a reconcile"
 
 
 @pytest.mark.slow
