@@ -695,7 +695,7 @@ def _reconcile_analysis(
             run = create_run(ctx, analysis)
         except RETRYABLE:
             raise
-        except (TemplateError, ValueError, creation.RunNameExhausted, KubeError) as err:
+        except (TemplateError, ValueError, creation.NameExhausted, KubeError) as err:
             # As for the ReplicaSets: an API refusal (other than a lost race or an unavailable
             # server) is the analysis' Error, as in Argo, not a retry that can never succeed.
             reason = err.message if isinstance(err, KubeError) else str(err)

@@ -38,7 +38,7 @@ from rollout_workers.rollout.context import RolloutContext
 
 log = logging.getLogger(__name__)
 
-COMPLETED = {"Successful", "Failed", "Error", "Inconclusive"}
+COMPLETED = creation.COMPLETED
 DEFAULT_HISTORY_LIMIT = 5
 
 
@@ -214,7 +214,7 @@ def create_run(
         raise AnalysisTemplateError(str(err)) from None
     try:
         run = creation.create_run(ctx.writer, ctx.namespace, body, ctx.analysis_runs)
-    except creation.RunNameExhausted as err:
+    except creation.NameExhausted as err:
         raise AnalysisTemplateError(str(err)) from None
     if all(run_name(x) != run_name(run) for x in ctx.analysis_runs):
         ctx.analysis_runs.append(run)

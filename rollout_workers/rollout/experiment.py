@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import logging
 
+from rollout_workers.analysis import creation
 from rollout_workers.analysis.templates import (
     TemplateError,
     owner_reference,
@@ -27,7 +28,6 @@ from rollout_workers.api.rollout import (
     RolloutStatus,
 )
 from rollout_workers.kube import resources as r
-from rollout_workers.kube.errors import AlreadyExists
 from rollout_workers.objects import Obj
 from rollout_workers.rollout import annotations as ann
 from rollout_workers.rollout import replicasets as rsutil
@@ -36,7 +36,7 @@ from rollout_workers.rollout.context import RolloutContext
 
 log = logging.getLogger(__name__)
 
-COMPLETED = frozenset({"Successful", "Failed", "Error", "Inconclusive"})
+COMPLETED = creation.COMPLETED
 UNSUCCESSFUL = frozenset({"Failed", "Error", "Inconclusive"})
 
 
@@ -156,38 +156,26 @@ def experiment_body(ctx: RolloutContext, step: RolloutExperimentStep, index: int
     }
 
 
-def _same_spec(left: Obj, right: Obj) -> bool:
-    """Equal experiment specs, `terminate` aside (Argo's IsSemanticallyEqual)."""
-
-    def strip(spec: Obj) -> Obj:
-        return {k: v for k, v in spec.items() if k != "terminate"}
-
-    return strip(left.get("spec") or {}) == strip(right.get("spec") or {})
-
-
 def create_experiment(ctx: RolloutContext, body: Obj) -> Obj:
     """Create the step's Experiment; one of ours by that name that is still running (created
-    by an earlier reconcile) is taken as it is, else the name is counted up."""
-    base = body["metadata"]["name"]
-    uid = ctx.obj["metadata"].get("uid")
-    for attempt in range(6):
-        name = f"{base}-{attempt}" if attempt else base
-        body["metadata"]["name"] = name
-        existing = next((x for x in ctx.experiments if ex_name(x) == name), None)
-        if existing is not None:
-            owners = existing["metadata"].get("ownerReferences") or []
-            ours = any(o.get("controller") and o.get("uid") == uid for o in owners)
-            if ours and _same_spec(existing, body) and ex_phase(existing) not in COMPLETED:
-                return existing
-            continue
-        try:
-            created = ctx.writer.create(r.EXPERIMENTS, ctx.namespace, body)
-        except AlreadyExists:
-            continue
+    by an earlier reconcile) is taken as it is, else the name is counted up. Either way the
+    event says it was created, as Argo's does."""
+    try:
+        created, _ = creation.create_counted(
+            ctx.writer,
+            r.EXPERIMENTS,
+            ctx.namespace,
+            body,
+            ctx.experiments,
+            separator="-",
+            same=creation.same_experiment_spec,
+        )
+    except creation.NameExhausted as err:
+        raise ExperimentStepError(str(err)) from None
+    if all(ex_name(x) != ex_name(created) for x in ctx.experiments):
         ctx.experiments.append(created)
-        ctx.event("ExperimentCreated", f"Created Experiment '{name}'")
-        return created
-    raise ExperimentStepError(f"cannot find a free name for Experiment {base}")
+    ctx.event("ExperimentCreated", f"Created Experiment '{ex_name(created)}'")
+    return created
 
 
 def reconcile_experiments(ctx: RolloutContext) -> None:

@@ -432,7 +432,11 @@ def test_our_running_experiment_of_that_name_is_reused() -> None:
     rex.reconcile_experiments(ctx)
     assert actions(ctx) == []
     assert current_in_new_status(ctx) == BASE
-    assert ctx.events == []
+    # Argo reaches it through a create that finds the name taken, and records the event the
+    # same (createExperimentWithCollisionHandling returns it; the caller says it was created).
+    assert [(e.reason, e.message) for e in ctx.events] == [
+        ("ExperimentCreated", f"Created Experiment '{BASE}'")
+    ]
 
 
 def test_a_terminating_copy_of_the_same_spec_is_still_reused() -> None:
