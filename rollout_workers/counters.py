@@ -19,16 +19,18 @@ Hashes (prefix `rw`):
                                 `send|ns/name|b<i>`, `send|ns/name|sum`
 
 A process does not write a counter per API request or per reconcile: `PendingCounts` buffers
-them in memory, summed, and they travel at most once a second (`FLUSH_INTERVAL`) with a write
-the process makes anyway (a worker's `done`, the watcher's periodic stats), or on their own
-once a second when there is none (a worker process' flusher thread). A reconcile's requests,
-events and histograms therefore reach Redis up to a second after it, and a process killed with
-SIGKILL loses the last second of increments. Counts already in Redis are never lost.
+them in memory, summed (its workqueues' own too: adds, reconciles by outcome, queue durations
+and the recent reconcile durations; see WorkQueue `counts`), and they travel at most once a
+second (`FLUSH_INTERVAL`) with a write the process makes anyway (a worker's `done`), or on
+their own once a second when there is none (each process' flusher thread), and when a worker
+stops. A reconcile's requests, events and histograms therefore reach Redis up to a second after
+it, and a process killed with SIGKILL loses the last second of increments. Counts already in Redis are never lost.
 """
 
 from __future__ import annotations
 
 import bisect
+import logging
 import threading
 import time
 from collections import Counter
@@ -38,6 +40,8 @@ from dataclasses import dataclass
 import redis
 
 from rollout_workers.settings import OBJECT_KINDS
+
+log = logging.getLogger(__name__)
 
 #: The longest a process keeps its counter increments before they go to Redis.
 FLUSH_INTERVAL = 1.0
@@ -174,6 +178,10 @@ class PendingCounts:
     Thread-safe. `drain` hands them over to be written with the next write (`drain_due`: only
     once `interval` has passed since the last hand-over, so a process' many writes carry them
     once a second, summed); `restore` puts them back when that write failed.
+
+    It also keeps values to push onto capped Redis lists (`push`: a workqueue's recent reconcile
+    durations), which only `flush` writes: one LPUSH of all of them and an LTRIM a list, at
+    most `interval` after the first.
     """
 
     def __init__(self, keys: Keys, interval: float = FLUSH_INTERVAL) -> None:
@@ -182,6 +190,8 @@ class PendingCounts:
         self._lock = threading.Lock()
         self._counts: Counter[tuple[str, str]] = Counter()
         self._drained = float("-inf")
+        self._pushes: dict[str, tuple[int, list[str]]] = {}  # list key -> (cap, values)
+        self._pushed = float("-inf")
 
     def request(self, method: str, path: str, status: int, *, watch: bool = False) -> None:
         kind, namespace, name, verb = request_labels(method, path, watch=watch)
@@ -215,10 +225,18 @@ class PendingCounts:
             for inc in increments:
                 self._counts[(inc.key, inc.field)] += inc.amount
 
+    def push(self, key: str, value: str, cap: int) -> None:
+        """Push `value` onto the list `key`, which keeps its newest `cap` values."""
+        with self._lock:
+            self._pushes.setdefault(key, (cap, []))[1].append(value)
+
     def due(self) -> bool:
         """Whether `interval` has passed since the last hand-over and something is pending."""
+        now = time.monotonic()
         with self._lock:
-            return bool(self._counts) and time.monotonic() - self._drained >= self.interval
+            return (bool(self._counts) and now - self._drained >= self.interval) or (
+                bool(self._pushes) and now - self._pushed >= self.interval
+            )
 
     def drain(self) -> list[Increment]:
         with self._lock:
@@ -234,16 +252,38 @@ class PendingCounts:
         self.add(increments)
 
     def flush(self, client: redis.Redis) -> int:
-        """Write the pending increments in one pipeline; returns how many fields."""
+        """Write the pending increments and pushes in one pipeline; returns how many fields and
+        lists."""
         increments = self.drain()
-        if not increments:
+        with self._lock:
+            pushes, self._pushes = self._pushes, {}
+            self._pushed = time.monotonic()
+        if not increments and not pushes:
             return 0
         pipe = client.pipeline(transaction=False)
         for inc in increments:
             pipe.hincrby(inc.key, inc.field, inc.amount)
+        for key, (cap, values) in pushes.items():
+            pipe.lpush(key, *values)
+            pipe.ltrim(key, 0, cap - 1)
         try:
             pipe.execute()
         except redis.RedisError:
             self.restore(increments)
+            with self._lock:
+                for key, (cap, values) in pushes.items():
+                    self._pushes.setdefault(key, (cap, []))[1][:0] = values
             raise
-        return len(increments)
+        return len(increments) + len(pushes)
+
+
+def flush_forever(counts: PendingCounts, client: redis.Redis) -> None:
+    """A process' counter increments when no write carries them (an idle worker), and its
+    pushes: at most `counts.interval` late. Runs in a daemon thread of its own."""
+    while True:
+        time.sleep(counts.interval)
+        if counts.due():
+            try:
+                counts.flush(client)
+            except redis.RedisError as err:  # kept (flush restores them) for the next try
+                log.debug("cannot write counters: %s", err)

@@ -11,7 +11,6 @@ import gc
 import logging
 import os
 import threading
-import time
 from typing import Any
 
 import redis
@@ -22,7 +21,7 @@ from rollout_workers.cache.epoch import CacheEpoch
 from rollout_workers.celeryapp.sender import Envelopes, SyncSender
 from rollout_workers.celeryapp.transport import worker_host
 from rollout_workers.counters import Keys as MetricKeys
-from rollout_workers.counters import PendingCounts
+from rollout_workers.counters import PendingCounts, flush_forever
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.config import api_client
 from rollout_workers.kube.eventsink import FLUSH_TIMEOUT, BackgroundEventSink
@@ -46,9 +45,16 @@ def make_sender(app: Celery, kind: str, queue: str) -> SyncSender:
     return SyncSender(app, name=sync_task_name(kind), queue=queue)
 
 
-def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
+def build_runtime(
+    app: Celery, settings: Settings, redis_url: str, *, batch_counts: bool = True
+) -> Runtime:
+    """The process' runtime. `batch_counts`: its queues' counters (adds, reconciles by outcome,
+    queue and work durations) wait in the process' PendingCounts, written at most a second
+    later with its other counters, instead of costing commands in every claim, done and add;
+    off for a short-lived process (the CLI) that would exit before they are written."""
     client = redisclient.process_client(redis_url, settings)
     host = worker_host(app)
+    counts = PendingCounts(MetricKeys(settings.redis.key_prefix))
     queues = {}
     for kind in KINDS:
         sender = make_sender(app, kind, settings.queue.for_kind(kind))
@@ -65,8 +71,8 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
             envelope=Envelopes(sender, lineage=host is not None),
             # The cache epoch read with each claim (reconcile.handlers.when_cache_synced).
             claim_guard=CacheEpoch(client, prefix=settings.redis.key_prefix).key,
+            counts=counts if batch_counts else None,
         )
-    counts = PendingCounts(MetricKeys(settings.redis.key_prefix))
     events = BackgroundEventSink(
         # Made on each writer thread, at the first event it writes.
         lambda: Kube(api_client(settings), settings.kube, counts=counts),
@@ -75,21 +81,9 @@ def build_runtime(app: Celery, settings: Settings, redis_url: str) -> Runtime:
         counts=counts,
     )
     threading.Thread(
-        target=flush_counts, args=(counts, client), name="counts flusher", daemon=True
+        target=flush_forever, args=(counts, client), name="counts flusher", daemon=True
     ).start()
     return Runtime(settings=settings, redis=client, queues=queues, counts=counts, events=events)
-
-
-def flush_counts(counts: PendingCounts, client: redis.Redis) -> None:
-    """A process' counter increments when no `done` carries them (an idle worker): at most
-    `counts.interval` late, as they are when it is busy."""
-    while True:
-        time.sleep(counts.interval)
-        if counts.due():
-            try:
-                counts.flush(client)
-            except redis.RedisError as err:  # kept (flush restores them) for the next try
-                log.debug("cannot write counters: %s", err)
 
 
 class ProcessState:
@@ -106,6 +100,7 @@ class ProcessState:
         self.keeper = LeaseKeeper(interval=min(q.lease_ttl / 3, q.host_lapse / 2))
         # A weak reference (a bound method): the receiver goes with this state and its app.
         signals.worker_process_shutdown.connect(self.flush_events)
+        signals.worker_shutdown.connect(self.flush_events)
 
     @property
     def runtime(self) -> Runtime:
@@ -117,12 +112,19 @@ class ProcessState:
             return self._runtime
 
     def flush_events(self, **_: object) -> None:
-        """A prefork child about to exit: give its queued Events a short while to be written."""
+        """A process about to exit (a prefork child, or a host): give its queued Events a short
+        while to be written, then write its counters."""
         with self._lock:
             runtime = self._runtime if self._pid == os.getpid() else None
-        events = runtime.events if runtime is not None else None
+        if runtime is None:
+            return
+        events = runtime.events
         if isinstance(events, BackgroundEventSink) and not events.flush(FLUSH_TIMEOUT):
             log.warning("%d events not written at exit", events.pending())
+        try:
+            runtime.counts.flush(runtime.redis)
+        except redis.RedisError as err:
+            log.warning("counters not written at exit: %s", err)
 
     def handler(self, kind: str) -> Handler:
         runtime = self.runtime

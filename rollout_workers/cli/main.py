@@ -472,7 +472,7 @@ def build_runtime(settings: Settings) -> Any:
     from rollout_workers.celeryapp.tasks import build_runtime as build
 
     url = redis_url(settings)
-    return build(create_app(settings, url), settings, url)
+    return build(create_app(settings, url), settings, url, batch_counts=False)
 
 
 @cli.group()

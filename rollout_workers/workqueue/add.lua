@@ -5,7 +5,8 @@
 --       fair prefix, tenants(hash key->tenant; see fair.lua), fair.lua's fixed keys, then the
 --       broker list the messages go on
 -- ARGV: holder ('' for none: the caller is not a worker host), class ('e' for events and user
--- actions, 'r' for a periodic resync; see fair.lua), then (key, own, tenant, message)
+-- actions, 'r' for a periodic resync; see fair.lua), count ('1': `adds` is counted here; '':
+-- the caller counts it from the codes, counters.PendingCounts), then (key, own, tenant, message)
 -- quadruples. `message` is the key's message as the broker holds it, pushed here when the key
 -- is newly queued ('' for none: the caller sends it). A worker host records itself as the
 -- publisher of each key it queues and sends itself, until the message is sent (sent.lua): if
@@ -16,16 +17,16 @@
 -- `tenant` is the key's tenant read from the object by the watcher ('' when the caller does
 -- not have the object): it is recorded in the tenants hash.
 -- Returns one code per key: 1 queued (the caller sends a message), 3 queued and its message
--- pushed here, 0 coalesced with a queued
--- key (an event upgrades a key queued by a resync), 2 marked dirty because a worker holds it
--- (done() queues it again).
+-- pushed here, 0 coalesced with a queued key (an event upgrades a key queued by a resync), 2
+-- marked dirty because a worker holds it (done() queues it again), 4 held and already dirty.
+-- Codes 1, 2 and 3 are what client-go's Add counts as an add.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 fair_keys(KEYS[8], KEYS[9])
-local holder, class = ARGV[1], ARGV[2]
+local holder, class, count = ARGV[1], ARGV[2], ARGV[3]
 local out = {}
 local adds = 0
-for i = 3, #ARGV, 4 do
+for i = 4, #ARGV, 4 do
   local k, own, tenant, message = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   if tenant ~= '' then redis.call('HSET', KEYS[9], k, tenant) end
   if redis.call('HEXISTS', KEYS[2], k) == 1 then
@@ -37,7 +38,7 @@ for i = 3, #ARGV, 4 do
     elseif first == 1 or tonumber(own) > tonumber(before) then
       redis.call('HSET', KEYS[7], k, own)
     end
-    out[#out + 1] = 2
+    out[#out + 1] = 4 - 2 * first
   elseif redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     -- Known from here on. A key held or already queued is known already: it was queued
     -- here, or by a timer, a resync or done.lua, each of which keeps it known.
@@ -56,5 +57,5 @@ for i = 3, #ARGV, 4 do
     out[#out + 1] = 0
   end
 end
-if adds > 0 then redis.call('HINCRBY', KEYS[5], 'adds', adds) end
+if count ~= '' and adds > 0 then redis.call('HINCRBY', KEYS[5], 'adds', adds) end
 return out

@@ -7,11 +7,12 @@
 --       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us),
 --       held(hash key->who has its message in hand), dirty_own(hash, see add.lua),
 --       fair prefix, tenants, fair.lua's fixed keys, then optionally a guard key
--- Returns {code, key, guard}: the key taken (or the message's, when stale) and 1 claimed, 0 stale
--- (the key is not queued: a duplicate or late message), 2 busy (another live owner holds it: the
--- key is marked dirty so that owner's done() requeues it); guard is 1 when the guard key exists
--- (or none is given), read with a claim so that the reconcile need not read it (the cache
--- epoch: cache/epoch.py).
+-- Returns {code, key, guard, waited}: the key taken (or the message's, when stale) and 1 claimed,
+-- 0 stale (the key is not queued: a duplicate or late message), 2 busy (another live owner holds
+-- it: the key is marked dirty so that owner's done() requeues it); guard is 1 when the guard key
+-- exists (or none is given), read with a claim so that the reconcile need not read it (the cache
+-- epoch: cache/epoch.py); waited is the ms the key was queued. With no bounds given, the caller
+-- counts that in its queue-duration histogram itself (counters.PendingCounts).
 local msg, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -46,12 +47,14 @@ redis.call('HSET', KEYS[2], k, token)
 redis.call('ZADD', KEYS[3], now + ttl, k)
 redis.call('HSET', KEYS[6], k, now)
 local waited = math.max(0, now - tonumber(enqueued))
-local bucket = #ARGV - 3
-for i = 4, #ARGV do
-  if waited <= tonumber(ARGV[i]) then bucket = i - 4 break end
+if #ARGV > 3 then
+  local bucket = #ARGV - 3
+  for i = 4, #ARGV do
+    if waited <= tonumber(ARGV[i]) then bucket = i - 4 break end
+  end
+  redis.call('HINCRBY', KEYS[7], 'queue|b' .. bucket, 1)
+  redis.call('HINCRBY', KEYS[7], 'queue|sum', waited * 1000)
 end
-redis.call('HINCRBY', KEYS[7], 'queue|b' .. bucket, 1)
-redis.call('HINCRBY', KEYS[7], 'queue|sum', waited * 1000)
 local guard = 1
 if KEYS[15] then guard = redis.call('EXISTS', KEYS[15]) end
-return {1, k, guard}
+return {1, k, guard, waited}

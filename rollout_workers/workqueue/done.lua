@@ -17,6 +17,8 @@
 -- key: they are facts about the API server)
 -- increments: triples (index into KEYS, field, amount), applied with the outcome (the
 -- caller's metrics ride on this call instead of costing another round trip)
+-- keep: how many durations the durations list keeps; 0 when the caller counts the reconcile
+-- (`reconciles`, the outcome, `retries` and the duration) itself (counters.PendingCounts)
 -- outcome: ok (reset backoff), after (reset backoff, run again after delay_ms; at once when
 --          delay_ms is 0, as client-go's AddAfter of no delay is an Add: not on the next tick),
 --          error (per-key exponential backoff), gone (the object no longer exists)
@@ -50,16 +52,18 @@ fair_keys(KEYS[15], KEYS[16])
 for i = 13 + 2 * versions, #ARGV, 3 do
   redis.call('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
 end
-redis.call('HINCRBY', KEYS[8], 'reconciles', 1)
-redis.call('HINCRBY', KEYS[8], outcome, 1)
--- Trimmed back to `keep` once it holds twice as many: readers take the newest `keep`.
-if redis.call('LPUSH', KEYS[9], duration) > 2 * keep then
-  redis.call('LTRIM', KEYS[9], 0, keep - 1)
+if keep > 0 then
+  redis.call('HINCRBY', KEYS[8], 'reconciles', 1)
+  redis.call('HINCRBY', KEYS[8], outcome, 1)
+  -- Trimmed back to `keep` once it holds twice as many: readers take the newest `keep`.
+  if redis.call('LPUSH', KEYS[9], duration) > 2 * keep then
+    redis.call('LTRIM', KEYS[9], 0, keep - 1)
+  end
 end
 local due = nil
 local again = false
 if outcome == 'error' then
-  redis.call('HINCRBY', KEYS[11], 'retries', 1)
+  if keep > 0 then redis.call('HINCRBY', KEYS[11], 'retries', 1) end
   local n = redis.call('HINCRBY', KEYS[5], k, 1)
   local d = max
   if n < 64 then d = math.min(base * math.pow(2, n - 1), max) end

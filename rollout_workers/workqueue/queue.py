@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, Protocol
 
 import redis
 
-from rollout_workers.counters import WORKQUEUE_BUCKETS, Increment
+from rollout_workers.counters import WORKQUEUE_BUCKETS, Increment, PendingCounts, observe
 from rollout_workers.counters import Keys as MetricKeys
 from rollout_workers.keys import ObjectKey, own_key, parse_key
 from rollout_workers.redisclient import Script
@@ -173,6 +173,7 @@ class WorkQueue:
         replicas_timeout: float = 0.2,
         envelope: Envelope | None = None,
         claim_guard: str | None = None,
+        counts: PendingCounts | None = None,
     ) -> None:
         """`host` names the worker host this process belongs to (None elsewhere): messages it
         publishes are recorded as in its hands until sent, so its death cannot lose them.
@@ -180,7 +181,10 @@ class WorkQueue:
         `envelope`: makes the message of a key that `add` or `done` queues, which the script
         then pushes itself (no publish afterwards, nothing to record as being published); None
         sends it through `send`.
-        `claim_guard`: a key whose existence each claim reports (`claim_guarded`)."""
+        `claim_guard`: a key whose existence each claim reports (`claim_guarded`).
+        `counts`: the process' pending counters, where this queue's own (adds, reconciles by
+        outcome, retries, queue durations, recent reconcile durations) wait to be written with
+        the others, at most `counts.interval` later; None counts them in the scripts."""
         self.kind = kind
         self.claim_guard = claim_guard
         self._replicas, self._replicas_timeout_ms = replicas, _ms(replicas_timeout)
@@ -188,6 +192,7 @@ class WorkQueue:
         self._settings = settings
         self._send = send
         self._envelope = envelope
+        self._counts = counts
         self.host = host
         self._holder = publisher(host) if host else ""
         self._prefix = prefix
@@ -285,19 +290,24 @@ class WorkQueue:
             *self.k_fair_fixed,
             envelope.list_key if envelope is not None else self.k_queued,
         ]
-        return redis_keys, [self._holder, priority.value], per_key
+        count = "" if self._counts is not None else "1"
+        return redis_keys, [self._holder, priority.value, count], per_key
 
     def added(self, keys: Sequence[ObjectKey], codes: Sequence[Any]) -> AddResult:
         """Sort add.lua's answer for `keys` and send a message for each key newly queued whose
         message the script did not push."""
         result = AddResult()
         unsent = []
+        adds = 0
         for key, reply in zip(keys, codes, strict=True):
             code = int(reply)
             sort = {1: result.queued, 3: result.queued, 0: result.coalesced, 2: result.dirty}
-            sort[code].append(key)
+            sort.get(code, result.dirty).append(key)
+            adds += code in (1, 2, 3)
             if code == 1:
                 unsent.append(key)
+        if adds and self._counts is not None:
+            self._counts.add([Increment(self.k_metrics, "adds", adds)])
         if unsent:
             self._publish(unsent)
         return result
@@ -356,10 +366,15 @@ class WorkQueue:
         ]
         if self.claim_guard is not None:
             keys.append(self.claim_guard)
-        code, claimed, *guard = self._claim(
-            keys=keys, args=[key, token, _ms(self._settings.lease_ttl), *_BOUNDS_MS]
+        bounds = _BOUNDS_MS if self._counts is None else []
+        code, claimed, *rest = self._claim(
+            keys=keys, args=[key, token, _ms(self._settings.lease_ttl), *bounds]
         )
         status = Claim(int(code))
+        guard = rest[:1]
+        if rest and self._counts is not None:
+            waited = int(rest[1]) / 1000
+            self._counts.add(observe(self.k_metrics, "queue", WORKQUEUE_BUCKETS, waited))
         if status is Claim.CLAIMED and self._replicas:
             # Replicated before the reconcile starts: a failover promotes a replica that holds
             # the claim, so no other worker can claim the key while this one reconciles it.
@@ -441,15 +456,29 @@ class WorkQueue:
                 _ms(delay),
                 f"{duration * 1000:.3f}",
                 *self._backoff_args(),
-                DURATIONS_KEPT,
+                DURATIONS_KEPT if self._counts is None else 0,
                 self._holder,
                 message,
                 *extra,
             ],
         )
+        if int(owned) and self._counts is not None:
+            self._count_done(outcome, duration)
         if int(send) == 1:  # queued again, its message not pushed by the script
             self._publish([key])
         return bool(int(owned))
+
+    def _count_done(self, outcome: Outcome, duration: float) -> None:
+        """What done.lua counts when the queue has no pending counters."""
+        assert self._counts is not None
+        increments = [
+            Increment(self.k_stats, "reconciles", 1),
+            Increment(self.k_stats, outcome.value, 1),
+        ]
+        if outcome is Outcome.ERROR:
+            increments.append(Increment(self.k_metrics, "retries", 1))
+        self._counts.add(increments)
+        self._counts.push(self.k_durations, f"{duration * 1000:.3f}", DURATIONS_KEPT)
 
     # -- hand-back on shutdown --------------------------------------------------------------
 

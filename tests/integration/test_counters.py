@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from rollout_workers.cache.written import TTL_SECONDS, WrittenVersions
@@ -10,7 +11,9 @@ from rollout_workers.keys import ObjectKey, own_key
 from rollout_workers.metrics.collector import read_snapshot
 from rollout_workers.reconcile.handlers import Result, SyncRequest
 from rollout_workers.reconcile.runner import LeaseKeeper, run_sync
+from rollout_workers.settings import Settings
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue
+from tests.integration.conftest import SentLog
 
 A = ObjectKey("default/a")
 B = ObjectKey("default/b")
@@ -29,6 +32,58 @@ def test_adds_count_what_client_go_counts(wq: WorkQueue, rdb: redis.Redis) -> No
     wq.add([A])  # dirty while active: an add
     wq.add([A])  # already dirty: not an add
     assert snap(rdb)["wq"]["adds"] == 3
+
+
+def test_a_queue_with_pending_counts_writes_what_its_scripts_would(
+    rdb: redis.Redis, settings: Settings, sent: SentLog
+) -> None:
+    """Adds, queue durations, reconciles by outcome, retries and the durations list: counted in
+    the scripts, or by the process and written with its next flush, they come out the same."""
+
+    def run(prefix: str, counts: PendingCounts | None) -> WorkQueue:
+        q = WorkQueue(
+            rdb, kind="rollouts", prefix=prefix, settings=settings.queue, send=sent, counts=counts
+        )
+        q.add([A, B])
+        q.add([A])  # coalesced: not an add
+        assert q.claim(A, "w1") == (Claim.CLAIMED, A)
+        assert q.add([A]).dirty == [A]  # dirty while active: an add
+        assert q.add([A]).dirty == [A]  # already dirty: not an add
+        q.done(A, "w1", Outcome.OK, duration=0.25)
+        # B and the dirty A, queued again: in either order (fairness takes the turn's key).
+        first = q.claim(B, "w2")
+        q.done(first.key, "w2", Outcome.ERROR, duration=0.5)
+        second = q.claim(A, "w3")
+        assert {first.key, second.key} == {A, B}
+        q.done(second.key, "w3", Outcome.AFTER, delay=5, duration=0.125)
+        assert q.claim(A, "w4") == (Claim.STALE, A)  # a late message: counted by the script
+        return q
+
+    def counters(q: WorkQueue, prefix: str) -> tuple[object, ...]:
+        s = read_snapshot(rdb, prefix=prefix)
+        return s.workqueue["rollouts"], q.stats().counters, q.durations()
+
+    scripted = run("s", None)
+    counts = PendingCounts(Keys("b"))
+    batched = run("b", counts)
+    assert rdb.hget(batched.k_stats, "reconciles") is None  # nothing counted yet...
+    counts.flush(rdb)  # ...until the process writes its counters
+    want = counters(scripted, "s")
+    assert want[1]["reconciles"] == 3 and want[0]["adds"] == 3 and want[2] == [0.125, 0.5, 0.25]
+    assert counters(batched, "b") == want
+    assert counts.flush(rdb) == 0
+
+
+def test_pushes_kept_when_a_flush_fails_go_out_in_order(rdb: redis.Redis) -> None:
+    counts = PendingCounts(Keys(PREFIX))
+    counts.push("t:list", "1", 3)
+    broken = redis.Redis(port=1, socket_connect_timeout=0.2)
+    with pytest.raises(redis.RedisError):
+        counts.flush(broken)
+    for v in ("2", "3", "4"):
+        counts.push("t:list", v, 3)
+    assert counts.flush(rdb) == 1
+    assert rdb.lrange("t:list", 0, -1) == [b"4", b"3", b"2"]  # the newest 3, newest first
 
 
 def test_claim_observes_queue_duration_and_done_clears_unfinished_work(
