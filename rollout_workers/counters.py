@@ -23,8 +23,9 @@ them in memory, summed (its workqueues' own too: adds, reconciles by outcome, qu
 and the recent reconcile durations; see WorkQueue `counts`), and they travel at most once a
 second (`FLUSH_INTERVAL`) with a write the process makes anyway (a worker's `done`), or on
 their own once a second when there is none (each process' flusher thread), and when a worker
-stops. A reconcile's requests, events and histograms therefore reach Redis up to a second after
-it, and a process killed with SIGKILL loses the last second of increments. Counts already in Redis are never lost.
+stops. A reconcile's requests, events and histograms therefore reach Redis up to a second
+after it, and a process killed with SIGKILL loses the last second of increments. Counts
+already in Redis are never lost.
 """
 
 from __future__ import annotations

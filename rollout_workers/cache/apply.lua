@@ -5,7 +5,8 @@
 --       fence(string: the current leader's fencing token, see cache/fence.py)
 -- ARGV: op 'put'|'del', key, json, rv, JSON list of index set names, the type's new rv ('' keeps),
 --       '1' to refuse a change older than the cached object ('' for a relist, which is the truth),
---       the writer's fencing token ('' writes unfenced)
+--       the writer's fencing token ('' writes unfenced), '1' when the type's objects are
+--       reconciled by a controller of ours that records its own writes ('' skips that read)
 -- Returns {previous resourceVersion of the object or '', 1 if this put is exactly the object's
 -- own controller's last write else 0, 1 if the change was older than the cache and refused,
 -- 1 if the writer's token is not the current leader's and nothing was written}.
@@ -45,5 +46,7 @@ else
 end
 if ARGV[6] ~= '' then redis.call('SET', KEYS[4], ARGV[6]) end
 local own = 0
-if op == 'put' and ARGV[4] ~= '' and redis.call('GET', KEYS[5]) == ARGV[4] then own = 1 end
+if op == 'put' and ARGV[9] == '1' and ARGV[4] ~= '' and redis.call('GET', KEYS[5]) == ARGV[4] then
+  own = 1
+end
 return {previous or '', own, 0, 0}

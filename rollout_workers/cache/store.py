@@ -25,6 +25,7 @@ from rollout_workers.keys import own_key
 from rollout_workers.kube.resources import Resource
 from rollout_workers.objects import Obj, decode, encode
 from rollout_workers.redisclient import Script
+from rollout_workers.settings import OBJECT_KINDS
 
 
 @functools.cache
@@ -117,6 +118,7 @@ class CacheWriter:
                 type_rv,
                 "1" if ordered else "",
                 self._fence.token,
+                "1" if self.resource.plural in OBJECT_KINDS else "",
             ],
         )
 
