@@ -20,8 +20,15 @@
 -- pushed here, 0 coalesced with a queued key (an event upgrades a key queued by a resync), 2
 -- marked dirty because a worker holds it (done() queues it again), 4 held and already dirty.
 -- Codes 1, 2 and 3 are what client-go's Add counts as an add.
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+-- Redis' clock, read once and only when a key is queued (a dirty mark needs no time).
+local now = nil
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = t[1] * 1000 + math.floor(t[2] / 1000)
+  end
+  return now
+end
 fair_keys(KEYS[8], KEYS[9])
 local holder, class, count = ARGV[1], ARGV[2], ARGV[3]
 local out = {}
@@ -32,19 +39,23 @@ for i = 4, #ARGV, 4 do
   if redis.call('HEXISTS', KEYS[2], k) == 1 then
     local first = redis.call('SADD', KEYS[3], k)
     adds = adds + first
-    local before = redis.call('HGET', KEYS[7], k)
-    if own == '' or (first == 0 and not before) then
-      redis.call('HDEL', KEYS[7], k)
-    elseif first == 1 or tonumber(own) > tonumber(before) then
+    if own == '' then
+      -- Not only own events any more (a key newly dirty has no entry to drop).
+      if first == 0 then redis.call('HDEL', KEYS[7], k) end
+    elseif first == 1 then
       redis.call('HSET', KEYS[7], k, own)
+    else
+      -- No entry: dirty already for another cause, which stands.
+      local before = redis.call('HGET', KEYS[7], k)
+      if before and tonumber(own) > tonumber(before) then redis.call('HSET', KEYS[7], k, own) end
     end
     out[#out + 1] = 4 - 2 * first
-  elseif redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
+  elseif redis.call('ZADD', KEYS[1], 'NX', clock(), k) == 1 then
     -- Known from here on. A key held or already queued is known already: it was queued
     -- here, or by a timer, a resync or done.lua, each of which keeps it known.
     redis.call('SADD', KEYS[4], k)
     adds = adds + 1
-    fair_push(k, class, now)
+    fair_push(k, class, clock())
     if message ~= '' then
       redis.call('LPUSH', KEYS[13], message)
       out[#out + 1] = 3
@@ -53,7 +64,7 @@ for i = 4, #ARGV, 4 do
       if holder ~= '' then redis.call('HSET', KEYS[6], k, holder) end
     end
   else
-    if class == 'e' then fair_upgrade(k, now) end
+    if class == 'e' then fair_upgrade(k, clock) end
     out[#out + 1] = 0
   end
 end

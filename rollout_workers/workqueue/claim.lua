@@ -20,16 +20,19 @@ fair_keys(KEYS[10], KEYS[11])
 -- Whatever the outcome, no host has this message in hand any more. The key taken may be
 -- another one: its own message is still out there, and keeps its record.
 redis.call('HDEL', KEYS[8], msg)
-local k = msg
-if FAIR_MODE ~= 'off' then k = fair_next() or msg end
+local k, of = msg, nil
+if FAIR_MODE ~= 'off' then
+  local turn, turn_of = fair_next()
+  if turn then k, of = turn, turn_of end
+end
 local enqueued = redis.call('ZSCORE', KEYS[1], k)
 if not enqueued then
   redis.call('HINCRBY', KEYS[5], 'stale', 1)
   return {0, k}
 end
 redis.call('ZREM', KEYS[1], k)
-fair_drop(k)
-if redis.call('HEXISTS', KEYS[2], k) == 1 then
+fair_drop(k, of)
+if redis.call('HSETNX', KEYS[2], k, token) == 0 then
   local deadline = tonumber(redis.call('ZSCORE', KEYS[3], k) or '0')
   if deadline > now then
     redis.call('SADD', KEYS[4], k)
@@ -39,11 +42,11 @@ if redis.call('HEXISTS', KEYS[2], k) == 1 then
   end
   -- The holder's lease ran out (it died or stalled); it is fenced off by the owner token.
   redis.call('HINCRBY', KEYS[5], 'lease_expired', 1)
+  redis.call('HSET', KEYS[2], k, token)
 end
 -- The reconcile that starts now reads state at least as new as every add before this point.
 -- (A key has a dirty_own entry only while it is dirty: add.lua sets both.)
 if redis.call('SREM', KEYS[4], k) == 1 then redis.call('HDEL', KEYS[9], k) end
-redis.call('HSET', KEYS[2], k, token)
 redis.call('ZADD', KEYS[3], now + ttl, k)
 redis.call('HSET', KEYS[6], k, now)
 local waited = math.max(0, now - tonumber(enqueued))

@@ -86,11 +86,12 @@ if due then
   end
 end
 local send = 0
-local own = redis.call('HGET', KEYS[13], k)
-if own then redis.call('HDEL', KEYS[13], k) end
 if redis.call('SREM', KEYS[4], k) == 1 then
-  local wrote = tonumber(redis.call('GET', KEYS[14]) or '')
-  if own and wrote and outcome ~= 'gone' and tonumber(own) <= wrote then
+  -- (A key has a dirty_own entry only while it is dirty: add.lua sets both.)
+  local own = redis.call('HGET', KEYS[13], k)
+  if own then redis.call('HDEL', KEYS[13], k) end
+  local wrote = own and tonumber(redis.call('GET', KEYS[14]) or '')
+  if wrote and outcome ~= 'gone' and tonumber(own) <= wrote then
     redis.call('HINCRBY', KEYS[8], 'own_skipped', 1)
   else
     if outcome == 'gone' then redis.call('SADD', KEYS[7], k) end

@@ -35,11 +35,14 @@ local function fair_push(k, class, now)
   if redis.call('ZCARD', q) == 1 then redis.call('LPUSH', fair_p .. ':' .. class, t) end
 end
 
--- fair_drop(k): k leaves `queued` (claimed) or its class. Also run with fairness off, so that
--- keys queued before a switch leave nothing behind. Returns the class k was in, or nil.
-local function fair_drop(k)
-  local of = redis.call('HGET', fair_p .. ':of', k)
-  if not of then return nil end
+-- fair_drop(k, of): k leaves `queued` (claimed) or its class. Also run with fairness off, so that
+-- keys queued before a switch leave nothing behind. `of`: k's class .. tenant when the caller
+-- knows it (fair_next found k there), else read here. Returns the class k was in, or nil.
+local function fair_drop(k, of)
+  if not of then
+    of = redis.call('HGET', fair_p .. ':of', k)
+    if not of then return nil end
+  end
   redis.call('HDEL', fair_p .. ':of', k)
   local class, t = string.sub(of, 1, 1), string.sub(of, 2)
   local q = fair_p .. ':' .. class .. ':' .. t
@@ -48,25 +51,26 @@ local function fair_drop(k)
   return class
 end
 
--- fair_upgrade(k, now): an event for a key already queued by a resync moves it to the event
--- class of its tenant.
-local function fair_upgrade(k, now)
+-- fair_upgrade(k, clock): an event for a key already queued by a resync moves it to the event
+-- class of its tenant (clock(): the time now, read only then).
+local function fair_upgrade(k, clock)
   local of = redis.call('HGET', fair_p .. ':of', k)
   if of and string.sub(of, 1, 1) == 'r' then
     fair_drop(k)
-    fair_push(k, 'e', now)
+    fair_push(k, 'e', clock())
   end
 end
 
 -- fair_next(): the key whose turn it is: the oldest key of the next tenant in the event ring,
--- else in the resync ring (the tenant moves to the back of its ring). nil when none is queued.
+-- else in the resync ring (the tenant moves to the back of its ring), and its class .. tenant
+-- (fair_drop's `of`). nil when none is queued.
 local function fair_next()
   for _, class in ipairs({'e', 'r'}) do
     local ring = fair_p .. ':' .. class
     local t = redis.call('RPOPLPUSH', ring, ring)
     if t then
       local k = redis.call('ZRANGE', ring .. ':' .. t, 0, 0)[1]
-      if k then return k end
+      if k then return k, class .. t end
     end
   end
   return nil
