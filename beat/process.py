@@ -11,6 +11,13 @@ lock and extends the lock on every pass (a lost lock stops beat), so only the lo
 The loop sleeps until the next tick is due, which keeps timers as precise as a tick task was
 without a Celery message per second.
 
+Between ticks a timer pass runs every `beat.timer_resolution` (0.1 s) in a thread of its own,
+while this beat leads: it queues only the due timers (one small script a kind, nothing when
+none is due), so a requeue-after, a pause or an analysis interval ends within that of its due
+time, as Argo's delaying queue ends it on time, rather than up to a tick interval late. A
+pass of a beat that has just lost the lock and does not know it yet is harmless: a timer is
+taken from its zset and queued in one script, once.
+
 Health (`/healthz`, `/readyz` on `health.port`): live unless, while holding the lock, no tick
 has succeeded for three intervals; a standby waiting for the lock is live. Ready when Redis
 answers a PING.
@@ -32,7 +39,7 @@ from beat.schedule import RETIRED, build_schedule
 from rollout_workers import health as endpoints
 from rollout_workers import redisclient
 from rollout_workers.celeryapp.app import create_app
-from rollout_workers.celeryapp.tasks import build_runtime, run_tick
+from rollout_workers.celeryapp.tasks import build_runtime, run_tick, run_timers
 from rollout_workers.health import Clock, Status
 from rollout_workers.logs import OutageLog
 from rollout_workers.settings import RedisSettings, Settings
@@ -51,8 +58,12 @@ class Ticker:
         redis_url: str,
         redis_settings: RedisSettings,
         clock: Clock = time.monotonic,
+        timers: Callable[[], int] | None = None,
+        resolution: float = 0.1,
     ) -> None:
         self._tick, self.interval, self._clock = tick, interval, clock
+        self._timers, self.resolution = timers, resolution
+        self._timers_failing = False
         self._url, self._redis_settings = redis_url, redis_settings
         self._lock = threading.Lock()
         self.leading_since: float | None = None
@@ -94,6 +105,31 @@ class Ticker:
                 if report:
                     log.debug("tick: %s", report)
         return max(0.0, self._next - self._clock())
+
+    def timer_pass(self) -> int | None:
+        """Queue the due timers if this beat leads; returns the keys sent, None when it does
+        not lead (or the pass failed: the tick reports Redis outages, this logs other errors
+        once until a pass succeeds)."""
+        with self._lock:
+            leading = self.leading_since is not None
+        if not leading or self._timers is None:
+            return None
+        try:
+            sent = self._timers()
+        except redis.RedisError:
+            return None
+        except Exception:
+            if not self._timers_failing:
+                log.exception("timer pass failed")
+            self._timers_failing = True
+            return None
+        self._timers_failing = False
+        return sent
+
+    def run_timer_passes(self, stop: threading.Event) -> None:
+        """The timer pass every `resolution` seconds until `stop` is set."""
+        while not stop.wait(self.resolution):
+            self.timer_pass()
 
     def live(self) -> Status:
         with self._lock:
@@ -191,7 +227,12 @@ def run(settings: Settings, redis_url: str) -> None:
         interval=settings.beat.tick_interval,
         redis_url=redis_url,
         redis_settings=settings.redis,
+        timers=lambda: run_timers(runtime),
+        resolution=settings.beat.timer_resolution,
     )
+    threading.Thread(
+        target=ticker.run_timer_passes, args=(threading.Event(),), name="timers", daemon=True
+    ).start()
     h = settings.health
     endpoints.serve(address=h.address, port=h.port, live=ticker.live, ready=ticker.ready)
     remove_retired_entries(app)

@@ -195,6 +195,12 @@ class BeatSettings(BaseModel):
     tick_interval: float = Field(
         default=1.0, gt=0, description="Seconds between timer ticks (due timers, expired leases)."
     )
+    timer_resolution: float = Field(
+        default=0.1,
+        gt=0,
+        description="Seconds between the lock holder's timer passes, which queue the due "
+        "timers between ticks: the most a requeue-after or a pause waits past its due time.",
+    )
     lock_timeout: int = Field(
         default=10,
         gt=0,

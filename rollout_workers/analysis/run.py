@@ -413,8 +413,16 @@ def _count(summary: RunSummary, phase: AnalysisPhase) -> None:
 
 
 def next_reconcile(run: AnalysisRun, metrics: list[Metric], now: dt.datetime) -> dt.datetime | None:
-    """The earliest moment any metric needs a measurement or a resume (None: no timer)."""
+    """The earliest moment any metric needs a measurement or a resume (None: no timer).
+
+    A time this reconcile recorded (a measurement it took, the run it started) is `now`, which
+    the status keeps only to the second: the next measurement is due an interval after `now`
+    itself, as Argo schedules it from the in-memory time, not up to a second early."""
     earliest: dt.datetime | None = None
+    recorded_now = format_time(now)
+
+    def moment(recorded: str) -> dt.datetime:
+        return now if recorded == recorded_now else parse_time(recorded)
 
     def keep(moment: dt.datetime) -> None:
         nonlocal earliest
@@ -430,7 +438,7 @@ def next_reconcile(run: AnalysisRun, metrics: list[Metric], now: dt.datetime) ->
         if last is None:
             delay = seconds(metric.initial_delay)
             if delay is not None:
-                keep((parse_time(started) if started else now) + dt.timedelta(seconds=delay))
+                keep((moment(started) if started else now) + dt.timedelta(seconds=delay))
             continue
         if not last.finished_at:
             if last.resume_at:
@@ -445,7 +453,7 @@ def next_reconcile(run: AnalysisRun, metrics: list[Metric], now: dt.datetime) ->
             interval = seconds(metric.interval)
         if interval is None:
             continue
-        keep(parse_time(last.finished_at) + dt.timedelta(seconds=interval))
+        keep(moment(last.finished_at) + dt.timedelta(seconds=interval))
     return earliest
 
 

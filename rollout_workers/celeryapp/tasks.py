@@ -171,6 +171,13 @@ def run_tick(runtime: Runtime) -> dict[str, Any]:
     return report
 
 
+def run_timers(runtime: Runtime) -> int:
+    """The due timers of every kind back onto the queues (the beat's pass between ticks);
+    returns how many keys were sent."""
+    every = runtime.settings.beat.tick_interval
+    return sum(queue.tick(every, timers_only=True).sent for queue in runtime.queues.values())
+
+
 def register_tasks(app: Celery, state: ProcessState) -> None:
     for kind in KINDS:
         _register_sync(app, state, kind)

@@ -526,11 +526,13 @@ class WorkQueue:
 
     # -- system ----------------------------------------------------------------------------
 
-    def tick(self, every: float = 1.0) -> TickResult:
+    def tick(self, every: float = 1.0, *, timers_only: bool = False) -> TickResult:
         """Queue due timers, requeue expired leases and the claims of lapsed hosts, resend
         messages of stale queued keys. `every`: the seconds between ticks; a gap of more than
         twice that plus a second (Redis or the beat was down) holds back taking claims from
-        lapsed hosts until they have had `host_lapse` to stamp their heartbeats again."""
+        lapsed hosts until they have had `host_lapse` to stamp their heartbeats again.
+        `timers_only`: queue the due timers and nothing else (the beat's timer pass, which
+        runs more often than the tick so that a timer fires close to when it is due)."""
         limit = self._settings.tick_batch
         reply = self._tick(
             keys=[
@@ -560,6 +562,7 @@ class WorkQueue:
                 _ms(self._settings.lost_after),
                 _ms(self._settings.lease_ttl),
                 _ms(2 * every + 1),
+                "1" if timers_only else "",
             ],
         )
         *keys, due, expired, resent, lapsed, lost, taken = reply

@@ -1,5 +1,6 @@
--- tick(limit, stale_ms, lapse_ms, forget_ms, lost_ms, ttl_ms, gap_ms): move work whose time has come onto the
--- queue.
+-- tick(limit, stale_ms, lapse_ms, forget_ms, lost_ms, ttl_ms, gap_ms, timers_only): move work whose
+-- time has come onto the queue. With timers_only '1', only the due timers (the beat's timer
+-- pass between ticks); the ticks' record (`ticked`) is left alone.
 --   due timers      -> added (dirty if a worker holds the key)
 --   expired leases  -> the dead or stalled holder loses the key; it is queued again
 --   lapsed hosts    -> a still-queued key whose message a host without a heartbeat for lapse_ms
@@ -31,13 +32,17 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 fair_keys(KEYS[12], KEYS[13])
 local send = {}
 local adds = 0
-local ticked = redis.call('HMGET', KEYS[15], 'last', 'since')
-local since = tonumber(ticked[2] or '0')
-if now - tonumber(ticked[1] or '0') > gap then
-  since = now
-  redis.call('HSET', KEYS[15], 'last', now, 'since', now)
-else
-  redis.call('HSET', KEYS[15], 'last', now)
+local timers_only = ARGV[8] == '1'
+local since = 0
+if not timers_only then
+  local ticked = redis.call('HMGET', KEYS[15], 'last', 'since')
+  since = tonumber(ticked[2] or '0')
+  if now - tonumber(ticked[1] or '0') > gap then
+    since = now
+    redis.call('HSET', KEYS[15], 'last', now, 'since', now)
+  else
+    redis.call('HSET', KEYS[15], 'last', now)
+  end
 end
 -- k's holder lost it (lease expired, or its host lapsed): fence it and queue k again.
 local function take_back(k)
@@ -63,6 +68,11 @@ for _, k in ipairs(due) do
     send[#send + 1] = k
     fair_push(k, 'e', now)
   end
+end
+if timers_only then
+  if adds > 0 then redis.call('HINCRBY', KEYS[8], 'adds', adds) end
+  for _, n in ipairs({#due, 0, 0, 0, 0, 0}) do send[#send + 1] = n end
+  return send
 end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
 for _, k in ipairs(expired) do

@@ -11,7 +11,9 @@ from celery.schedules import schedule
 from redbeat import RedBeatSchedulerEntry
 
 from rollout_workers.celeryapp.app import create_app
+from rollout_workers.keys import ObjectKey
 from rollout_workers.settings import Settings
+from rollout_workers.workqueue import WorkQueue
 from tests.support.procs import Processes, wait_for
 
 
@@ -50,3 +52,23 @@ def test_sigterm_releases_the_beat_lock_and_the_standby_ticks_at_once(
     assert "Releasing lock" in active.text()
     assert took < 3, f"the standby ticked {took:.1f}s after SIGTERM (lock timeout 10s)"
     print(f"beat handover on SIGTERM: the standby ticks after {took:.2f}s")
+
+
+def test_a_timer_fires_close_to_its_due_time_between_ticks(
+    procs: Processes, settings: Settings, rdb: redis.Redis
+) -> None:
+    """Ticks 30 s apart: the timer pass, every beat.timer_resolution, queues a timer due in
+    0.5 s long before the next tick would."""
+    beat = procs.spawn("beat", "beat", env={"ROLLOUTS_BEAT_TICK_INTERVAL": "30"})
+    beat.wait_log(r"beat holds the lock: ticking timers every 30s", timeout=30)
+    queue = WorkQueue(
+        rdb, kind="rollouts", prefix=settings.redis.key_prefix, settings=settings.queue,
+        send=lambda keys: None,
+    )  # fmt: skip
+    key = ObjectKey("default/timed")
+    queue.add_after([key], 0.5)
+    added = time.monotonic()
+    wait_for(lambda: rdb.zscore(queue.k_queued, key) is not None, 10, "the timer to fire")
+    took = time.monotonic() - added
+    assert 0.45 <= took < 2.5, f"queued {took:.2f}s after a 0.5 s timer was set"
+    print(f"a 0.5 s timer was queued after {took:.3f}s")

@@ -183,6 +183,26 @@ def test_tick_queues_due_timers_once(wq: WorkQueue, sent: SentLog) -> None:
     assert wq.tick().sent == 0  # fired once
 
 
+def test_the_timer_pass_queues_due_timers_and_nothing_else(
+    wq: WorkQueue, sent: SentLog, rdb: redis.Redis
+) -> None:
+    """The beat's pass between ticks: due timers only. Expired leases, stale messages and the
+    ticks' own record wait for the tick."""
+    wq.add([B])
+    wq.claim(B, "dead")
+    rdb.zadd(wq.k_leases, {B: 0})  # the lease ran out
+    wq.add_after([A], 0)
+    wq.add_after([ObjectKey("default/c")], 60)
+    sent.sent.clear()
+    result = wq.tick(timers_only=True)
+    assert (result.sent, result.due, result.expired) == (1, 1, 0)
+    assert sent.sent == [A]
+    assert rdb.hget(wq.k_active, B) == b"dead"
+    assert not rdb.exists(wq.k_ticked)
+    assert wq.tick(timers_only=True).sent == 0  # fired once
+    assert wq.tick().expired == 1  # the tick does the rest
+
+
 def test_due_timer_of_an_active_key_marks_it_dirty(wq: WorkQueue, sent: SentLog) -> None:
     wq.add([A])
     wq.claim(A, "w1")

@@ -88,3 +88,35 @@ def test_liveness_fails_without_ticks_while_leading_and_a_standby_is_live() -> N
     clock.now = 105.0
     t.maybe_tick()
     assert t.live().ok
+
+
+def test_the_timer_pass_runs_only_while_this_beat_leads(caplog: Any) -> None:
+    passes: list[str] = []
+    outcome: list[Exception | None] = [None]
+
+    def timers() -> int:
+        if outcome[0] is not None:
+            raise outcome[0]
+        passes.append("pass")
+        return 2
+
+    t = Ticker(
+        dict,
+        interval=1.0,
+        redis_url="redis://127.0.0.1:1/0",
+        redis_settings=RedisSettings(),
+        clock=FakeClock(),
+        timers=timers,
+    )
+    assert t.timer_pass() is None and passes == []  # a standby: the leader's passes queue them
+    t.maybe_tick()  # the scheduler loop runs only while this beat holds the lock
+    assert t.timer_pass() == 2 and passes == ["pass"]
+    outcome[0] = redis.ConnectionError("down")  # the tick's outage log reports Redis
+    assert t.timer_pass() is None and "timer pass failed" not in caplog.text
+    outcome[0] = ValueError("bug")
+    assert t.timer_pass() is None and t.timer_pass() is None
+    assert caplog.text.count("timer pass failed") == 1  # once, not ten times a second
+    outcome[0] = None
+    assert t.timer_pass() == 2
+    t.standby()
+    assert t.timer_pass() is None and passes == ["pass", "pass"]

@@ -419,3 +419,20 @@ def test_templates_carry_the_limit_into_the_run() -> None:
     merged = merge_templates([{"templateName": "t"}], lambda name, cluster: spec)
     built = Metric.from_dict(merged.metrics[0])
     assert (built.consecutive_success_limit, built.failure_limit) == (4, -1)
+
+
+def test_the_next_measurement_is_due_an_interval_after_the_one_just_taken() -> None:
+    # The status keeps times to the second; the wake-up is computed from the reconcile's own
+    # time, as Argo computes it from the in-memory finishedAt, not up to a second early.
+    m = metric(interval="5s", count=2)
+    provider = ByMetric({"m": ["Successful", "Successful"]})
+    start = T0 + dt.timedelta(seconds=0.75)
+    outcome, wake = reconcile(
+        new_run(m), now=start, providers=lambda _: provider, secrets=_NoSecrets()
+    )
+    assert outcome.status.metric_results[0].measurements[0].finished_at == format_time(T0)  # type: ignore[index]
+    assert wake == start + dt.timedelta(seconds=5)
+    # A later reconcile reads the time back from the status: the one it has.
+    run = new_run(m).model_copy(update={"status": outcome.status})
+    later = T0 + dt.timedelta(seconds=2.5)
+    assert ar.next_reconcile(run, [Metric.from_dict(m)], later) == T0 + dt.timedelta(seconds=5)
