@@ -11,12 +11,14 @@ lock and extends the lock on every pass (a lost lock stops beat), so only the lo
 The loop sleeps until the next tick is due, which keeps timers as precise as a tick task was
 without a Celery message per second.
 
-Between ticks a timer pass runs every `beat.timer_resolution` (0.1 s) in a thread of its own,
-while this beat leads: it queues only the due timers (one small script a kind, nothing when
-none is due), so a requeue-after, a pause or an analysis interval ends within that of its due
-time, as Argo's delaying queue ends it on time, rather than up to a tick interval late. A
-pass of a beat that has just lost the lock and does not know it yet is harmless: a timer is
-taken from its zset and queued in one script, once.
+Between ticks a timer pass runs in a thread of its own while this beat leads: it queues only
+the due timers (one small script a kind) and learns when the earliest one left is due; the
+next pass runs then, or after `beat.timer_resolution` (0.1 s) if that is sooner, for timers
+set meanwhile. So a requeue-after, a pause or an analysis interval ends on time (within the
+resolution when it was set less than that before it is due), as Argo's delaying queue ends
+it, rather than up to a tick interval late. A pass of a beat that has just lost the lock and
+does not know it yet is harmless: a timer is taken from its zset and queued in one script,
+once.
 
 Health (`/healthz`, `/readyz` on `health.port`): live unless, while holding the lock, no tick
 has succeeded for three intervals; a standby waiting for the lock is live. Ready when Redis
@@ -46,6 +48,9 @@ from rollout_workers.settings import RedisSettings, Settings
 
 log = logging.getLogger(__name__)
 
+#: The shortest wait between two timer passes (a timer due at once is not polled for in a loop).
+MIN_TIMER_WAIT = 0.001
+
 
 class Ticker:
     """The timer tick, run by the lock holder's scheduler loop; its state feeds the probes."""
@@ -58,7 +63,7 @@ class Ticker:
         redis_url: str,
         redis_settings: RedisSettings,
         clock: Clock = time.monotonic,
-        timers: Callable[[], int] | None = None,
+        timers: Callable[[], float | None] | None = None,
         resolution: float = 0.1,
     ) -> None:
         self._tick, self.interval, self._clock = tick, interval, clock
@@ -106,30 +111,34 @@ class Ticker:
                     log.debug("tick: %s", report)
         return max(0.0, self._next - self._clock())
 
-    def timer_pass(self) -> int | None:
-        """Queue the due timers if this beat leads; returns the keys sent, None when it does
-        not lead (or the pass failed: the tick reports Redis outages, this logs other errors
-        once until a pass succeeds)."""
+    def timer_pass(self) -> float:
+        """Queue the due timers if this beat leads; returns the seconds until the next pass:
+        `resolution`, or less when the earliest timer left is due sooner. Not leading, or the
+        pass failed (the tick reports Redis outages; other errors are logged once until a pass
+        succeeds): `resolution`."""
         with self._lock:
             leading = self.leading_since is not None
         if not leading or self._timers is None:
-            return None
+            return self.resolution
         try:
-            sent = self._timers()
+            next_due = self._timers()
         except redis.RedisError:
-            return None
+            return self.resolution
         except Exception:
             if not self._timers_failing:
                 log.exception("timer pass failed")
             self._timers_failing = True
-            return None
+            return self.resolution
         self._timers_failing = False
-        return sent
+        if next_due is None:
+            return self.resolution
+        return min(self.resolution, max(MIN_TIMER_WAIT, next_due))
 
     def run_timer_passes(self, stop: threading.Event) -> None:
-        """The timer pass every `resolution` seconds until `stop` is set."""
-        while not stop.wait(self.resolution):
-            self.timer_pass()
+        """Timer passes until `stop` is set."""
+        wait = self.resolution
+        while not stop.wait(wait):
+            wait = self.timer_pass()
 
     def live(self) -> Status:
         with self._lock:

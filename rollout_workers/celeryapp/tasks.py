@@ -171,11 +171,12 @@ def run_tick(runtime: Runtime) -> dict[str, Any]:
     return report
 
 
-def run_timers(runtime: Runtime) -> int:
+def run_timers(runtime: Runtime) -> float | None:
     """The due timers of every kind back onto the queues (the beat's pass between ticks);
-    returns how many keys were sent."""
+    returns the seconds until the earliest timer left (None: none)."""
     every = runtime.settings.beat.tick_interval
-    return sum(queue.tick(every, timers_only=True).sent for queue in runtime.queues.values())
+    results = [queue.tick(every, timers_only=True) for queue in runtime.queues.values()]
+    return min((r.next_due for r in results if r.next_due is not None), default=None)
 
 
 def register_tasks(app: Celery, state: ProcessState) -> None:

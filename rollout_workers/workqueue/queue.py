@@ -87,6 +87,7 @@ class TickResult:
     lapsed: int = 0  # keys sent again because the host holding their message lapsed
     lost: int = 0  # keys sent again because their message was nowhere (see tick.lua)
     taken: int = 0  # keys a lapsed host held, queued again before their leases expired
+    next_due: float | None = None  # seconds until the earliest timer left; None: no timer
 
 
 @dataclass(frozen=True)
@@ -565,7 +566,7 @@ class WorkQueue:
                 "1" if timers_only else "",
             ],
         )
-        *keys, due, expired, resent, lapsed, lost, taken = reply
+        *keys, due, expired, resent, lapsed, lost, taken, next_ms = reply
         to_send = [ObjectKey(_text(k)) for k in keys]
         if to_send:
             self._publish(to_send)
@@ -577,6 +578,7 @@ class WorkQueue:
             lapsed=int(lapsed),
             lost=int(lost),
             taken=int(taken),
+            next_due=None if int(next_ms) < 0 else int(next_ms) / 1000,
         )
 
     def held(self) -> dict[ObjectKey, str]:

@@ -23,7 +23,8 @@
 -- With fairness on, a lapsed host's message whose key was claimed by another message stood for
 -- another queued key: one is sent for the oldest queued key not already sent (fair_fill).
 -- Returns {keys to send..., } followed by six counts: due, expired, stale, lapsed, lost, and
--- taken (claims of lapsed hosts queued again).
+-- taken (claims of lapsed hosts queued again), then the ms until the earliest timer left (-1:
+-- none).
 local limit, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
 local lapse, forget, lost = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl, gap = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -69,9 +70,15 @@ for _, k in ipairs(due) do
     fair_push(k, 'e', now)
   end
 end
+-- The ms until the earliest timer left (-1: none), for the beat to wake then.
+local function next_due()
+  local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+  if #first == 0 then return -1 end
+  return math.max(0, tonumber(first[2]) - now)
+end
 if timers_only then
   if adds > 0 then redis.call('HINCRBY', KEYS[8], 'adds', adds) end
-  for _, n in ipairs({#due, 0, 0, 0, 0, 0}) do send[#send + 1] = n end
+  for _, n in ipairs({#due, 0, 0, 0, 0, 0, next_due()}) do send[#send + 1] = n end
   return send
 end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
@@ -151,4 +158,5 @@ send[#send + 1] = #old
 send[#send + 1] = resent_lapsed
 send[#send + 1] = resent_lost
 send[#send + 1] = taken
+send[#send + 1] = next_due()
 return send

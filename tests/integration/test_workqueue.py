@@ -196,11 +196,14 @@ def test_the_timer_pass_queues_due_timers_and_nothing_else(
     sent.sent.clear()
     result = wq.tick(timers_only=True)
     assert (result.sent, result.due, result.expired) == (1, 1, 0)
+    assert result.next_due == pytest.approx(60, abs=1)  # default/c's
     assert sent.sent == [A]
     assert rdb.hget(wq.k_active, B) == b"dead"
     assert not rdb.exists(wq.k_ticked)
     assert wq.tick(timers_only=True).sent == 0  # fired once
     assert wq.tick().expired == 1  # the tick does the rest
+    rdb.delete(wq.k_timers)
+    assert wq.tick(timers_only=True).next_due is None
 
 
 def test_due_timer_of_an_active_key_marks_it_dirty(wq: WorkQueue, sent: SentLog) -> None:

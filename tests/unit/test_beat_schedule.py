@@ -90,15 +90,18 @@ def test_liveness_fails_without_ticks_while_leading_and_a_standby_is_live() -> N
     assert t.live().ok
 
 
-def test_the_timer_pass_runs_only_while_this_beat_leads(caplog: Any) -> None:
+def test_the_timer_pass_runs_only_while_this_beat_leads_and_wakes_for_the_next_timer(
+    caplog: Any,
+) -> None:
     passes: list[str] = []
     outcome: list[Exception | None] = [None]
+    next_due: list[float | None] = [None]
 
-    def timers() -> int:
+    def timers() -> float | None:
         if outcome[0] is not None:
             raise outcome[0]
         passes.append("pass")
-        return 2
+        return next_due[0]
 
     t = Ticker(
         dict,
@@ -107,16 +110,23 @@ def test_the_timer_pass_runs_only_while_this_beat_leads(caplog: Any) -> None:
         redis_settings=RedisSettings(),
         clock=FakeClock(),
         timers=timers,
+        resolution=0.1,
     )
-    assert t.timer_pass() is None and passes == []  # a standby: the leader's passes queue them
+    assert t.timer_pass() == 0.1 and passes == []  # a standby: the leader's passes queue them
     t.maybe_tick()  # the scheduler loop runs only while this beat holds the lock
-    assert t.timer_pass() == 2 and passes == ["pass"]
+    assert t.timer_pass() == 0.1 and passes == ["pass"]  # no timer left: the resolution
+    next_due[0] = 0.03
+    assert t.timer_pass() == 0.03  # the next pass when the earliest timer is due
+    next_due[0] = 7.0
+    assert t.timer_pass() == 0.1  # or sooner, for timers set meanwhile
+    next_due[0] = 0.0
+    assert t.timer_pass() == 0.001  # due already (a batch left some): soon, not in a loop
     outcome[0] = redis.ConnectionError("down")  # the tick's outage log reports Redis
-    assert t.timer_pass() is None and "timer pass failed" not in caplog.text
+    assert t.timer_pass() == 0.1 and "timer pass failed" not in caplog.text
     outcome[0] = ValueError("bug")
-    assert t.timer_pass() is None and t.timer_pass() is None
+    assert t.timer_pass() == 0.1 and t.timer_pass() == 0.1
     assert caplog.text.count("timer pass failed") == 1  # once, not ten times a second
-    outcome[0] = None
-    assert t.timer_pass() == 2
+    outcome[0], next_due[0] = None, None
+    assert t.timer_pass() == 0.1 and len(passes) == 5
     t.standby()
-    assert t.timer_pass() is None and passes == ["pass", "pass"]
+    assert t.timer_pass() == 0.1 and len(passes) == 5
