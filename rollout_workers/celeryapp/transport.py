@@ -92,6 +92,9 @@ def _check_envelope(payload: Any) -> None:
 #: and, when it is an envelope (as Transport._deliver checks) of a sync task whose key header is
 #: a string (as Channel.held_record reads it), records in that task's hash that this host
 #: holds the key. Returns {list, message, 1 if recorded else 0}, or false when all are empty.
+#: The most messages a worker host takes from one queue in a row while its others wait.
+STREAK = 4
+
 _POP_HELD = f"""
 local n, host = tonumber(ARGV[1]), ARGV[2]
 for i = 1, n do
@@ -207,6 +210,8 @@ class Channel(kombu_redis.Channel):
     _rollouts_popping = False
     #: _POP_HELD was sent whole on this channel since Redis last answered NOSCRIPT: by its sha.
     _rollouts_loaded = False
+    #: The queue the last pops delivered from, and how many in a row (see _take_turn).
+    _rollouts_streak: tuple[str, int] = ("", 0)
 
     def _create_client(self, asynchronous: bool = False) -> Any:
         # kombu builds a redis.Redis, with its few hundred response callbacks, for every
@@ -299,7 +304,7 @@ class Channel(kombu_redis.Channel):
                 raise Empty()
             dest, item, recorded = reply
             queue = bytes_to_str(dest).rsplit(self.sep, 1)[0]  # type: ignore[no-untyped-call]
-            self._queue_cycle.rotate(queue)
+            self._take_turn(queue)
             self.rollouts_recorded = bool(int(recorded))
             try:
                 self.connection._deliver(loads(item), queue)  # type: ignore[no-untyped-call]
@@ -308,6 +313,24 @@ class Channel(kombu_redis.Channel):
         finally:
             self._in_poll = None  # type: ignore[assignment]
             self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
+
+    def _take_turn(self, queue: str) -> None:
+        """The order the next pop tries the queues in, after one delivered from `queue`.
+
+        kombu moves the queue that delivered to the back, so with one queue busy every pop
+        tries each idle one first (an empty RPOP each). Here it goes to the front instead, for
+        up to STREAK deliveries in a row, and then to the back: the others still get their
+        turn after at most STREAK messages of a busy one, and a busy queue costs about one
+        RPOP a message."""
+        last, count = self._rollouts_streak
+        count = count + 1 if queue == last else 1
+        items = self._queue_cycle.items
+        if count >= STREAK or queue not in items:
+            self._queue_cycle.rotate(queue)
+            count = 0
+        else:
+            items.insert(0, items.pop(items.index(queue)))
+        self._rollouts_streak = (queue, count)
 
     def _get(self, queue: Any, timeout: Any = None) -> Any:
         try:

@@ -4,13 +4,15 @@ HSET did, malformed entries included."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import redis
+from kombu import Consumer, Exchange, Queue
 
 from rollout_workers.celeryapp.sender import SyncSender
-from rollout_workers.celeryapp.transport import KEY_HEADER
+from rollout_workers.celeryapp.transport import KEY_HEADER, STREAK
 from rollout_workers.keys import ObjectKey
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue.queue import held_key
@@ -75,3 +77,33 @@ def test_a_script_cache_flushed_under_the_pop_costs_one_brpop(
     assert _calls(rdb, "brpop") == 2 and _calls(rdb, "eval") == 2
     held = held_key(settings.redis.key_prefix, "rollouts")
     assert {_text(k) for k in rdb.hkeys(held)} == set(keys)
+
+
+def test_a_busy_queue_is_popped_first_for_a_few_messages_then_the_others_get_their_turn(
+    rdb: redis.Redis, settings: Settings
+) -> None:
+    """kombu would try every idle queue before a busy one on each pop (an empty RPOP each);
+    here the queue that delivered is tried first for up to STREAK messages in a row."""
+    app = host_app(settings, "h1")
+    busy, other, idle = "rollouts", "analysis", ["notifications", "system"]
+    SyncSender(app, name="rollouts.sync", queue=busy)([ObjectKey(f"ns/r{i}") for i in range(12)])
+    SyncSender(app, name="rollouts.sync", queue=other)([ObjectKey(f"ns/a{i}") for i in range(4)])
+    order: list[str] = []
+
+    def received(body: Any, message: Any) -> None:
+        order.append(str(message.delivery_info["routing_key"]))
+
+    rdb.config_resetstat()
+    with app.connection_for_read() as conn:
+        entities = [Queue(q, Exchange(q), routing_key=q) for q in [busy, other, *idle]]  # type: ignore[no-untyped-call]
+        with Consumer(conn, queues=entities, callbacks=[received], accept=["json"]):  # type: ignore[no-untyped-call]
+            for _ in range(16):
+                conn.drain_events(timeout=5)
+    assert sorted(order) == sorted([busy] * 12 + [other] * 4)
+    # While the other queue had messages, neither took more than STREAK turns in a row.
+    last_other = max(i for i, q in enumerate(order) if q == other)
+    runs = [len(list(g)) for _, g in itertools.groupby(order[: last_other + 1])]
+    assert max(runs) <= STREAK, order
+    # About one RPOP a message, not one a queue (the first came by BRPOP).
+    assert _calls(rdb, "rpop") <= 2 * 15, _calls(rdb, "rpop")
+    print(f"16 messages from 4 queues: {_calls(rdb, 'rpop')} RPOPs; order {order}")
