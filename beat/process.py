@@ -11,10 +11,11 @@ lock and extends the lock on every pass (a lost lock stops beat), so only the lo
 The loop sleeps until the next tick is due, which keeps timers as precise as a tick task was
 without a Celery message per second.
 
-Between ticks a timer pass runs in a thread of its own while this beat leads: it queues only
-the due timers (one small script a kind) and learns when the earliest one left is due; the
-next pass runs then, or after `beat.timer_resolution` (0.1 s) if that is sooner, for timers
-set meanwhile. So a requeue-after, a pause or an analysis interval ends on time (within the
+Between ticks, timer passes run in a thread of its own while this beat leads (TimerPasses):
+a kind's pass queues only its due timers (one small script) and learns when the earliest one
+left is due; the kind's next pass runs then (no sooner than 20 ms after, which batches dense
+timers), or after `beat.timer_resolution` (0.1 s) if that is sooner, for timers set meanwhile.
+So a requeue-after, a pause or an analysis interval ends on time (within the
 resolution when it was set less than that before it is due), as Argo's delaying queue ends
 it, rather than up to a tick interval late. A pass of a beat that has just lost the lock and
 does not know it yet is harmless: a timer is taken from its zset and queued in one script,
@@ -30,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import redis
@@ -48,8 +49,9 @@ from rollout_workers.settings import RedisSettings, Settings
 
 log = logging.getLogger(__name__)
 
-#: The shortest wait between two timer passes (a timer due at once is not polled for in a loop).
-MIN_TIMER_WAIT = 0.001
+#: The shortest wait between two timer passes of a kind: the timers due within it go in one
+#: pass, so timers due every few milliseconds cost a pass per batch, not one each.
+TIMER_BATCH = 0.02
 
 
 class Ticker:
@@ -63,12 +65,8 @@ class Ticker:
         redis_url: str,
         redis_settings: RedisSettings,
         clock: Clock = time.monotonic,
-        timers: Callable[[], float | None] | None = None,
-        resolution: float = 0.1,
     ) -> None:
         self._tick, self.interval, self._clock = tick, interval, clock
-        self._timers, self.resolution = timers, resolution
-        self._timers_failing = False
         self._url, self._redis_settings = redis_url, redis_settings
         self._lock = threading.Lock()
         self.leading_since: float | None = None
@@ -111,34 +109,10 @@ class Ticker:
                     log.debug("tick: %s", report)
         return max(0.0, self._next - self._clock())
 
-    def timer_pass(self) -> float:
-        """Queue the due timers if this beat leads; returns the seconds until the next pass:
-        `resolution`, or less when the earliest timer left is due sooner. Not leading, or the
-        pass failed (the tick reports Redis outages; other errors are logged once until a pass
-        succeeds): `resolution`."""
+    def leading(self) -> bool:
+        """Whether this beat holds the lock, as far as its scheduler loop knows."""
         with self._lock:
-            leading = self.leading_since is not None
-        if not leading or self._timers is None:
-            return self.resolution
-        try:
-            next_due = self._timers()
-        except redis.RedisError:
-            return self.resolution
-        except Exception:
-            if not self._timers_failing:
-                log.exception("timer pass failed")
-            self._timers_failing = True
-            return self.resolution
-        self._timers_failing = False
-        if next_due is None:
-            return self.resolution
-        return min(self.resolution, max(MIN_TIMER_WAIT, next_due))
-
-    def run_timer_passes(self, stop: threading.Event) -> None:
-        """Timer passes until `stop` is set."""
-        wait = self.resolution
-        while not stop.wait(wait):
-            wait = self.timer_pass()
+            return self.leading_since is not None
 
     def live(self) -> Status:
         with self._lock:
@@ -159,6 +133,61 @@ class Ticker:
         except redis.RedisError as err:
             return Status.bad(f"Redis unreachable: {err}")
         return Status.good("connected to Redis")
+
+
+class TimerPasses:
+    """Between ticks, each kind's due timers queued as they come due, by the lock holder.
+
+    A kind's pass queues its due timers and learns when the earliest one left is due; its next
+    pass runs then, or after `resolution` if that is sooner (for timers set meanwhile), and no
+    sooner than TIMER_BATCH after this one. Only the kinds whose pass has come run.
+    """
+
+    def __init__(
+        self,
+        timers: Callable[[Sequence[str]], Mapping[str, float | None]],
+        kinds: Sequence[str],
+        *,
+        leading: Callable[[], bool],
+        resolution: float,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        """`timers(kinds)`: queue those kinds' due timers; the seconds until each one's earliest
+        timer left (None: none)."""
+        self._timers, self._leading, self._clock = timers, leading, clock
+        self.resolution = resolution
+        self._due = dict.fromkeys(kinds, 0.0)  # clock time of each kind's next pass
+        self._failing = False
+
+    def run_once(self) -> float:
+        """The passes that have come; returns the seconds until the next one. Not leading, or
+        a failed pass (the tick reports Redis outages; other errors are logged once until a
+        pass succeeds): try again after `resolution`."""
+        if not self._leading():
+            return self.resolution
+        now = self._clock()
+        kinds = [kind for kind, due in self._due.items() if due <= now]
+        try:
+            left = self._timers(kinds)
+        except redis.RedisError:
+            return self.resolution
+        except Exception:
+            if not self._failing:
+                log.exception("timer pass failed")
+            self._failing = True
+            return self.resolution
+        self._failing = False
+        for kind in kinds:
+            wait = left.get(kind)
+            wait = self.resolution if wait is None else max(TIMER_BATCH, wait)
+            self._due[kind] = now + min(self.resolution, wait)
+        return max(0.0, min(self._due.values()) - self._clock())
+
+    def run(self, stop: threading.Event) -> None:
+        """Passes until `stop` is set."""
+        wait = self.resolution
+        while not stop.wait(wait):
+            wait = self.run_once()
 
 
 #: Seconds between attempts while Redis is unreachable or the lock is held by another beat.
@@ -236,11 +265,15 @@ def run(settings: Settings, redis_url: str) -> None:
         interval=settings.beat.tick_interval,
         redis_url=redis_url,
         redis_settings=settings.redis,
-        timers=lambda: run_timers(runtime),
+    )
+    passes = TimerPasses(
+        lambda kinds: run_timers(runtime, kinds),
+        list(runtime.queues),
+        leading=ticker.leading,
         resolution=settings.beat.timer_resolution,
     )
     threading.Thread(
-        target=ticker.run_timer_passes, args=(threading.Event(),), name="timers", daemon=True
+        target=passes.run, args=(threading.Event(),), name="timers", daemon=True
     ).start()
     h = settings.health
     endpoints.serve(address=h.address, port=h.port, live=ticker.live, ready=ticker.ready)

@@ -11,6 +11,7 @@ import gc
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 import redis
@@ -171,12 +172,11 @@ def run_tick(runtime: Runtime) -> dict[str, Any]:
     return report
 
 
-def run_timers(runtime: Runtime) -> float | None:
-    """The due timers of every kind back onto the queues (the beat's pass between ticks);
-    returns the seconds until the earliest timer left (None: none)."""
+def run_timers(runtime: Runtime, kinds: Iterable[str]) -> dict[str, float | None]:
+    """These kinds' due timers back onto the queues (the beat's passes between ticks); returns
+    the seconds until each kind's earliest timer left (None: none)."""
     every = runtime.settings.beat.tick_interval
-    results = [queue.tick(every, timers_only=True) for queue in runtime.queues.values()]
-    return min((r.next_due for r in results if r.next_due is not None), default=None)
+    return {k: runtime.queue(k).tick(every, timers_only=True).next_due for k in kinds}
 
 
 def register_tasks(app: Celery, state: ProcessState) -> None:

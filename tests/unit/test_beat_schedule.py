@@ -3,11 +3,13 @@ runs inside beat while it holds the lock, and feeds beat's liveness."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import pytest
 import redis
 
-from beat.process import Ticker
+from beat.process import TIMER_BATCH, Ticker, TimerPasses
 from beat.schedule import RETIRED, build_schedule
 from rollout_workers.celeryapp.app import celery_config
 from rollout_workers.settings import RedisSettings, Settings
@@ -90,43 +92,42 @@ def test_liveness_fails_without_ticks_while_leading_and_a_standby_is_live() -> N
     assert t.live().ok
 
 
-def test_the_timer_pass_runs_only_while_this_beat_leads_and_wakes_for_the_next_timer(
+def test_timer_passes_run_while_leading_per_kind_when_its_next_timer_is_due(
     caplog: Any,
 ) -> None:
-    passes: list[str] = []
-    outcome: list[Exception | None] = [None]
-    next_due: list[float | None] = [None]
+    clock = FakeClock()
+    leading = [False]
+    calls: list[list[str]] = []
+    left: dict[str, float | None] = {"rollouts": None, "analysisruns": None}
+    failure: list[Exception | None] = [None]
 
-    def timers() -> float | None:
-        if outcome[0] is not None:
-            raise outcome[0]
-        passes.append("pass")
-        return next_due[0]
+    def timers(kinds: Sequence[str]) -> dict[str, float | None]:
+        if failure[0] is not None:
+            raise failure[0]
+        calls.append(list(kinds))
+        return {k: left[k] for k in kinds}
 
-    t = Ticker(
-        dict,
-        interval=1.0,
-        redis_url="redis://127.0.0.1:1/0",
-        redis_settings=RedisSettings(),
-        clock=FakeClock(),
-        timers=timers,
-        resolution=0.1,
-    )
-    assert t.timer_pass() == 0.1 and passes == []  # a standby: the leader's passes queue them
-    t.maybe_tick()  # the scheduler loop runs only while this beat holds the lock
-    assert t.timer_pass() == 0.1 and passes == ["pass"]  # no timer left: the resolution
-    next_due[0] = 0.03
-    assert t.timer_pass() == 0.03  # the next pass when the earliest timer is due
-    next_due[0] = 7.0
-    assert t.timer_pass() == 0.1  # or sooner, for timers set meanwhile
-    next_due[0] = 0.0
-    assert t.timer_pass() == 0.001  # due already (a batch left some): soon, not in a loop
-    outcome[0] = redis.ConnectionError("down")  # the tick's outage log reports Redis
-    assert t.timer_pass() == 0.1 and "timer pass failed" not in caplog.text
-    outcome[0] = ValueError("bug")
-    assert t.timer_pass() == 0.1 and t.timer_pass() == 0.1
+    p = TimerPasses(
+        timers, ["rollouts", "analysisruns"], leading=lambda: leading[0], resolution=0.1,
+        clock=clock,
+    )  # fmt: skip
+    assert p.run_once() == 0.1 and calls == []  # a standby: the leader's passes queue them
+    leading[0] = True
+    left["rollouts"] = 0.03
+    assert p.run_once() == pytest.approx(0.03) and calls == [["rollouts", "analysisruns"]]
+    clock.now += 0.03  # only the kind whose earliest timer is due now
+    left["rollouts"] = 7.0  # ...or sooner, for timers set meanwhile
+    assert p.run_once() == pytest.approx(0.07) and calls[-1] == ["rollouts"]
+    clock.now += 0.07
+    left["rollouts"] = 0.0  # due already (a batch left some): after a batch's wait, no loop
+    assert p.run_once() == pytest.approx(0.03) and calls[-1] == ["analysisruns"]
+    clock.now += 0.03
+    assert p.run_once() == pytest.approx(TIMER_BATCH) and calls[-1] == ["rollouts"]
+    clock.now += 1
+    failure[0] = redis.ConnectionError("down")  # the tick's outage log reports Redis
+    assert p.run_once() == 0.1 and "timer pass failed" not in caplog.text
+    failure[0] = ValueError("bug")
+    assert p.run_once() == 0.1 and p.run_once() == 0.1
     assert caplog.text.count("timer pass failed") == 1  # once, not ten times a second
-    outcome[0], next_due[0] = None, None
-    assert t.timer_pass() == 0.1 and len(passes) == 5
-    t.standby()
-    assert t.timer_pass() == 0.1 and len(passes) == 5
+    failure[0], left["rollouts"] = None, None
+    assert p.run_once() == pytest.approx(0.1) and calls[-1] == ["rollouts", "analysisruns"]
