@@ -15,11 +15,10 @@ Between ticks, timer passes run in a thread of its own while this beat leads (Ti
 a kind's pass queues only its due timers (one small script) and learns when the earliest one
 left is due; the kind's next pass runs then (no sooner than 20 ms after, which batches dense
 timers), or after `beat.timer_resolution` (0.1 s) if that is sooner, for timers set meanwhile.
-So a requeue-after, a pause or an analysis interval ends on time (within the
-resolution when it was set less than that before it is due), as Argo's delaying queue ends
-it, rather than up to a tick interval late. A pass of a beat that has just lost the lock and
-does not know it yet is harmless: a timer is taken from its zset and queued in one script,
-once.
+So a requeue-after, a pause or an analysis interval ends on time (within the resolution when
+it was set less than that before it is due), as Argo's delaying queue ends it, rather than up
+to a tick interval late. A pass of a beat that has just lost the lock and does not know it yet
+is harmless: a timer is taken from its zset and queued in one script, once.
 
 Health (`/healthz`, `/readyz` on `health.port`): live unless, while holding the lock, no tick
 has succeeded for three intervals; a standby waiting for the lock is live. Ready when Redis

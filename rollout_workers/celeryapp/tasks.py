@@ -100,8 +100,8 @@ class ProcessState:
         q = settings.queue
         self.keeper = LeaseKeeper(interval=min(q.lease_ttl / 3, q.host_lapse / 2))
         # A weak reference (a bound method): the receiver goes with this state and its app.
-        signals.worker_process_shutdown.connect(self.flush_events)
-        signals.worker_shutdown.connect(self.flush_events)
+        signals.worker_process_shutdown.connect(self.flush_at_exit)
+        signals.worker_shutdown.connect(self.flush_at_exit)
 
     @property
     def runtime(self) -> Runtime:
@@ -112,7 +112,7 @@ class ProcessState:
                 self._pid = os.getpid()
             return self._runtime
 
-    def flush_events(self, **_: object) -> None:
+    def flush_at_exit(self, **_: object) -> None:
         """A process about to exit (a prefork child, or a host): give its queued Events a short
         while to be written, then write its counters."""
         with self._lock:

@@ -302,8 +302,14 @@ class WorkQueue:
         adds = 0
         for key, reply in zip(keys, codes, strict=True):
             code = int(reply)
-            sort = {1: result.queued, 3: result.queued, 0: result.coalesced, 2: result.dirty}
-            sort.get(code, result.dirty).append(key)
+            sort = {
+                1: result.queued,
+                3: result.queued,
+                0: result.coalesced,
+                2: result.dirty,
+                4: result.dirty,
+            }
+            sort[code].append(key)
             adds += code in (1, 2, 3)
             if code == 1:
                 unsent.append(key)
@@ -464,22 +470,21 @@ class WorkQueue:
             ],
         )
         if int(owned) and self._counts is not None:
-            self._count_done(outcome, duration)
+            self._count_done(self._counts, outcome, duration)
         if int(send) == 1:  # queued again, its message not pushed by the script
             self._publish([key])
         return bool(int(owned))
 
-    def _count_done(self, outcome: Outcome, duration: float) -> None:
+    def _count_done(self, counts: PendingCounts, outcome: Outcome, duration: float) -> None:
         """What done.lua counts when the queue has no pending counters."""
-        assert self._counts is not None
         increments = [
             Increment(self.k_stats, "reconciles", 1),
             Increment(self.k_stats, outcome.value, 1),
         ]
         if outcome is Outcome.ERROR:
             increments.append(Increment(self.k_metrics, "retries", 1))
-        self._counts.add(increments)
-        self._counts.push(self.k_durations, f"{duration * 1000:.3f}", DURATIONS_KEPT)
+        counts.add(increments)
+        counts.push(self.k_durations, f"{duration * 1000:.3f}", DURATIONS_KEPT)
 
     # -- hand-back on shutdown --------------------------------------------------------------
 
