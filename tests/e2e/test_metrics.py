@@ -121,12 +121,21 @@ def test_one_scrape_gives_the_pool(
     queue = WorkQueue(rdb, kind="rollouts", prefix="rw", settings=_settings(), send=_no_send)
 
     def settled() -> str | None:
+        # Each process writes its counts at most a second after it made them, so a scrape
+        # agrees with the queue's stats once every process has written its last ones: the
+        # queue-duration observations of a claim may go out before the reconcile's others.
         text = scrape(port)
         stats = queue.stats().counters
-        reconciles = total(text, "rollout_reconcile_count")
-        if reconciles != stats.get("reconciles") or queue.stats().active:
+        reconciles = stats.get("reconciles")
+        counted = [
+            total(text, "rollout_reconcile_count"),
+            total(text, "workqueue_work_duration_seconds_count", name="Rollouts"),
+            total(text, "workqueue_queue_duration_seconds_count", name="Rollouts"),
+        ]
+        errors = total(text, "rollout_reconcile_error")
+        if any(n != reconciles for n in counted) or errors != stats.get("error", 0):
             return None
-        return text
+        return None if queue.stats().active else text
 
     text = str(wait_for(settled, 20, "the scrape agrees with the queue's stats", interval=0.3))
     info = {
