@@ -87,14 +87,14 @@ def _check_envelope(payload: Any) -> None:
         raise KeyError("message has no body")
 
 
+#: The most messages a worker host takes from one queue in a row while its others wait.
+STREAK = 4
+
 #: KEYS: the queue lists in the order BRPOP takes them, then the held hashes; ARGV: how many
 #: lists, this host, then the sync task name of each held hash. Pops the first message waiting
 #: and, when it is an envelope (as Transport._deliver checks) of a sync task whose key header is
 #: a string (as Channel.held_record reads it), records in that task's hash that this host
 #: holds the key. Returns {list, message, 1 if recorded else 0}, or false when all are empty.
-#: The most messages a worker host takes from one queue in a row while its others wait.
-STREAK = 4
-
 _POP_HELD = f"""
 local n, host = tonumber(ARGV[1]), ARGV[2]
 for i = 1, n do
