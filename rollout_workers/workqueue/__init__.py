@@ -28,9 +28,10 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
 * Rate limiting: `add_rate_limited` and a failed `done` delay the key by base * 2^(failures-1),
   capped at max; a successful `done` (or `forget`) resets the count.
 * Delays: `add_after` puts the key in a `timers` zset scored by due time; the earliest due time
-  wins. The beat-driven `tick` moves due keys onto the queue. There is no Celery eta/countdown.
+  wins. The beat-driven `tick` moves due keys onto the queue, and between ticks the beat's timer
+  passes (`tick` with `timers_only`) move them as they come due. There is no Celery eta/countdown.
   A `done` whose outcome is a requeue of no delay queues the key at once instead (client-go's
-  AddAfter of a non-positive delay is an Add): on a timer it would wait for the next tick and
+  AddAfter of a non-positive delay is an Add): on a timer it would wait for the beat's next pass and
   run apart from the events that meanwhile queued the key.
 * Dead workers: a lease not extended by heartbeat expires and `tick` queues the key again. The
   old holder is fenced off: its heartbeat and its `done` find another token and change nothing.

@@ -298,17 +298,17 @@ class WorkQueue:
         """Sort add.lua's answer for `keys` and send a message for each key newly queued whose
         message the script did not push."""
         result = AddResult()
+        sort = {
+            1: result.queued,
+            3: result.queued,
+            0: result.coalesced,
+            2: result.dirty,
+            4: result.dirty,
+        }
         unsent = []
         adds = 0
         for key, reply in zip(keys, codes, strict=True):
             code = int(reply)
-            sort = {
-                1: result.queued,
-                3: result.queued,
-                0: result.coalesced,
-                2: result.dirty,
-                4: result.dirty,
-            }
             sort[code].append(key)
             adds += code in (1, 2, 3)
             if code == 1:

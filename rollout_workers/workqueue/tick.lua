@@ -70,17 +70,16 @@ for _, k in ipairs(due) do
     fair_push(k, 'e', now)
   end
 end
--- The ms until the earliest timer left (-1: none), for the beat to wake then.
-local function next_due()
-  local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
-  if #first == 0 then return -1 end
-  return math.max(0, tonumber(first[2]) - now)
-end
-if timers_only then
+-- The reply: the keys to send, the six counts, then the ms until the earliest timer left (-1:
+-- none), for the beat to wake then.
+local function finish(counts)
   if adds > 0 then redis.call('HINCRBY', KEYS[8], 'adds', adds) end
-  for _, n in ipairs({#due, 0, 0, 0, 0, 0, next_due()}) do send[#send + 1] = n end
+  for _, n in ipairs(counts) do send[#send + 1] = n end
+  local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+  send[#send + 1] = #first == 0 and -1 or math.max(0, tonumber(first[2]) - now)
   return send
 end
+if timers_only then return finish({#due, 0, 0, 0, 0, 0}) end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
 for _, k in ipairs(expired) do
   redis.call('HINCRBY', KEYS[6], 'lease_expired', 1)
@@ -151,12 +150,4 @@ for _, k in ipairs(old) do
   send[#send + 1] = k
 end
 if #old > 0 then redis.call('HINCRBY', KEYS[6], 'resent', #old) end
-if adds > 0 then redis.call('HINCRBY', KEYS[8], 'adds', adds) end
-send[#send + 1] = #due
-send[#send + 1] = #expired
-send[#send + 1] = #old
-send[#send + 1] = resent_lapsed
-send[#send + 1] = resent_lost
-send[#send + 1] = taken
-send[#send + 1] = next_due()
-return send
+return finish({#due, #expired, #old, resent_lapsed, resent_lost, taken})
