@@ -38,7 +38,7 @@ from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
 from rollout_workers.objects import Obj
 from rollout_workers.settings import KINDS, OBJECT_KINDS, QueueSettings
-from rollout_workers.workqueue import WorkQueue
+from rollout_workers.workqueue import Owner, WorkQueue
 
 #: Argo's queue names (the `name` label of client-go's workqueue metrics).
 QUEUE_NAMES = {
@@ -216,7 +216,7 @@ def read_snapshot(client: redis.Redis, *, prefix: str) -> Snapshot:
             pipe.hgetall(keys.reconcile(kind))
         pipe.hgetall(keys.workqueue(kind))
         pipe.zcard(queues[kind].k_queued)
-        pipe.hvals(queues[kind].k_started)
+        pipe.hvals(queues[kind].k_active)
     pipe.hgetall(keys.k8s_requests)
     pipe.hgetall(keys.events)
     pipe.hgetall(keys.notifications)
@@ -240,7 +240,8 @@ def read_snapshot(client: redis.Redis, *, prefix: str) -> Snapshot:
             snap.reconcile[kind] = _ints(next(replies))
         snap.workqueue[kind] = _ints(next(replies))
         snap.depth[kind] = int(next(replies))
-        snap.started[kind] = [int(v) for v in next(replies)]
+        owners = (Owner.parse(v) for v in next(replies))
+        snap.started[kind] = [o.since_ms for o in owners if o.since_ms is not None]
     snap.k8s_requests = _ints(next(replies))
     snap.events = _ints(next(replies))
     snap.notifications = _ints(next(replies))

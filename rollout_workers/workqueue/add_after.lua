@@ -7,9 +7,6 @@ local due = now + tonumber(ARGV[1])
 for i = 2, #ARGV do
   local k = ARGV[i]
   redis.call('SADD', KEYS[2], k)
-  local current = redis.call('ZSCORE', KEYS[1], k)
-  if not current or due < tonumber(current) then
-    redis.call('ZADD', KEYS[1], due, k)
-  end
+  redis.call('ZADD', KEYS[1], 'LT', due, k)
 end
 return due

@@ -9,8 +9,5 @@ local d = max
 if n < 64 then d = math.min(base * math.pow(2, n - 1), max) end
 redis.call('SADD', KEYS[3], k)
 redis.call('HINCRBY', KEYS[4], 'retries', 1)
-local current = redis.call('ZSCORE', KEYS[2], k)
-if not current or now + d < tonumber(current) then
-  redis.call('ZADD', KEYS[2], now + d, k)
-end
+redis.call('ZADD', KEYS[2], 'LT', now + d, k)
 return math.floor(d)

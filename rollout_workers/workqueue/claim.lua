@@ -2,8 +2,8 @@
 -- reconcile. With fairness off that is the message's own key; with it on, whichever key's turn
 -- it is (fair.lua): every queued key has one message outstanding, so any message may take any
 -- queued key, and one arriving when no tenant queue holds a key falls back to its own.
--- KEYS: queued, active(hash key->owner), leases(zset key->deadline ms), dirty, stats,
---       started(hash key->claim ms, for unfinished work), metrics(hash: the queue-duration
+-- KEYS: queued, active(hash key->owner: its token, a space and the claim's ms, for unfinished
+--       work), leases(zset key->deadline ms), dirty, stats, metrics(hash: the queue-duration
 --       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us),
 --       held(hash key->who has its message in hand), dirty_own(hash, see add.lua),
 --       fair prefix, tenants, fair.lua's fixed keys, then optionally a guard key
@@ -16,10 +16,10 @@
 local msg, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-fair_keys(KEYS[10], KEYS[11])
+fair_keys(KEYS[9], KEYS[10])
 -- Whatever the outcome, no host has this message in hand any more. The key taken may be
 -- another one: its own message is still out there, and keeps its record.
-redis.call('HDEL', KEYS[8], msg)
+redis.call('HDEL', KEYS[7], msg)
 local k, of = msg, nil
 if FAIR_MODE ~= 'off' then
   local turn, turn_of = fair_next()
@@ -32,32 +32,32 @@ if not enqueued then
 end
 redis.call('ZREM', KEYS[1], k)
 fair_drop(k, of)
-if redis.call('HSETNX', KEYS[2], k, token) == 0 then
+local owner = token .. ' ' .. now
+if redis.call('HSETNX', KEYS[2], k, owner) == 0 then
   local deadline = tonumber(redis.call('ZSCORE', KEYS[3], k) or '0')
   if deadline > now then
     redis.call('SADD', KEYS[4], k)
-    redis.call('HDEL', KEYS[9], k)
+    redis.call('HDEL', KEYS[8], k)
     redis.call('HINCRBY', KEYS[5], 'busy', 1)
     return {2, k}
   end
   -- The holder's lease ran out (it died or stalled); it is fenced off by the owner token.
   redis.call('HINCRBY', KEYS[5], 'lease_expired', 1)
-  redis.call('HSET', KEYS[2], k, token)
+  redis.call('HSET', KEYS[2], k, owner)
 end
 -- The reconcile that starts now reads state at least as new as every add before this point.
 -- (A key has a dirty_own entry only while it is dirty: add.lua sets both.)
-if redis.call('SREM', KEYS[4], k) == 1 then redis.call('HDEL', KEYS[9], k) end
+if redis.call('SREM', KEYS[4], k) == 1 then redis.call('HDEL', KEYS[8], k) end
 redis.call('ZADD', KEYS[3], now + ttl, k)
-redis.call('HSET', KEYS[6], k, now)
 local waited = math.max(0, now - tonumber(enqueued))
 if #ARGV > 3 then
   local bucket = #ARGV - 3
   for i = 4, #ARGV do
     if waited <= tonumber(ARGV[i]) then bucket = i - 4 break end
   end
-  redis.call('HINCRBY', KEYS[7], 'queue|b' .. bucket, 1)
-  redis.call('HINCRBY', KEYS[7], 'queue|sum', waited * 1000)
+  redis.call('HINCRBY', KEYS[6], 'queue|b' .. bucket, 1)
+  redis.call('HINCRBY', KEYS[6], 'queue|sum', waited * 1000)
 end
 local guard = 1
-if KEYS[15] then guard = redis.call('EXISTS', KEYS[15]) end
+if KEYS[14] then guard = redis.call('EXISTS', KEYS[14]) end
 return {1, k, guard, waited}

@@ -1,9 +1,9 @@
 -- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep, holder, message,
 --      n, ttl, versions..., increments...):
 -- release a claim and record the outcome in one step.
--- KEYS: queued, active, leases, dirty, failures(hash key->count), timers(zset key->due ms),
---       known, stats(hash), durations(list of recent reconcile milliseconds), started(hash),
---       metrics(hash: `retries`), held(hash key->who has its message in hand),
+-- KEYS: queued, active(hash key->owner, see claim.lua), leases, dirty, failures(hash
+--       key->count), timers(zset key->due ms), known, stats(hash), durations(list of recent
+--       reconcile milliseconds), metrics(hash: `retries`), held(hash key->who has its message in hand),
 --       dirty_own(hash key->resourceVersion, see add.lua), own_written(string: the newest
 --       resourceVersion of the object that its controller wrote, kept by the caller's
 --       controller; absent when it records none), fair prefix, tenants, fair.lua's three fixed
@@ -39,16 +39,22 @@ for i = 13, 12 + 2 * versions, 2 do
     redis.call('SET', key, rv, 'EX', ARGV[12])
   end
 end
-if redis.call('HGET', KEYS[2], k) ~= token then
+if string.match(redis.call('HGET', KEYS[2], k) or '', '^%S*') ~= token then
   redis.call('HINCRBY', KEYS[8], 'lease_lost', 1)
   return {0, 0}
 end
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+-- Redis' clock, read only when a timer is set or the key queued again.
+local now = nil
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = t[1] * 1000 + math.floor(t[2] / 1000)
+  end
+  return now
+end
 redis.call('HDEL', KEYS[2], k)
 redis.call('ZREM', KEYS[3], k)
-redis.call('HDEL', KEYS[10], k)
-fair_keys(KEYS[15], KEYS[16])
+fair_keys(KEYS[14], KEYS[15])
 for i = 13 + 2 * versions, #ARGV, 3 do
   redis.call('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
 end
@@ -63,34 +69,30 @@ end
 local due = nil
 local again = false
 if outcome == 'error' then
-  if keep > 0 then redis.call('HINCRBY', KEYS[11], 'retries', 1) end
+  if keep > 0 then redis.call('HINCRBY', KEYS[10], 'retries', 1) end
   local n = redis.call('HINCRBY', KEYS[5], k, 1)
   local d = max
   if n < 64 then d = math.min(base * math.pow(2, n - 1), max) end
-  due = now + d
+  due = clock() + d
 else
   redis.call('HDEL', KEYS[5], k)
   if outcome == 'after' then
-    if delay > 0 then due = now + delay else again = true end
+    if delay > 0 then due = clock() + delay else again = true end
   end
 end
 if outcome == 'gone' then
   redis.call('SREM', KEYS[7], k)
   redis.call('ZREM', KEYS[6], k)
-  redis.call('HDEL', KEYS[16], k)
+  redis.call('HDEL', KEYS[15], k)
 end
-if due then
-  local current = redis.call('ZSCORE', KEYS[6], k)
-  if not current or due < tonumber(current) then
-    redis.call('ZADD', KEYS[6], due, k)
-  end
-end
+-- The earliest due time wins (LT: Redis 6.2).
+if due then redis.call('ZADD', KEYS[6], 'LT', due, k) end
 local send = 0
 if redis.call('SREM', KEYS[4], k) == 1 then
   -- (A key has a dirty_own entry only while it is dirty: add.lua sets both.)
-  local own = redis.call('HGET', KEYS[13], k)
-  if own then redis.call('HDEL', KEYS[13], k) end
-  local wrote = own and tonumber(redis.call('GET', KEYS[14]) or '')
+  local own = redis.call('HGET', KEYS[12], k)
+  if own then redis.call('HDEL', KEYS[12], k) end
+  local wrote = own and tonumber(redis.call('GET', KEYS[13]) or '')
   if wrote and outcome ~= 'gone' and tonumber(own) <= wrote then
     redis.call('HINCRBY', KEYS[8], 'own_skipped', 1)
   else
@@ -98,14 +100,14 @@ if redis.call('SREM', KEYS[4], k) == 1 then
     again = true
   end
 end
-if again and redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
+if again and redis.call('ZADD', KEYS[1], 'NX', clock(), k) == 1 then
   send = 1
   fair_push(k, 'e', now)
   if ARGV[10] ~= '' then
-    redis.call('LPUSH', KEYS[20], ARGV[10])
+    redis.call('LPUSH', KEYS[19], ARGV[10])
     send = 2
   elseif ARGV[9] ~= '' then
-    redis.call('HSET', KEYS[12], k, ARGV[9])
+    redis.call('HSET', KEYS[11], k, ARGV[9])
   end
 end
 return {1, send}

@@ -145,6 +145,18 @@ def token_prefix(host: str, pid: int | None = None) -> str:
     return f"{host}/" if pid is None else f"{host}/{pid}:"
 
 
+class Owner(NamedTuple):
+    """An `active` entry: the holder's owner token and when it claimed the key (Redis ms)."""
+
+    token: str
+    since_ms: int | None  # None: recorded by a version that kept no claim time here
+
+    @classmethod
+    def parse(cls, value: bytes | str) -> Owner:
+        token, _, since = _text(value).partition(" ")
+        return cls(token, int(since) if since.isdigit() else None)
+
+
 def publisher(host: str) -> str:
     """How a worker host records itself as the publisher of a key's message."""
     return f"{host}|pub"
@@ -208,7 +220,6 @@ class WorkQueue:
         self.k_known = f"{base}:known"
         self.k_stats = f"{base}:stats"
         self.k_durations = f"{base}:durations"
-        self.k_started = f"{base}:started"
         self.k_held = held_key(prefix, kind)
         self.k_hosts = hosts_key(prefix)
         self.k_metrics = MetricKeys(prefix).workqueue(kind)
@@ -363,7 +374,6 @@ class WorkQueue:
             self.k_leases,
             self.k_dirty,
             self.k_stats,
-            self.k_started,
             self.k_metrics,
             self.k_held,
             self.k_dirty_own,
@@ -432,7 +442,6 @@ class WorkQueue:
             self.k_known,
             self.k_stats,
             self.k_durations,
-            self.k_started,
             self.k_metrics,
             self.k_held,
             self.k_dirty_own,
@@ -548,8 +557,7 @@ class WorkQueue:
                 self.k_dirty,
                 self.k_timers,
                 self.k_stats,
-                self.k_started,
-                self.k_metrics,
+                    self.k_metrics,
                 self.k_held,
                 self.k_hosts,
                 self.k_dirty_own,

@@ -13,7 +13,7 @@
 --                      lost_ms whose message no host has in hand was lost (a host killed
 --                      between popping it and recording it): sent again
 --   stale queued    -> a key queued longer than stale_ms whose message was lost is sent again
--- KEYS: queued, active, leases, dirty, timers, stats, started, metrics(hash: `adds`),
+-- KEYS: queued, active, leases, dirty, timers, stats, metrics(hash: `adds`),
 --       held(hash key->host, or host|pub while that host publishes the key's message),
 --       hosts(zset host->last heartbeat ms, shared by every kind), dirty_own(hash, see add.lua),
 --       fair prefix, tenants (see fair.lua), broker(the Celery queue's list that carries this
@@ -30,19 +30,19 @@ local lapse, forget, lost = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[
 local ttl, gap = tonumber(ARGV[6]), tonumber(ARGV[7])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-fair_keys(KEYS[12], KEYS[13])
+fair_keys(KEYS[11], KEYS[12])
 local send = {}
 local adds = 0
 local timers_only = ARGV[8] == '1'
 local since = 0
 if not timers_only then
-  local ticked = redis.call('HMGET', KEYS[15], 'last', 'since')
+  local ticked = redis.call('HMGET', KEYS[14], 'last', 'since')
   since = tonumber(ticked[2] or '0')
   if now - tonumber(ticked[1] or '0') > gap then
     since = now
-    redis.call('HSET', KEYS[15], 'last', now, 'since', now)
+    redis.call('HSET', KEYS[14], 'last', now, 'since', now)
   else
-    redis.call('HSET', KEYS[15], 'last', now)
+    redis.call('HSET', KEYS[14], 'last', now)
   end
 end
 -- k's holder lost it (lease expired, or its host lapsed): fence it and queue k again.
@@ -50,8 +50,7 @@ local function take_back(k)
   redis.call('HDEL', KEYS[2], k)
   redis.call('ZREM', KEYS[3], k)
   redis.call('SREM', KEYS[4], k)
-  redis.call('HDEL', KEYS[11], k)
-  redis.call('HDEL', KEYS[7], k)
+  redis.call('HDEL', KEYS[10], k)
   if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     adds = adds + 1
     send[#send + 1] = k
@@ -63,7 +62,7 @@ for _, k in ipairs(due) do
   redis.call('ZREM', KEYS[5], k)
   if redis.call('HEXISTS', KEYS[2], k) == 1 then
     adds = adds + redis.call('SADD', KEYS[4], k)
-    redis.call('HDEL', KEYS[11], k)
+    redis.call('HDEL', KEYS[10], k)
   elseif redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     adds = adds + 1
     send[#send + 1] = k
@@ -73,7 +72,7 @@ end
 -- The reply: the keys to send, the six counts, then the ms until the earliest timer left (-1:
 -- none), for the beat to wake then.
 local function finish(counts)
-  if adds > 0 then redis.call('HINCRBY', KEYS[8], 'adds', adds) end
+  if adds > 0 then redis.call('HINCRBY', KEYS[7], 'adds', adds) end
   for _, n in ipairs(counts) do send[#send + 1] = n end
   local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
   send[#send + 1] = #first == 0 and -1 or math.max(0, tonumber(first[2]) - now)
@@ -88,17 +87,17 @@ end
 -- Only when some host has lapsed is the (small: one entry per message in hand) held hash read.
 -- A lapsed host stays listed for forget_ms so that every kind's tick sees it.
 local resent_lapsed, taken = 0, 0
-local lapsed = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', now - lapse, 'LIMIT', 0, limit)
+local lapsed = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', now - lapse, 'LIMIT', 0, limit)
 if #lapsed > 0 then
   local dead, sending = {}, {}
   local missing = 0
   for _, h in ipairs(lapsed) do dead[h] = true end
   for _, k in ipairs(send) do sending[k] = true end
-  local held = redis.call('HGETALL', KEYS[9])
+  local held = redis.call('HGETALL', KEYS[8])
   for i = 1, #held, 2 do
     local k, host = held[i], string.match(held[i + 1], '^[^|]*')
     if dead[host] then
-      redis.call('HDEL', KEYS[9], k)
+      redis.call('HDEL', KEYS[8], k)
       if not sending[k] and redis.call('ZSCORE', KEYS[1], k) then
         redis.call('ZADD', KEYS[1], 'XX', now, k)
         send[#send + 1] = k
@@ -125,18 +124,18 @@ if #lapsed > 0 then
     end
     if taken > 0 then redis.call('HINCRBY', KEYS[6], 'host_lapsed_claims', taken) end
   end
-  redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now - forget)
+  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - forget)
   if resent_lapsed > 0 then redis.call('HINCRBY', KEYS[6], 'host_lapsed', resent_lapsed) end
 end
 -- A message is on the broker list, in a host's hands (held), or lost. With the list empty, a key
 -- queued lost_ms ago and held by no one has none; lost_ms is far longer than a publish takes.
 local resent_lost = 0
-if redis.call('LLEN', KEYS[14]) == 0 then
+if redis.call('LLEN', KEYS[13]) == 0 then
   local sending = {}
   for _, k in ipairs(send) do sending[k] = true end
   local waiting = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - lost, 'LIMIT', 0, limit)
   for _, k in ipairs(waiting) do
-    if not sending[k] and redis.call('HEXISTS', KEYS[9], k) == 0 then
+    if not sending[k] and redis.call('HEXISTS', KEYS[8], k) == 0 then
       redis.call('ZADD', KEYS[1], 'XX', now, k)
       send[#send + 1] = k
       resent_lost = resent_lost + 1

@@ -33,7 +33,7 @@ from rollout_workers.kube import manifests
 from rollout_workers.kube import resources as r
 from rollout_workers.kube.client import Kube
 from rollout_workers.settings import KINDS, Settings
-from rollout_workers.workqueue import held_key, token_prefix
+from rollout_workers.workqueue import Owner, held_key, token_prefix
 from tests.e2e.conftest import start_system
 from tests.support.authserver import aws_environment
 from tests.support.metrics import MetricsServer
@@ -640,14 +640,14 @@ class OrphanTracker:
             base = f"{self.prefix}:wq:{o.kind}"
             pipe.zscore(f"{base}:queued", o.key)
             pipe.hget(f"{base}:active", o.key)
-            pipe.hget(f"{base}:started", o.key)
         replies = pipe.execute()
         now = self.now()
         for i, o in enumerate(pending):
-            queued, token, started = replies[3 * i : 3 * i + 3]
-            if token is not None and not token.decode().startswith(o.victim) and started:
-                o.moved = max(0.0, int(started) / 1000 - o.killed_at)
-            elif token is None and queued is None:
+            queued, owner = replies[2 * i : 2 * i + 2]
+            held = Owner.parse(owner) if owner is not None else None
+            if held and not held.token.startswith(o.victim) and held.since_ms:
+                o.moved = max(0.0, held.since_ms / 1000 - o.killed_at)
+            elif held is None and queued is None:
                 o.moved = now - o.killed_at
         with self._lock:
             self._pending = [o for o in self._pending if o.moved is None]

@@ -11,7 +11,7 @@ from rollout_workers.celeryapp.app import create_app
 from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.keys import InvalidKey, ObjectKey, own_key
 from rollout_workers.settings import Settings
-from rollout_workers.workqueue import Claim, Hosts, Outcome, WorkQueue
+from rollout_workers.workqueue import Claim, Hosts, Outcome, Owner, WorkQueue
 from tests.integration.conftest import SentLog
 
 A = ObjectKey("default/a")
@@ -130,7 +130,7 @@ def test_done_by_a_fenced_owner_changes_nothing(wq: WorkQueue, rdb: redis.Redis)
     wq.claim(A, "w1")
     rdb.hset(wq.k_active, A, "w2")  # w1's lease was taken over
     assert wq.done(A, "w1", Outcome.ERROR) is False
-    assert rdb.hget(wq.k_active, A) == b"w2"
+    assert _owner(rdb, wq, A) == "w2"
     assert not rdb.hexists(wq.k_failures, A)
     assert wq.heartbeat(A, "w1") is False
     assert wq.heartbeat(A, "w2") is True
@@ -198,7 +198,7 @@ def test_the_timer_pass_queues_due_timers_and_nothing_else(
     assert (result.sent, result.due, result.expired) == (1, 1, 0)
     assert result.next_due == pytest.approx(60, abs=1)  # default/c's
     assert sent.sent == [A]
-    assert rdb.hget(wq.k_active, B) == b"dead"
+    assert _owner(rdb, wq, B) == "dead"
     assert not rdb.exists(wq.k_ticked)
     assert wq.tick(timers_only=True).sent == 0  # fired once
     assert wq.tick().expired == 1  # the tick does the rest
@@ -362,7 +362,7 @@ def test_release_hands_back_a_hosts_keys_and_fences_the_holders(
     assert sorted(wq.release(["host-1:9/100:", "host-1:9/101:"])) == [A, B]
     assert sorted(sent.sent[3:]) == [A, B]
     assert not rdb.sismember(wq.k_dirty, A)
-    assert rdb.hget(wq.k_active, C) == b"host-1:9/1000:ccc"
+    assert _owner(rdb, wq, C) == "host-1:9/1000:ccc"
     assert wq.heartbeat(A, "host-1:9/100:aaa") is False  # fenced
     assert wq.done(B, "host-1:9/101:bbb", Outcome.OK) is False
     assert wq.claim(A, "host-2:7/1:x") == (Claim.CLAIMED, A)
@@ -452,7 +452,7 @@ def test_a_lapsed_hosts_claims_not_extended_since_are_taken_back_and_fenced(
     assert sorted(sent.sent[3:]) == [A, B]
     assert shipped.heartbeat(A, "node:1/11:a") is False, "the old holder is fenced"
     assert shipped.done(B, "node:1/12:b", Outcome.OK) is False
-    assert rdb.hget(shipped.k_active, C) == b"node:2/21:c", "another host's claim is kept"
+    assert _owner(rdb, shipped, C) == "node:2/21:c", "another host's claim is kept"
     assert not rdb.sismember(shipped.k_dirty, A)
     assert int(rdb.hget(shipped.k_stats, "host_lapsed_claims") or 0) == 2
     assert shipped.claim(A, "node:2/21:d") == (Claim.CLAIMED, A)
@@ -474,8 +474,8 @@ def test_a_lapsed_hosts_claim_still_being_extended_is_kept(
     rdb.zadd(hosts.key, {"node:1": _redis_ms(rdb) - 6000})
     _ticking_for(shipped, rdb, 10)
     assert shipped.tick().taken == 1
-    assert rdb.hget(shipped.k_active, A) == b"node:1/11:a"
-    assert rdb.hget(shipped.k_active, B) is None
+    assert _owner(rdb, shipped, A) == "node:1/11:a"
+    assert _owner(rdb, shipped, B) is None
 
 
 def test_after_a_gap_in_the_ticks_claims_wait_until_the_hosts_could_stamp_again(
@@ -599,3 +599,9 @@ def test_a_claim_reports_its_guard_key(rdb: redis.Redis, settings: Settings, sen
     rdb.set("t:g", "epoch")
     assert guarded.claim_guarded(B, "w1") == ((Claim.CLAIMED, B), True)
     assert guarded.claim_guarded(B, "w2") == ((Claim.STALE, B), True)  # nothing claimed
+
+
+def _owner(rdb: redis.Redis, wq: WorkQueue, key: str) -> str | None:
+    """The token of `key`'s holder, if any."""
+    value = rdb.hget(wq.k_active, key)
+    return None if value is None else Owner.parse(value).token
