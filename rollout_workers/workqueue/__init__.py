@@ -11,14 +11,15 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
   add that inserts the key sends a message).
 * Fairness: a message is a wake-up for any queued key. With `queue.fairness` on (by namespace,
   or by a tenant label the watcher records in the `tenants` hash), `claim` takes the key whose
-  turn it is: round robin over the tenants with queued keys, events and user actions (class
-  `e`) before periodic resyncs (`r`, `WorkQueue.resync`), each class its own ring, and the
-  oldest key first within a tenant; an event for a key a resync queued moves it up. So one
-  tenant's mass update or a resync delays another tenant's event by about one turn per
-  tenant with queued events, not by their depth (fair.lua). Each queued key still has one
-  message outstanding; the message that took another key leaves its own key's message
-  standing for it, and the dead-host and hand-back paths make up for a lost message by count.
-  With fairness `off`, a message claims its own key (plain FIFO).
+  turn it is: start-time fair queueing over the tenants with queued keys (each key pushed is
+  tagged max(the class's virtual time, its tenant's next tag), and `claim` takes the lowest
+  tag), events and user actions (class `e`) before periodic resyncs (`r`, `WorkQueue.resync`),
+  each class one zset, and the oldest key first within a tenant; an event for a key a resync
+  queued moves it up. So one tenant's mass update or a resync delays another tenant's event by
+  about one turn per tenant with queued events, not by their depth (fair.lua). Each queued key
+  still has one message outstanding; the message that took another key leaves its own key's
+  message standing for it, and the dead-host and hand-back paths make up for a lost message by
+  count. With fairness `off`, a message claims its own key (plain FIFO).
 * Exclusivity: a key is never processed by two live workers at once. `claim` takes a lease with
   an owner token; a claim that finds another live owner marks the key dirty and drops its
   message.
@@ -61,7 +62,8 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
   backlog it waits `stale_after` instead: the last-resort net. Either costs at most one extra
   reconcile.
 * Metrics: the scripts keep client-go's workqueue metrics beside the state they describe (adds,
-  retries, the queue-duration histogram at claim, claim times for unfinished work), and `done`
+  retries, the queue-duration histogram at claim, claim times for unfinished work in the
+  `active` owner records), and `done`
   applies the caller's metric increments in the same atomic step as the outcome, so a
   reconcile is counted once, only by the owner of its lease, at no extra round trip.
 * Graceful hand-back: a worker host told to stop (SIGTERM) stops taking messages, lets each

@@ -55,7 +55,7 @@ for i = 4, #ARGV, 4 do
     -- here, or by a timer, a resync or done.lua, each of which keeps it known.
     redis.call('SADD', KEYS[4], k)
     adds = adds + 1
-    fair_push(k, class, clock())
+    fair_push(k, class)
     if message ~= '' then
       redis.call('LPUSH', KEYS[13], message)
       out[#out + 1] = 3
@@ -64,7 +64,7 @@ for i = 4, #ARGV, 4 do
       if holder ~= '' then redis.call('HSET', KEYS[6], k, holder) end
     end
   else
-    if class == 'e' then fair_upgrade(k, clock) end
+    if class == 'e' then fair_upgrade(k) end
     out[#out + 1] = 0
   end
 end

@@ -1,7 +1,7 @@
 -- claim(message key, token, ttl_ms, bounds_ms...): take exclusive hold of a key for one
 -- reconcile. With fairness off that is the message's own key; with it on, whichever key's turn
 -- it is (fair.lua): every queued key has one message outstanding, so any message may take any
--- queued key, and one arriving when no tenant queue holds a key falls back to its own.
+-- queued key, and one arriving when no class queue holds a key falls back to its own.
 -- KEYS: queued, active(hash key->owner: its token, a space and the claim's ms, for unfinished
 --       work), leases(zset key->deadline ms), dirty, stats, metrics(hash: the queue-duration
 --       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us),
@@ -20,18 +20,17 @@ fair_keys(KEYS[9], KEYS[10])
 -- Whatever the outcome, no host has this message in hand any more. The key taken may be
 -- another one: its own message is still out there, and keeps its record.
 redis.call('HDEL', KEYS[7], msg)
-local k, of = msg, nil
-if FAIR_MODE ~= 'off' then
-  local turn, turn_of = fair_next()
-  if turn then k, of = turn, turn_of end
-end
-local enqueued = redis.call('ZSCORE', KEYS[1], k)
-if not enqueued then
-  redis.call('HINCRBY', KEYS[5], 'stale', 1)
-  return {0, k}
+local k, enqueued = nil, nil
+if FAIR_MODE ~= 'off' then k, enqueued = fair_next(KEYS[1]) end
+if not k then
+  k = msg
+  enqueued = redis.call('ZSCORE', KEYS[1], k)
+  if not enqueued then
+    redis.call('HINCRBY', KEYS[5], 'stale', 1)
+    return {0, k}
+  end
 end
 redis.call('ZREM', KEYS[1], k)
-fair_drop(k, of)
 local owner = token .. ' ' .. now
 if redis.call('HSETNX', KEYS[2], k, owner) == 0 then
   local deadline = tonumber(redis.call('ZSCORE', KEYS[3], k) or '0')

@@ -102,7 +102,7 @@ if redis.call('SREM', KEYS[4], k) == 1 then
 end
 if again and redis.call('ZADD', KEYS[1], 'NX', clock(), k) == 1 then
   send = 1
-  fair_push(k, 'e', now)
+  fair_push(k, 'e')
   if ARGV[10] ~= '' then
     redis.call('LPUSH', KEYS[19], ARGV[10])
     send = 2

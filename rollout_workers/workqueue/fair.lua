@@ -1,15 +1,18 @@
--- fair.lua: the per-tenant queues behind `queued`, prepended (after `local FAIR_MODE = ...`,
+-- fair.lua: start-time fair queueing behind `queued`, prepended (after `local FAIR_MODE = ...`,
 -- the configured fairness: 'off', 'namespace' or 'label') to every script that queues or
--- claims a key. While fairness is on, each key in `queued` is also in exactly one tenant queue
--- of one class: `e` (events and user actions) or `r` (periodic resyncs). Under the prefix P:
---   P:e, P:r          rings (lists) of the tenants with keys queued in that class
---   P:e:<t>, P:r:<t>  zsets key -> enqueued ms: tenant t's keys of that class
---   P:of              hash key -> class .. tenant, for each key in a tenant queue
+-- claims a key. While fairness is on, each key in `queued` is also in exactly one class queue:
+-- `e` (events and user actions) or `r` (periodic resyncs). Under the prefix P:
+--   P:q:e, P:q:r  zsets key -> start tag: the class's queued keys, taken lowest tag first
+--   P:next        hash `<class>|<tenant>` -> the tenant's next tag in that class, and
+--                 `<class>` -> the class's virtual time: the tag of the key last taken
 -- and T, the hash key -> tenant that the watcher keeps from a label (the label form only; a key
--- not in it belongs to its namespace). P:of, P:e and P:r are declared too, after the keys each
--- script indexes ("fair.lua's fixed keys"), though named here from P; the tenant queues are
--- named here only, not passed as KEYS, which a single Redis server allows (a Redis Cluster
--- would not: docs/redis-cluster.md, tests/integration/test_lua_keys.py).
+-- not in it belongs to its namespace). A key pushed gets the tag max(virtual time, its tenant's
+-- next tag), and its tenant's next tag becomes one more: each tenant with keys waiting has one
+-- key at each tag, so the tenants take turns, oldest key first within a tenant, and a tenant
+-- arriving late starts at the virtual time: its turn comes after at most one key of each
+-- tenant already waiting, however deep their queues. Equal tags go by key.
+-- P:next and the class queues are declared after the keys each script indexes ("fair.lua's
+-- fixed keys"), though named here from P.
 local fair_p, fair_t = '', ''
 
 local function fair_keys(prefix, tenants)
@@ -24,60 +27,45 @@ local function fair_tenant(k)
   return string.match(k, '^[^/]*')
 end
 
--- fair_push(k, class, now): k has just been inserted into `queued`.
-local function fair_push(k, class, now)
+-- fair_push(k, class): k has just been inserted into `queued`.
+local function fair_push(k, class)
   if FAIR_MODE == 'off' then return end
-  local t = fair_tenant(k)
-  local q = fair_p .. ':' .. class .. ':' .. t
-  redis.call('ZADD', q, now, k)
-  redis.call('HSET', fair_p .. ':of', k, class .. t)
-  -- Newcomers join the ring at its head: their turn comes after every tenant already waiting.
-  if redis.call('ZCARD', q) == 1 then redis.call('LPUSH', fair_p .. ':' .. class, t) end
+  local field = class .. '|' .. fair_tenant(k)
+  local next = fair_p .. ':next'
+  local got = redis.call('HMGET', next, class, field)
+  local tag = math.max(tonumber(got[1] or '0'), tonumber(got[2] or '0'))
+  redis.call('ZADD', fair_p .. ':q:' .. class, tag, k)
+  redis.call('HSET', next, field, tag + 1)
 end
 
--- fair_drop(k, of): k leaves `queued` (claimed) or its class. Also run with fairness off, so that
--- keys queued before a switch leave nothing behind. `of`: k's class .. tenant when the caller
--- knows it (fair_next found k there), else read here. Returns the class k was in, or nil.
-local function fair_drop(k, of)
-  if not of then
-    of = redis.call('HGET', fair_p .. ':of', k)
-    if not of then return nil end
-  end
-  redis.call('HDEL', fair_p .. ':of', k)
-  local class, t = string.sub(of, 1, 1), string.sub(of, 2)
-  local q = fair_p .. ':' .. class .. ':' .. t
-  redis.call('ZREM', q, k)
-  if redis.call('ZCARD', q) == 0 then redis.call('LREM', fair_p .. ':' .. class, 1, t) end
-  return class
-end
-
--- fair_upgrade(k, clock): an event for a key already queued by a resync moves it to the event
--- class of its tenant (clock(): the time now, read only then).
-local function fair_upgrade(k, clock)
-  local of = redis.call('HGET', fair_p .. ':of', k)
-  if of and string.sub(of, 1, 1) == 'r' then
-    fair_drop(k)
-    fair_push(k, 'e', clock())
+-- fair_upgrade(k): an event for a key already queued by a resync moves it to the event class.
+local function fair_upgrade(k)
+  if FAIR_MODE ~= 'off' and redis.call('ZREM', fair_p .. ':q:r', k) == 1 then
+    fair_push(k, 'e')
   end
 end
 
--- fair_next(): the key whose turn it is: the oldest key of the next tenant in the event ring,
--- else in the resync ring (the tenant moves to the back of its ring), and its class .. tenant
--- (fair_drop's `of`). nil when none is queued.
-local function fair_next()
+-- fair_next(queued): the key whose turn it is, taken off its class queue, events before
+-- resyncs, and its score in `queued` (its enqueue time). A key no longer in `queued` (left by
+-- a claim while fairness was off) is dropped on the way. nil when none is queued.
+local function fair_next(queued)
   for _, class in ipairs({'e', 'r'}) do
-    local ring = fair_p .. ':' .. class
-    local t = redis.call('RPOPLPUSH', ring, ring)
-    if t then
-      local k = redis.call('ZRANGE', ring .. ':' .. t, 0, 0)[1]
-      if k then return k, class .. t end
+    local q = fair_p .. ':q:' .. class
+    while true do
+      local top = redis.call('ZPOPMIN', q)
+      if #top == 0 then break end
+      local enqueued = redis.call('ZSCORE', queued, top[1])
+      if enqueued then
+        redis.call('HSET', fair_p .. ':next', class, top[2])
+        return top[1], enqueued
+      end
     end
   end
   return nil
 end
 
--- fair_fill(queued, now, send, sending, missing): with fairness on, a claim takes whichever key's turn it
--- is, so every message stands for any queued key: a lost message (its key claimed by another
+-- fair_fill(queued, now, send, sending, missing): with fairness on, a claim takes whichever key's turn
+-- it is, so every message stands for any queued key: a lost message (its key claimed by another
 -- message meanwhile) is made up by sending one for the oldest queued key not being sent.
 local function fair_fill(queued, now, send, sending, missing)
   if FAIR_MODE == 'off' or missing == 0 then return 0 end
@@ -92,5 +80,26 @@ local function fair_fill(queued, now, send, sending, missing)
     end
   end
   return added
+end
+
+-- fair_migrate(queued): the layout before this one kept a ring (list) of tenants a class at
+-- P:e and P:r, a zset a tenant and class at P:<class>:<tenant>, and P:of (key -> class ..
+-- tenant). Its keys still queued move to the class queues (a pool upgraded while keys wait),
+-- and its keys go. Run by the tick: one EXISTS once there is nothing left.
+local function fair_migrate(queued)
+  local of = fair_p .. ':of'
+  if redis.call('EXISTS', of) == 0 then return end
+  local old, waiting, gone = redis.call('HGETALL', of), {}, {}
+  for i = 1, #old, 2 do
+    local k, class = old[i], string.sub(old[i + 1], 1, 1)
+    gone[fair_p .. ':' .. class .. ':' .. string.sub(old[i + 1], 2)] = true
+    local enqueued = redis.call('ZSCORE', queued, k)
+    if enqueued then waiting[#waiting + 1] = {tonumber(enqueued), k, class} end
+  end
+  -- Oldest first, so that each tenant's keys keep their order.
+  table.sort(waiting, function(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end)
+  for _, w in ipairs(waiting) do fair_push(w[2], w[3]) end
+  for q in pairs(gone) do redis.call('DEL', q) end
+  redis.call('DEL', of, fair_p .. ':e', fair_p .. ':r')
 end
 

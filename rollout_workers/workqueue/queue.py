@@ -226,9 +226,10 @@ class WorkQueue:
         self.k_fair = f"{base}:fair"
         self.k_tenants = f"{base}:tenants"
         self.k_ticked = f"{base}:ticked"
-        # The tenant rings and the key -> tenant queue hash that fair.lua names under k_fair,
-        # declared after the keys a script indexes (unused by index: see fair.lua).
-        self.k_fair_fixed = [f"{self.k_fair}:of", *(f"{self.k_fair}:{p.value}" for p in Priority)]
+        # The class queues and the tags hash that fair.lua names under k_fair, declared after
+        # the keys a script indexes (unused by index: see fair.lua).
+        self.k_fair_queues = {p: f"{self.k_fair}:q:{p.value}" for p in Priority}
+        self.k_fair_fixed = [f"{self.k_fair}:next", *self.k_fair_queues.values()]
 
         def script(source: str) -> Script:
             return Script(client, source)
@@ -362,7 +363,7 @@ class WorkQueue:
 
     def claim(self, key: ObjectKey, token: str) -> Claimed:
         """Claim for a message sent for `key`: with fairness off that key, else the key whose
-        turn it is (round robin over tenants, events before resyncs, oldest first)."""
+        turn it is (fair queueing over tenants, events before resyncs, oldest first)."""
         return self.claim_guarded(key, token)[0]
 
     def claim_guarded(self, key: ObjectKey, token: str) -> tuple[Claimed, bool]:
@@ -557,7 +558,7 @@ class WorkQueue:
                 self.k_dirty,
                 self.k_timers,
                 self.k_stats,
-                    self.k_metrics,
+                self.k_metrics,
                 self.k_held,
                 self.k_hosts,
                 self.k_dirty_own,
@@ -627,9 +628,9 @@ class WorkQueue:
         pipe.scard(self.k_known)
         pipe.hgetall(self.k_failures)
         pipe.hgetall(self.k_stats)
-        pipe.lrange(f"{self.k_fair}:{Priority.EVENT.value}", 0, -1)
-        pipe.lrange(f"{self.k_fair}:{Priority.RESYNC.value}", 0, -1)
-        queued, active, dirty, timers, due, known, failures, counters, *rings = pipe.execute()
+        for q in self.k_fair_queues.values():
+            pipe.zrange(q, 0, -1)
+        queued, active, dirty, timers, due, known, failures, counters, *classes = pipe.execute()
         failing = sorted(
             ((_text(k), int(v)) for k, v in failures.items()), key=lambda kv: (-kv[1], kv[0])
         )
@@ -644,18 +645,23 @@ class WorkQueue:
             failing=failing[:top],
             counters={_text(k): int(v) for k, v in counters.items()},
             fairness=self._settings.fairness,
-            tenants=self._tenant_depths(rings, top),
+            tenants=self._tenant_depths(classes, top),
         )
 
-    def _tenant_depths(self, rings: list[list[bytes]], top: int) -> list[TenantDepth]:
-        """The `top` tenants with the most queued keys (their ring entries' queue lengths)."""
-        names = [(p, _text(t)) for p, ring in zip(Priority, rings, strict=True) for t in ring]
-        pipe = self._redis.pipeline(transaction=False)
-        for p, tenant in names:
-            pipe.zcard(f"{self.k_fair}:{p.value}:{tenant}")
+    def _tenant_depths(self, classes: list[list[bytes]], top: int) -> list[TenantDepth]:
+        """The `top` tenants with the most keys in the class queues (fair.lua)."""
+        keys = [[_text(k) for k in members] for members in classes]
+        labelled: dict[str, str] = {}
+        if self._settings.fair_mode == "label" and any(keys):
+            everyone = sorted({k for members in keys for k in members})
+            found = self._redis.hmget(self.k_tenants, everyone)
+            labelled = {k: _text(t) for k, t in zip(everyone, found, strict=True) if t}
         depth: dict[str, dict[Priority, int]] = {}
-        for (p, tenant), n in zip(names, pipe.execute() if names else [], strict=True):
-            depth.setdefault(tenant, {})[p] = int(n)
+        for p, members in zip(Priority, keys, strict=True):
+            for k in members:
+                tenant = labelled.get(k) or k.partition("/")[0]
+                counts = depth.setdefault(tenant, {})
+                counts[p] = counts.get(p, 0) + 1
         ranked = [
             TenantDepth(t, d.get(Priority.EVENT, 0), d.get(Priority.RESYNC, 0))
             for t, d in depth.items()

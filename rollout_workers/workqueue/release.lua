@@ -22,7 +22,7 @@ for i = 1, #held, 2 do
       redis.call('HINCRBY', KEYS[5], 'released', 1)
       if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
         send[#send + 1] = k
-        fair_push(k, 'e', now)
+        fair_push(k, 'e')
         if ARGV[1] ~= '' then redis.call('HSET', KEYS[6], k, ARGV[1]) end
       end
       break

@@ -54,7 +54,7 @@ local function take_back(k)
   if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     adds = adds + 1
     send[#send + 1] = k
-    fair_push(k, 'e', now)
+    fair_push(k, 'e')
   end
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, limit)
@@ -66,7 +66,7 @@ for _, k in ipairs(due) do
   elseif redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     adds = adds + 1
     send[#send + 1] = k
-    fair_push(k, 'e', now)
+    fair_push(k, 'e')
   end
 end
 -- The reply: the keys to send, the six counts, then the ms until the earliest timer left (-1:
@@ -79,6 +79,7 @@ local function finish(counts)
   return send
 end
 if timers_only then return finish({#due, 0, 0, 0, 0, 0}) end
+fair_migrate(KEYS[1])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
 for _, k in ipairs(expired) do
   redis.call('HINCRBY', KEYS[6], 'lease_expired', 1)

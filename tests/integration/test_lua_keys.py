@@ -71,11 +71,9 @@ KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
     "INCR": (1, 1, 1),
     "LLEN": (1, 1, 1),
     "LPUSH": (1, 1, 1),
-    "LREM": (1, 1, 1),
     "LTRIM": (1, 1, 1),
     "PEXPIRE": (1, 1, 1),
     "RPOP": (1, 1, 1),
-    "RPOPLPUSH": (1, 2, 1),
     "SADD": (1, 1, 1),
     "SET": (1, 1, 1),
     "SMEMBERS": (1, 1, 1),
@@ -83,6 +81,7 @@ KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
     "TIME": (0, 0, 0),
     "ZADD": (1, 1, 1),
     "ZCARD": (1, 1, 1),
+    "ZPOPMIN": (1, 1, 1),
     "ZRANGE": (1, 1, 1),
     "ZRANGEBYSCORE": (1, 1, 1),
     "ZREM": (1, 1, 1),
@@ -90,27 +89,18 @@ KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
     "ZSCORE": (1, 1, 1),
 }
 
-TENANT_QUEUE = "<prefix>:wq:<kind>:fair:<class>:<tenant>"
+OLD_FAIR = "<prefix>:wq:<kind>:fair:{of,e,r,<class>:<tenant>}"
 INDEX_SET = "<prefix>:cache:<type>:i:<index>:<value>"
 WRITTEN = "<prefix>:written:<plural>:<key>"
 EVENT_SCRIPT = "watcher/events.py event_script"
 
 #: (script, key pattern) -> why the script computes the key instead of taking it in KEYS.
 ALLOWLIST: dict[tuple[str, str], str] = {
-    ("workqueue/add.lua", TENANT_QUEUE): "fair_push/fair_upgrade: the tenant is the key's "
-    "namespace, or read from the tenants hash (label fairness), inside the script",
-    ("workqueue/claim.lua", TENANT_QUEUE): "fair_next: the tenant is popped off the ring; "
-    "fair_drop: the tenant is read from P:of",
-    ("workqueue/done.lua", TENANT_QUEUE): "fair_push of a dirty key queued again; tenant "
-    "computed as in add",
-    ("workqueue/tick.lua", TENANT_QUEUE): "fair_push of due timers and expired leases; "
-    "tenant computed as in add",
-    ("workqueue/release.lua", TENANT_QUEUE): "fair_push of each released key; tenant "
-    "computed as in add",
+    ("workqueue/tick.lua", OLD_FAIR): "fair_migrate: the layout before start-time fair "
+    "queueing, read (one EXISTS) to move what a pool upgraded with keys queued left there",
     ("cache/apply.lua", INDEX_SET): "the new index sets come in ARGV (JSON), the old ones "
     "are read from the memberships hash; an object's sets are known only per object",
     (EVENT_SCRIPT, INDEX_SET): "apply.lua inside the event script (as above)",
-    (EVENT_SCRIPT, TENANT_QUEUE): "add.lua inside the event script (as above)",
     ("cache/store.py OWNER_AND_OWNED", WRITTEN): "the written versions of an owner's objects, "
     "named by the owner index's members, read in the same script",
     ("cache/store.py OWNER_AND_OWNED", INDEX_SET): "a key the process reads for the first "
@@ -120,7 +110,7 @@ ALLOWLIST: dict[tuple[str, str], str] = {
 _PREFIX = r"lk\d"
 #: Undeclared keys as patterns; a key matching none stays literal, so it fails the test.
 SHAPES = [
-    (re.compile(rf"^{_PREFIX}:wq:[^:]+:fair:[er]:.+$"), TENANT_QUEUE),
+    (re.compile(rf"^{_PREFIX}:wq:[^:]+:fair:(of|e|r|[er]:.+)$"), OLD_FAIR),
     (re.compile(rf"^{_PREFIX}:cache:[^:]+:i:[^:]+:.+$"), INDEX_SET),
     (re.compile(rf"^{_PREFIX}:written:[^:]+:.+$"), WRITTEN),
 ]

@@ -34,8 +34,10 @@ def _drain(wq: WorkQueue, sent: SentLog) -> list[ObjectKey]:
 
 
 def _class(wq: WorkQueue, key: ObjectKey) -> bytes:
-    """The class of the tenant queue that holds `key` (b'e' event, b'r' resync, b'' none)."""
-    return (wq._redis.hget(f"{wq.k_fair}:of", key) or b"")[:1]
+    """The class queue that holds `key` (b'e' event, b'r' resync, b'' none)."""
+    held = [p for p, q in wq.k_fair_queues.items() if wq._redis.zscore(q, key) is not None]
+    assert len(held) <= 1, f"{key} is in both class queues"
+    return held[0].value.encode() if held else b""
 
 
 def test_claims_take_turns_across_tenants_whatever_the_message(
@@ -55,8 +57,8 @@ def test_events_go_before_resyncs_and_an_event_upgrades_a_resync(
     wq.add([A1, A2, B1], priority=Priority.RESYNC)
     wq.add([C1])
     assert wq.add([A2]).coalesced == [A2]  # an event for a key the resync queued
-    # Each class takes turns over its own tenants.
-    assert _drain(wq, sent) == [C1, A2, A1, B1]
+    # Each class takes turns over its own tenants (a turn shared by two tenants goes by key).
+    assert _drain(wq, sent) == [A2, C1, A1, B1]
 
 
 def test_fairness_off_is_plain_fifo_by_message(
@@ -79,8 +81,8 @@ def test_a_switch_of_fairness_strands_no_key(
     assert fifo.claim(B1, "w") == (Claim.CLAIMED, B1), "a FIFO claim drops the tenant entry"
     fifo.add([C1])  # queued without a tenant entry
     assert wq.claim(C1, "w") == (Claim.CLAIMED, A1)
-    assert wq.claim(C1, "w") == (Claim.CLAIMED, C1), "no tenant queue holds a key: its own"
-    assert rdb.keys("t:wq:rollouts:fair*") == []
+    assert wq.claim(C1, "w") == (Claim.CLAIMED, C1), "no class queue holds a key: its own"
+    assert not rdb.exists(*wq.k_fair_queues.values()), "B1's entry was dropped on the way"
 
 
 def test_a_busy_key_is_marked_dirty_and_the_message_consumed(wq: WorkQueue) -> None:
@@ -88,9 +90,7 @@ def test_a_busy_key_is_marked_dirty_and_the_message_consumed(wq: WorkQueue) -> N
     assert wq.claim(A1, "w1") == (Claim.CLAIMED, A1)
     wq.add_after([A1], 0)
     wq._redis.zadd(wq.k_queued, {A1: 1})  # queued again while held (as a lease requeue may)
-    wq._redis.zadd(f"{wq.k_fair}:e:team-a", {A1: 1})
-    wq._redis.hset(f"{wq.k_fair}:of", A1, "eteam-a")
-    wq._redis.lpush(f"{wq.k_fair}:e", "team-a")
+    wq._redis.zadd(wq.k_fair_queues[Priority.EVENT], {A1: 0})
     assert wq.claim(B1, "w2") == (Claim.BUSY, A1)
     assert wq.done(A1, "w1", Outcome.OK)
     assert wq.claim(B1, "w2") == (Claim.CLAIMED, A1), "done queued the dirty key again"
@@ -182,3 +182,30 @@ def test_coalescing_and_no_lost_update_hold_in_every_mode(
     assert wq.done(taken, "w", Outcome.OK)
     sent.sent.remove(taken)  # consumed by the claim
     assert sorted(_drain(wq, sent)) == [A1, B1]
+
+
+def test_keys_queued_under_the_ring_layout_move_to_the_class_queues(
+    wq: WorkQueue, sent: SentLog, rdb: redis.Redis
+) -> None:
+    """A pool upgraded while keys wait: the tick moves what the ring layout (tenant rings, a
+    zset a tenant, P:of) holds into the class queues, oldest first, and deletes it."""
+    rdb.zadd(wq.k_queued, {A1: 100, A2: 200, B1: 300, C1: 50})
+    rdb.zadd(f"{wq.k_fair}:e:team-a", {A1: 100, A2: 200})
+    rdb.zadd(f"{wq.k_fair}:e:team-b", {B1: 300})
+    rdb.zadd(f"{wq.k_fair}:r:team-c", {C1: 50, A3: 10})  # A3: claimed meanwhile
+    rdb.hset(
+        f"{wq.k_fair}:of",
+        mapping={A1: "eteam-a", A2: "eteam-a", B1: "eteam-b", C1: "rteam-c", A3: "rteam-c"},
+    )
+    rdb.lpush(f"{wq.k_fair}:e", "team-a", "team-b")
+    rdb.lpush(f"{wq.k_fair}:r", "team-c")
+    wq.tick()
+    assert (_class(wq, A1), _class(wq, B1), _class(wq, C1), _class(wq, A3)) == (
+        b"e",
+        b"e",
+        b"r",
+        b"",
+    )
+    assert rdb.keys(f"{wq.k_fair}:[eor]*") == []
+    sent.sent[:] = [A1, A2, B1, C1]  # their messages, as the old layout's adds sent them
+    assert _drain(wq, sent) == [A1, B1, A2, C1]
