@@ -65,6 +65,7 @@ from harness import (
 )
 
 from rollout_workers.cache import CacheWriter, Lister
+from rollout_workers.cache.store import TYPE_RV, entry_version
 from rollout_workers.celeryapp.app import create_app
 from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.kube import resources as r
@@ -318,8 +319,8 @@ def sync(
 
 FAMILY_NAMES = {
     "obj": "objects (hash key -> JSON)",
-    "rv": "resourceVersions (hash)",
-    "idx": "memberships (hash key -> sets)",
+    "rv": "resourceVersions and index memberships (hash)",
+    "idx": "memberships of the layout before (hash key -> sets)",
     "i": "index sets",
 }
 
@@ -328,8 +329,6 @@ def key_family(key: str) -> str:
     if key.startswith(f"{PREFIX}:cache:"):
         plural, _, rest = key.removeprefix(f"{PREFIX}:cache:").partition(":")
         part = rest.split(":")[0]
-        if part == "typerv":
-            return "cache type resourceVersions"
         return f"cache {plural} {FAMILY_NAMES.get(part, part)}"
     if key.startswith(f"{PREFIX}:wq:"):
         return "workqueue state"
@@ -431,10 +430,10 @@ def drive(
 def caught_up(client: redis.Redis, last: dict[str, int], watcher: Proc, timeout: float) -> float:
     """Wait until the cache holds every key at (at least) its last patched rv."""
     top = max(last.values())
-    typerv = f"{PREFIX}:cache:replicasets:typerv"
+    versions_key = f"{PREFIX}:cache:replicasets:rv"
     # Events arrive in resourceVersion order, so the type's rv passing `top` means all arrived.
     wait_for(
-        lambda: int(client.get(typerv) or 0) >= top,
+        lambda: int(client.hget(versions_key, TYPE_RV) or 0) >= top,
         timeout,
         "the cache to catch up",
         interval=0.002,
@@ -442,8 +441,10 @@ def caught_up(client: redis.Redis, last: dict[str, int], watcher: Proc, timeout:
     )
     done = time.perf_counter()
     keys = list(last)
-    versions = client.hmget(f"{PREFIX}:cache:replicasets:rv", keys)
-    stale = [k for k, v in zip(keys, versions, strict=True) if int(v or 0) < last[k]]
+    versions = client.hmget(versions_key, keys)
+    stale = [
+        k for k, v in zip(keys, versions, strict=True) if int(entry_version(v or b"0")) < last[k]
+    ]
     if stale:
         raise RuntimeError(f"cache behind for {len(stale)} keys, e.g. {stale[:3]}")
     return done

@@ -38,9 +38,10 @@ class Fence:
     token: str = ""
 
 
-#: Fenced SET of the type's resourceVersion (a bookmark, or a relist's commit).
+#: Fenced HSET of the type's resourceVersion (a bookmark, or a relist's commit).
+#: KEYS: the type's versions hash, the fence. ARGV: the rv, the writer's token, the field.
 SET_FENCED = """
 if ARGV[2] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[3], ARGV[1])
 return 1
 """

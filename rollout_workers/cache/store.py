@@ -1,9 +1,10 @@
 """The shared cluster cache in Redis: written by the watcher alone, read by every worker.
 
 Per resource type: a hash of `namespace/name` (or `name`) -> the object's JSON as the server
-sent it, a hash of resourceVersions, and index sets (see `indexers`). Each write is one Lua
-script, so an object and its index memberships never disagree. The type's latest applied
-resourceVersion is kept beside them.
+sent it, a hash of `<resourceVersion> <index sets>` (the sets the object is in, as a JSON
+list), and index sets (see `indexers`). Each write is one Lua script, so an object and its
+index memberships never disagree. The type's latest applied resourceVersion is kept in the
+versions hash too, under TYPE_RV (a field no object key can be).
 """
 
 from __future__ import annotations
@@ -38,6 +39,16 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+#: The versions hash's field for the type's resourceVersion (apply.lua's TYPE_RV).
+TYPE_RV = "!typerv"
+
+
+def entry_version(entry: bytes | str) -> str:
+    """The resourceVersion of a versions hash entry (`<rv> <sets>`, or a bare rv as the layout
+    before kept it)."""
+    return _text(entry).partition(" ")[0]
+
+
 class Keys:
     """Redis key names of one type's cache."""
 
@@ -45,8 +56,7 @@ class Keys:
         base = f"{prefix}:cache:{resource.cache_name}"
         self.objects = f"{base}:obj"
         self.versions = f"{base}:rv"
-        self.memberships = f"{base}:idx"
-        self.type_rv = f"{base}:typerv"
+        self.memberships = f"{base}:idx"  # the layout before; see apply.lua
         self._index = f"{base}:i"
         self._prefix, self._plural = prefix, resource.cache_name
 
@@ -105,7 +115,6 @@ class CacheWriter:
                 k.objects,
                 k.versions,
                 k.memberships,
-                k.type_rv,
                 k.own(object_key(obj)),
                 self._fence.key,
             ],
@@ -154,12 +163,14 @@ class CacheWriter:
     def set_resource_version(self, rv: str) -> None:
         """A bookmark: nothing changed, but the type is now current up to `rv`."""
         fence = self._fence
-        if not self._set_fenced(keys=[self.keys.type_rv, fence.key], args=[rv, fence.token]):
+        keys = [self.keys.versions, fence.key]
+        if not self._set_fenced(keys=keys, args=[rv, fence.token, TYPE_RV]):
             raise Fenced(f"{self.resource.plural}: not the leader's fencing token; nothing written")
 
     def replacement(self, batch: int = 500) -> Replacement:
         """Start making the cache equal a fresh LIST that arrives page by page."""
-        known = {_text(k): _text(v) for k, v in self._redis.hgetall(self.keys.versions).items()}
+        entries = self._redis.hgetall(self.keys.versions)
+        known = {_text(k): entry_version(v) for k, v in entries.items() if _text(k) != TYPE_RV}
         return Replacement(self, known, batch)
 
     def replace(self, items: list[Obj], rv: str, batch: int = 500) -> list[Change]:
@@ -340,7 +351,7 @@ class Lister:
         return [decode(raw) for raw in found if raw]
 
     def resource_version(self) -> str | None:
-        raw = self._redis.get(self.keys.type_rv)
+        raw = self._redis.hget(self.keys.versions, TYPE_RV)
         return _text(raw) if raw else None
 
     def count(self) -> int:

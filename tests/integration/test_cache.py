@@ -39,6 +39,24 @@ def test_apply_keeps_indexes_true(rdb: redis.Redis) -> None:
     assert [o["metadata"]["name"] for o in lister.list("prod")] == ["a"]
 
 
+def test_an_entry_of_the_layout_before_keeps_its_indexes_true(rdb: redis.Redis) -> None:
+    """An object cached before the index sets moved into the versions hash: its first change
+    reads them from the memberships hash, keeps the indexes true and drops the old entry."""
+    w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
+    lister = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
+    w.apply("ADDED", rollout("a", 1, "s1"))
+    entry = rdb.hget(w.keys.versions, "prod/a")
+    rv, _, sets = entry.decode().partition(" ")
+    assert rv == "1" and "prod/s1" in sets
+    rdb.hset(w.keys.versions, "prod/a", rv)  # as the layout before wrote it
+    rdb.hset(w.keys.memberships, "prod/a", sets)
+    assert w.apply("MODIFIED", rollout("a", 2, "s2")).previous_rv == "1"
+    assert lister.keys_by_index("svc", "prod/s1") == []
+    assert lister.keys_by_index("svc", "prod/s2") == ["prod/a"]
+    assert not rdb.exists(w.keys.memberships)
+    assert [c.type for c in w.replace([rollout("a", 2, "s2")], "3")] == []
+
+
 def test_replace_equals_the_list_and_reports_changes(rdb: redis.Redis) -> None:
     w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
     lister = Lister(rdb, prefix="t", resource=r.ROLLOUTS)

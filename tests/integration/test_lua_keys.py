@@ -99,7 +99,7 @@ ALLOWLIST: dict[tuple[str, str], str] = {
     ("workqueue/tick.lua", OLD_FAIR): "fair_migrate: the layout before start-time fair "
     "queueing, read (one EXISTS) to move what a pool upgraded with keys queued left there",
     ("cache/apply.lua", INDEX_SET): "the new index sets come in ARGV (JSON), the old ones "
-    "are read from the memberships hash; an object's sets are known only per object",
+    "are read from the object's versions entry; an object's sets are known only per object",
     (EVENT_SCRIPT, INDEX_SET): "apply.lua inside the event script (as above)",
     ("cache/store.py OWNER_AND_OWNED", WRITTEN): "the written versions of an owner's objects, "
     "named by the owner index's members, read in the same script",
