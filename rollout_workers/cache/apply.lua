@@ -5,7 +5,8 @@
 --       memberships(hash key->JSON list of index sets: the layout before the sets moved into
 --       versions, read and dropped for an entry still in it),
 --       own(string: the resourceVersion the object's own controller last wrote),
---       fence(string: the current leader's fencing token, see cache/fence.py)
+--       fence(string: the current leader's fencing token, see cache/fence.py), and the set of
+--       the versions hashes holding a copy of it (field FENCE, read with the object's entry)
 -- ARGV: op 'put'|'del', key, json, rv, JSON list of index set names, the type's new rv ('' keeps),
 --       '1' to refuse a change older than the cached object ('' for a relist, which is the truth),
 --       the writer's fencing token ('' writes unfenced), '1' when the type's objects are
@@ -13,10 +14,17 @@
 -- Returns {previous resourceVersion of the object or '', 1 if this put is exactly the object's
 -- own controller's last write else 0, 1 if the change was older than the cache and refused,
 -- 1 if the writer's token is not the current leader's and nothing was written}.
-local TYPE_RV = '!typerv'
+local TYPE_RV, FENCE = '!typerv', '!fence'
 local op, k = ARGV[1], ARGV[2]
-if ARGV[8] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[8] then return {'', 0, 0, 1} end
-local entry = redis.call('HGET', KEYS[2], k)
+local got = redis.call('HMGET', KEYS[2], k, FENCE)
+local entry = got[1]
+if ARGV[8] ~= '' and got[2] ~= ARGV[8] then
+  -- No copy of the token here yet (or a writer's other than the current leader's, which is
+  -- the current token: whatever increments the token deletes the copies first).
+  if got[2] or redis.call('GET', KEYS[5]) ~= ARGV[8] then return {'', 0, 0, 1} end
+  redis.call('HSET', KEYS[2], FENCE, ARGV[8])
+  redis.call('SADD', KEYS[6], KEYS[2])
+end
 local previous, old, moved = nil, nil, false
 if entry then
   local space = string.find(entry, ' ', 1, true)

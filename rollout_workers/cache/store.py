@@ -19,7 +19,7 @@ from typing import Any
 
 import redis
 
-from rollout_workers.cache.fence import SET_FENCED, Fence, Fenced, fence_key
+from rollout_workers.cache.fence import COPY_FIELD, SET_FENCED, Fence, Fenced, fence_key
 from rollout_workers.cache.indexers import NAMESPACE, OWNER, index_values, object_key
 from rollout_workers.cache.written import WrittenVersions, behind, versions
 from rollout_workers.keys import own_key
@@ -41,6 +41,9 @@ def _text(value: Any) -> str:
 
 #: The versions hash's field for the type's resourceVersion (apply.lua's TYPE_RV).
 TYPE_RV = "!typerv"
+
+#: The versions hash's fields that are not objects (no object key starts with '!').
+NOT_OBJECTS = frozenset({TYPE_RV, COPY_FIELD})
 
 
 def entry_version(entry: bytes | str) -> str:
@@ -117,6 +120,7 @@ class CacheWriter:
                 k.memberships,
                 k.own(object_key(obj)),
                 self._fence.key,
+                self._fence.copies,
             ],
             [
                 op,
@@ -170,7 +174,9 @@ class CacheWriter:
     def replacement(self, batch: int = 500) -> Replacement:
         """Start making the cache equal a fresh LIST that arrives page by page."""
         entries = self._redis.hgetall(self.keys.versions)
-        known = {_text(k): entry_version(v) for k, v in entries.items() if _text(k) != TYPE_RV}
+        known = {
+            _text(k): entry_version(v) for k, v in entries.items() if _text(k) not in NOT_OBJECTS
+        }
         return Replacement(self, known, batch)
 
     def replace(self, items: list[Obj], rv: str, batch: int = 500) -> list[Change]:

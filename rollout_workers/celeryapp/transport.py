@@ -88,7 +88,7 @@ def _check_envelope(payload: Any) -> None:
 
 
 #: The most messages a worker host takes from one queue in a row while its others wait.
-STREAK = 4
+STREAK = 8
 
 #: KEYS: the queue lists in the order BRPOP takes them, then the held hashes; ARGV: how many
 #: lists, this host, then the sync task name of each held hash. Pops the first message waiting

@@ -49,10 +49,10 @@ _GLUE = """
 local na = tonumber(ARGV[1])
 local aargs = {}
 for i = 1, na do aargs[i] = ARGV[1 + i] end
-local applied = apply_lua({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, aargs)
+local applied = apply_lua({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}, aargs)
 local out = {applied}
 if applied[3] == 1 or applied[4] == 1 then return out end
-local ki, ai = 6, 2 + na
+local ki, ai = 7, 2 + na
 local kinds = tonumber(ARGV[ai])
 ai = ai + 1
 for _ = 1, kinds do

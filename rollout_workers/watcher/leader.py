@@ -12,27 +12,30 @@ from __future__ import annotations
 
 import redis
 
-from rollout_workers.cache.fence import Fence
+from rollout_workers.cache.fence import NEW_TOKEN, Fence
 from rollout_workers.redisclient import Script
 
-# KEYS: lease, fence. ARGV: identity, ttl (ms). Returns the holder's fencing token, 0 if
-# another identity holds the lease. A lease still held keeps its token, unless the token was
-# lost from Redis (then the cache's writes are refused until this gives a new one).
-_HOLD = """
+# KEYS: lease, fence, the fence's copies set. ARGV: identity, ttl (ms). Returns the holder's
+# fencing token, 0 if another identity holds the lease. A lease still held keeps its token,
+# unless the token was lost from Redis (then the cache's writes are refused until this gives a
+# new one).
+_HOLD_BODY = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 local token = redis.call('GET', KEYS[2])
-if not token then return redis.call('INCR', KEYS[2]) end
+if not token then return new_token() end
 return tonumber(token)
 """
+_HOLD = NEW_TOKEN + _HOLD_BODY
 
 _ACQUIRE = (
-    """
+    NEW_TOKEN
+    + """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return redis.call('INCR', KEYS[2])
+  return new_token()
 end
 """
-    + _HOLD
+    + _HOLD_BODY
 )
 
 _RELEASE = """
@@ -62,11 +65,11 @@ class LeaderLease:
         return bool(value)
 
     def try_acquire(self) -> bool:
-        keys = [self.key, self.fence.key]
+        keys = [self.key, self.fence.key, self.fence.copies]
         return self._held(self._acquire(keys=keys, args=[self.identity, self.ttl_ms]))
 
     def renew(self) -> bool:
-        keys = [self.key, self.fence.key]
+        keys = [self.key, self.fence.key, self.fence.copies]
         return self._held(self._renew(keys=keys, args=[self.identity, self.ttl_ms]))
 
     def release(self) -> None:

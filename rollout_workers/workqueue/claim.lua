@@ -43,10 +43,11 @@ if redis.call('HSETNX', KEYS[2], k, owner) == 0 then
   -- The holder's lease ran out (it died or stalled); it is fenced off by the owner token.
   redis.call('HINCRBY', KEYS[5], 'lease_expired', 1)
   redis.call('HSET', KEYS[2], k, owner)
+  -- The reconcile that starts now reads state at least as new as every add before this point.
+  -- Only a held key is dirty (whatever ends a hold clears it: done, the tick's take-back,
+  -- release), and a key has a dirty_own entry only while it is dirty (add.lua sets both).
+  if redis.call('SREM', KEYS[4], k) == 1 then redis.call('HDEL', KEYS[8], k) end
 end
--- The reconcile that starts now reads state at least as new as every add before this point.
--- (A key has a dirty_own entry only while it is dirty: add.lua sets both.)
-if redis.call('SREM', KEYS[4], k) == 1 then redis.call('HDEL', KEYS[8], k) end
 redis.call('ZADD', KEYS[3], now + ttl, k)
 local waited = math.max(0, now - tonumber(enqueued))
 if #ARGV > 3 then

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from rollout_workers.cache import CacheWriter, Lister
-from rollout_workers.cache.fence import Fence, Fenced, fence_key
+from rollout_workers.cache.fence import COPY_FIELD, Fence, Fenced, fence_key
 from rollout_workers.kube import resources as r
 from rollout_workers.settings import Settings
 from rollout_workers.watcher.events import EventQueuer
@@ -113,10 +113,38 @@ def test_the_token_survives_renewals_and_comes_back_after_redis_lost_it(
     assert a.lease.try_acquire() and a.fence.token == "1"
     assert a.lease.renew() and a.lease.try_acquire() and a.fence.token == "1"  # still its own
     a.writer.apply("ADDED", rollout("r0", 1))
-    rdb.delete(fence_key(PREFIX))  # Redis lost it (a restart without persistence, say)
+    assert rdb.hget(a.writer.keys.versions, COPY_FIELD) == b"1", "the token's copy"
+    # Redis lost it (a restart without persistence, say: its copies went with it).
+    rdb.delete(fence_key(PREFIX), a.writer.keys.versions)
     with pytest.raises(Fenced):
         a.writer.apply("MODIFIED", rollout("r0", 2))
     assert a.lease.renew() and a.fence.token == "1"  # INCR of a missing key: a new token
     a.writer.apply("MODIFIED", rollout("r0", 2))
     # A writer outside a watcher (tools, tests) has no token and is not fenced.
     CacheWriter(rdb, prefix=PREFIX, resource=r.ROLLOUTS).apply("MODIFIED", rollout("r0", 3))
+
+
+@pytest.mark.usefixtures("clean")
+def test_a_new_token_deletes_every_copy_of_the_old_one(rdb: redis.Redis) -> None:
+    """A deposed leader whose writes found its token's copy in the versions hashes: once
+    another leader takes the lease, no copy is left for it to pass."""
+    a, b = Watcher(rdb, "a"), Watcher(rdb, "b")
+    runs = CacheWriter(rdb, prefix=PREFIX, resource=r.ANALYSISRUNS, fence=a.fence)
+    assert a.lease.try_acquire()
+    a.writer.apply("ADDED", rollout("r0", 1))
+    run = {"metadata": {"name": "run", "namespace": "prod", "resourceVersion": "2"}}
+    runs.apply("ADDED", run)
+    assert rdb.smembers(a.fence.copies) == {
+        a.writer.keys.versions.encode(),
+        runs.keys.versions.encode(),
+    }
+    rdb.delete(f"{PREFIX}:watcher:leader")  # a's lease ran out while it was cut off
+    assert b.lease.try_acquire() and b.fence.token == "2"
+    assert rdb.hget(a.writer.keys.versions, COPY_FIELD) is None
+    assert rdb.hget(runs.keys.versions, COPY_FIELD) is None
+    with pytest.raises(Fenced):
+        a.writer.apply("MODIFIED", rollout("r0", 3))
+    with pytest.raises(Fenced):
+        runs.apply("MODIFIED", {**run, "metadata": {**run["metadata"], "resourceVersion": "4"}})
+    b.writer.apply("MODIFIED", rollout("r0", 3))
+    assert rdb.hget(b.writer.keys.versions, COPY_FIELD) == b"2"
