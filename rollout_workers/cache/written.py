@@ -39,11 +39,13 @@ import redis
 from rollout_workers.keys import own_key
 from rollout_workers.redisclient import Script
 
+#: Keeps the newer of two versions: the new one is written at once (SET's GET: Redis 6.2) and
+#: the one it replaced put back in the rare case that was newer.
 _RECORD = """
 for _, key in ipairs(KEYS) do
-  local current = redis.call('GET', key)
-  if not current or tonumber(current) == nil or tonumber(ARGV[1]) > tonumber(current) then
-    redis.call('SET', key, ARGV[1], 'EX', ARGV[2])
+  local was = redis.call('SET', key, ARGV[1], 'EX', ARGV[2], 'GET')
+  if was and (tonumber(was) or 0) > tonumber(ARGV[1]) then
+    redis.call('SET', key, was, 'EX', ARGV[2])
   end
 end
 return 1

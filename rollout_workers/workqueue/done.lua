@@ -3,7 +3,8 @@
 -- release a claim and record the outcome in one step.
 -- KEYS: queued, active(hash key->owner, see claim.lua), leases, dirty, failures(hash
 --       key->count), timers(zset key->due ms), known, stats(hash), durations(list of recent
---       reconcile milliseconds), metrics(hash: `retries`), held(hash key->who has its message in hand),
+--       reconcile milliseconds), metrics(hash: `retries`), held(hash key->who has its message
+--       in hand),
 --       dirty_own(hash key->resourceVersion, see add.lua), own_written(string: the newest
 --       resourceVersion of the object that its controller wrote, kept by the caller's
 --       controller; absent when it records none), fair prefix, tenants, fair.lua's three fixed
@@ -34,9 +35,10 @@ local base, max, keep = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local versions = tonumber(ARGV[11])
 for i = 13, 12 + 2 * versions, 2 do
   local key, rv = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
-  local current = redis.call('GET', key)
-  if not current or tonumber(current) == nil or tonumber(rv) > tonumber(current) then
-    redis.call('SET', key, rv, 'EX', ARGV[12])
+  -- Written at once (SET's GET: Redis 6.2), the newer one put back in the rare case it was.
+  local was = redis.call('SET', key, rv, 'EX', ARGV[12], 'GET')
+  if was and (tonumber(was) or 0) > tonumber(rv) then
+    redis.call('SET', key, was, 'EX', ARGV[12])
   end
 end
 if string.match(redis.call('HGET', KEYS[2], k) or '', '^%S*') ~= token then

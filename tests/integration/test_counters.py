@@ -198,6 +198,9 @@ def test_a_reconciles_written_versions_ride_on_its_done(wq: WorkQueue, rdb: redi
         assert wq.add([A], own={A: "42"}).dirty == [A]  # its watch event, while held
         return Result.done()
 
+    warm = ObjectKey("default/warm")  # the scripts loaded, so that none costs a retry below
+    wq.add([warm])
+    assert wq.done(warm, "w", Outcome.OK) is False and wq.claim(warm, "w").key == warm
     wq.add([A])
     rdb.config_resetstat()
     report = run_sync(queue=wq, handler=handler, raw_key=A, keeper=LeaseKeeper(10))
