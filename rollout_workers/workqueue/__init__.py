@@ -21,7 +21,8 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
   message standing for it, and the dead-host and hand-back paths make up for a lost message by
   count. With fairness `off`, a message claims its own key (plain FIFO).
 * Exclusivity: a key is never processed by two live workers at once. `claim` takes a lease with
-  an owner token; a claim that finds another live owner marks the key dirty and drops its
+  an owner token, in one owner record (`active` hash: token, claim time, lease deadline;
+  owner.lua); a claim that finds another live owner marks the key dirty and drops its
   message.
 * No lost update: a key added while it is being processed is marked dirty and queued again when
   its holder calls `done`. A reconcile starts after its claim removed the key from `queued`, so
@@ -34,8 +35,9 @@ Guarantees, per task kind (`rollouts`, `analysisruns`, `experiments`):
   A `done` whose outcome is a requeue of no delay queues the key at once instead (client-go's
   AddAfter of a non-positive delay is an Add): on a timer it would wait for the beat's next pass and
   run apart from the events that meanwhile queued the key.
-* Dead workers: a lease not extended by heartbeat expires and `tick` queues the key again. The
-  old holder is fenced off: its heartbeat and its `done` find another token and change nothing.
+* Dead workers: a lease not extended by heartbeat expires and `tick` (which reads every owner
+  record: one per key being reconciled) queues the key again. The old holder is fenced off:
+  its heartbeat and its `done` find another token and change nothing.
 * Dead hosts: a key whose worker host dies (kill -9, lost node) is reconciled again within
   `host_lapse` + 2 s at default settings, whether the host held it or only had its message in
   hand. Hosts stamp a heartbeat every `host_heartbeat`; once one is `host_lapse` old:

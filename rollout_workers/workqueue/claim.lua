@@ -2,8 +2,8 @@
 -- reconcile. With fairness off that is the message's own key; with it on, whichever key's turn
 -- it is (fair.lua): every queued key has one message outstanding, so any message may take any
 -- queued key, and one arriving when no class queue holds a key falls back to its own.
--- KEYS: queued, active(hash key->owner: its token, a space and the claim's ms, for unfinished
---       work), leases(zset key->deadline ms), dirty, stats, metrics(hash: the queue-duration
+-- KEYS: queued, active(hash key->owner record, see owner.lua), leases(zset key->deadline ms,
+--       of the records of the layout before), dirty, stats, metrics(hash: the queue-duration
 --       histogram `queue|b<i>` over the bucket bounds given in ms, and `queue|sum` in us),
 --       held(hash key->who has its message in hand), dirty_own(hash, see add.lua),
 --       fair prefix, tenants, fair.lua's fixed keys, then optionally a guard key
@@ -31,10 +31,10 @@ if not k then
   end
 end
 redis.call('ZREM', KEYS[1], k)
-local owner = token .. ' ' .. now
+local owner = owner_record(token, now, now + ttl)
 if redis.call('HSETNX', KEYS[2], k, owner) == 0 then
-  local deadline = tonumber(redis.call('ZSCORE', KEYS[3], k) or '0')
-  if deadline > now then
+  local held = redis.call('HGET', KEYS[2], k)
+  if owner_deadline(KEYS[3], k, held) > now then
     redis.call('SADD', KEYS[4], k)
     redis.call('HDEL', KEYS[8], k)
     redis.call('HINCRBY', KEYS[5], 'busy', 1)
@@ -42,13 +42,13 @@ if redis.call('HSETNX', KEYS[2], k, owner) == 0 then
   end
   -- The holder's lease ran out (it died or stalled); it is fenced off by the owner token.
   redis.call('HINCRBY', KEYS[5], 'lease_expired', 1)
+  owner_end(KEYS[3], k, held)
   redis.call('HSET', KEYS[2], k, owner)
   -- The reconcile that starts now reads state at least as new as every add before this point.
   -- Only a held key is dirty (whatever ends a hold clears it: done, the tick's take-back,
   -- release), and a key has a dirty_own entry only while it is dirty (add.lua sets both).
   if redis.call('SREM', KEYS[4], k) == 1 then redis.call('HDEL', KEYS[8], k) end
 end
-redis.call('ZADD', KEYS[3], now + ttl, k)
 local waited = math.max(0, now - tonumber(enqueued))
 if #ARGV > 3 then
   local bucket = #ARGV - 3

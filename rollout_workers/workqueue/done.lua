@@ -1,7 +1,7 @@
 -- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep, holder, message,
 --      n, ttl, versions..., increments...):
 -- release a claim and record the outcome in one step.
--- KEYS: queued, active(hash key->owner, see claim.lua), leases, dirty, failures(hash
+-- KEYS: queued, active(hash key->owner record, see owner.lua), leases, dirty, failures(hash
 --       key->count), timers(zset key->due ms), known, stats(hash), durations(list of recent
 --       reconcile milliseconds), metrics(hash: `retries`), held(hash key->who has its message
 --       in hand),
@@ -41,7 +41,8 @@ for i = 13, 12 + 2 * versions, 2 do
     redis.call('SET', key, was, 'EX', ARGV[12])
   end
 end
-if string.match(redis.call('HGET', KEYS[2], k) or '', '^%S*') ~= token then
+local held = redis.call('HGET', KEYS[2], k)
+if not held or owner_parse(held) ~= token then
   redis.call('HINCRBY', KEYS[8], 'lease_lost', 1)
   return {0, 0}
 end
@@ -55,7 +56,7 @@ local function clock()
   return now
 end
 redis.call('HDEL', KEYS[2], k)
-redis.call('ZREM', KEYS[3], k)
+owner_end(KEYS[3], k, held)
 fair_keys(KEYS[14], KEYS[15])
 for i = 13 + 2 * versions, #ARGV, 3 do
   redis.call('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])

@@ -116,11 +116,17 @@ class QueueStats:
     tenants: list[TenantDepth] = field(default_factory=list)  # the deepest first
 
 
+#: The scripts that read owner records, preceded by owner.lua's functions.
+_OWNER_READERS = frozenset({"claim", "done", "extend", "tick", "release"})
+
+
 @functools.cache
 def script_source(name: str, fair_mode: str | None = None) -> str:
     """The text of one of the workqueue's Lua scripts (`add`, `claim`, ...); with a fairness
     mode, preceded by it and the fair.lua functions."""
     text = resources.files(__package__).joinpath(f"{name}.lua").read_text()
+    if name in _OWNER_READERS:
+        text = script_source("owner") + text
     if fair_mode is None:
         return text
     return f"local FAIR_MODE = {fair_mode!r}\n{script_source('fair')}{text}"
@@ -146,15 +152,21 @@ def token_prefix(host: str, pid: int | None = None) -> str:
 
 
 class Owner(NamedTuple):
-    """An `active` entry: the holder's owner token and when it claimed the key (Redis ms)."""
+    """An `active` entry (owner.lua): the holder's owner token, when it claimed the key and
+    until when its lease runs (Redis ms)."""
 
     token: str
-    since_ms: int | None  # None: recorded by a version that kept no claim time here
+    since_ms: int | None  # None (both): recorded by a version that kept neither here
+    deadline_ms: int | None
 
     @classmethod
     def parse(cls, value: bytes | str) -> Owner:
-        token, _, since = _text(value).partition(" ")
-        return cls(token, int(since) if since.isdigit() else None)
+        token, since, deadline = [*_text(value).split(" "), "", ""][:3]
+        return cls(token, _ms_or_none(since), _ms_or_none(deadline))
+
+
+def _ms_or_none(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
 
 
 def publisher(host: str) -> str:

@@ -2,8 +2,9 @@
 -- back every key held under a token starting with one of the prefixes (its processes' tokens). The
 -- key is queued again at once (the caller sends a message) instead of after the lease TTL, and
 -- the old holder is fenced: its heartbeat and done() no longer find their token.
--- KEYS: queued, active(hash key->owner), leases, dirty, stats, held(hash key->who has its
---       message in hand: the caller, as publisher, until its new message is sent),
+-- KEYS: queued, active(hash key->owner record, see owner.lua), leases, dirty, stats,
+--       held(hash key->who has its message in hand: the caller, as publisher, until its new
+--       message is sent),
 --       dirty_own(hash, see add.lua), fair prefix, tenants, fair.lua's fixed keys
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -11,12 +12,12 @@ fair_keys(KEYS[8], KEYS[9])
 local held = redis.call('HGETALL', KEYS[2])
 local send = {}
 for i = 1, #held, 2 do
-  local k, token = held[i], held[i + 1]
+  local k, owner = held[i], held[i + 1]
   for j = 2, #ARGV do
     local prefix = ARGV[j]
-    if string.sub(token, 1, #prefix) == prefix then
+    if string.sub(owner, 1, #prefix) == prefix then
       redis.call('HDEL', KEYS[2], k)
-      redis.call('ZREM', KEYS[3], k)
+      owner_end(KEYS[3], k, owner)
       redis.call('SREM', KEYS[4], k)
       redis.call('HDEL', KEYS[7], k)
       redis.call('HINCRBY', KEYS[5], 'released', 1)

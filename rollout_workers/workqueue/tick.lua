@@ -13,7 +13,8 @@
 --                      lost_ms whose message no host has in hand was lost (a host killed
 --                      between popping it and recording it): sent again
 --   stale queued    -> a key queued longer than stale_ms whose message was lost is sent again
--- KEYS: queued, active, leases, dirty, timers, stats, metrics(hash: `adds`),
+-- KEYS: queued, active(owner records, see owner.lua), leases(of the layout before), dirty,
+--       timers, stats, metrics(hash: `adds`),
 --       held(hash key->host, or host|pub while that host publishes the key's message),
 --       hosts(zset host->last heartbeat ms, shared by every kind), dirty_own(hash, see add.lua),
 --       fair prefix, tenants (see fair.lua), broker(the Celery queue's list that carries this
@@ -45,10 +46,11 @@ if not timers_only then
     redis.call('HSET', KEYS[14], 'last', now)
   end
 end
--- k's holder lost it (lease expired, or its host lapsed): fence it and queue k again.
-local function take_back(k)
+-- k's holder (owner record v) lost it (lease expired, or its host lapsed): fence it and queue
+-- k again.
+local function take_back(k, v)
   redis.call('HDEL', KEYS[2], k)
-  redis.call('ZREM', KEYS[3], k)
+  owner_end(KEYS[3], k, v)
   redis.call('SREM', KEYS[4], k)
   redis.call('HDEL', KEYS[10], k)
   if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
@@ -80,11 +82,17 @@ local function finish(counts)
 end
 if timers_only then return finish({#due, 0, 0, 0, 0, 0}) end
 fair_migrate(KEYS[1])
-local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
-for _, k in ipairs(expired) do
-  redis.call('HINCRBY', KEYS[6], 'lease_expired', 1)
-  take_back(k)
+-- The leases: every owner record (one per key held: as many as the pool reconciles at once).
+local expired = 0
+local owners = redis.call('HGETALL', KEYS[2])
+for i = 1, #owners, 2 do
+  if expired == limit then break end
+  if owner_deadline(KEYS[3], owners[i], owners[i + 1]) <= now then
+    take_back(owners[i], owners[i + 1])
+    expired = expired + 1
+  end
 end
+if expired > 0 then redis.call('HINCRBY', KEYS[6], 'lease_expired', expired) end
 -- Only when some host has lapsed is the (small: one entry per message in hand) held hash read.
 -- A lapsed host stays listed for forget_ms so that every kind's tick sees it.
 local resent_lapsed, taken = 0, 0
@@ -116,10 +124,10 @@ if #lapsed > 0 then
     local extended_before = now + ttl - lapse
     local active = redis.call('HGETALL', KEYS[2])
     for i = 1, #active, 2 do
-      local k, host = active[i], string.match(active[i + 1], '^(.*)/[^/]*$')
-      if host and dead[host]
-          and tonumber(redis.call('ZSCORE', KEYS[3], k) or '0') <= extended_before then
-        take_back(k)
+      local k, v = active[i], active[i + 1]
+      local host = string.match(owner_parse(v), '^(.*)/[^/]*$')
+      if host and dead[host] and owner_deadline(KEYS[3], k, v) <= extended_before then
+        take_back(k, v)
         taken = taken + 1
       end
     end
@@ -150,4 +158,4 @@ for _, k in ipairs(old) do
   send[#send + 1] = k
 end
 if #old > 0 then redis.call('HINCRBY', KEYS[6], 'resent', #old) end
-return finish({#due, #expired, #old, resent_lapsed, resent_lost, taken})
+return finish({#due, expired, #old, resent_lapsed, resent_lost, taken})

@@ -18,7 +18,7 @@ from rollout_workers.celeryapp.transport import HELD_OPTION, HOST_OPTION, KEY_HE
 from rollout_workers.keys import ObjectKey
 from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.settings import Settings
-from rollout_workers.workqueue import WorkQueue
+from rollout_workers.workqueue import Owner, WorkQueue
 from rollout_workers.workqueue.queue import held_key
 from tests.conftest import TEST_HANDLERS
 
@@ -60,6 +60,13 @@ def sent() -> SentLog:
 @pytest.fixture
 def wq(rdb: redis.Redis, settings: Settings, sent: SentLog) -> WorkQueue:
     return WorkQueue(rdb, kind="rollouts", prefix="t", settings=settings.queue, send=sent)
+
+
+def set_lease(rdb: redis.Redis, wq: WorkQueue, key: str, deadline_ms: int) -> None:
+    """Move `key`'s lease deadline (Redis ms) in its owner record: 0, the lease ran out."""
+    owner = Owner.parse(rdb.hget(wq.k_active, key) or b"")
+    assert owner.since_ms is not None, f"{key} is not held"
+    rdb.hset(wq.k_active, key, f"{owner.token} {owner.since_ms} {deadline_ms}")
 
 
 def trace(rdb: redis.Redis, prefix: str = "rw") -> list[dict[str, object]]:

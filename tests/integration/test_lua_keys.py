@@ -47,7 +47,7 @@ from rollout_workers.watcher.events import EventQueuer, event_script
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.workqueue import Claim, Hosts, Outcome, Priority, WorkQueue
 from rollout_workers.workqueue.queue import hosts_key, script_source
-from tests.integration.conftest import SentLog, consume, host_app
+from tests.integration.conftest import SentLog, consume, host_app, set_lease
 
 Obj = dict[str, Any]
 
@@ -302,7 +302,7 @@ def drive_queue(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
     # Due timers, and an expired lease, queued by the tick.
     wq.add_after([k, B2], 0)
     k = claim_one(wq, sent, "h2-p1")
-    rdb.zadd(wq.k_leases, {k: 0})
+    set_lease(rdb, wq, k, 0)
     tick = wq.tick()
     assert tick.due >= 1 and tick.expired == 1
     # A lapsed host's message is sent again; a lost one too (no broker list, lost_after ~0).
@@ -485,12 +485,14 @@ def _lua_sources() -> Iterator[tuple[str, str]]:
 
 
 def test_the_instrumentation_knows_every_script_and_command(rdb: redis.Redis) -> None:
-    """Every .lua file is a known script (fair.lua is prepended to them), every command any
-    known script names has key positions, and those agree with the server's COMMAND INFO."""
+    """Every .lua file is a known script (fair.lua and owner.lua are prepended to them), every
+    command any known script names has key positions, and those agree with the server's COMMAND
+    INFO."""
     known = known_scripts()
     sources = set(known)  # a workqueue script with a fairness mode ends with its file's text
     for path, text in _lua_sources():
-        assert path.endswith("/fair.lua") or any(s.endswith(text) for s in sources), path
+        prelude = path.endswith(("/fair.lua", "/owner.lua"))
+        assert prelude or any(s.endswith(text) for s in sources), path
     named = {m.upper() for s in known for m in re.findall(r"redis\.p?call\(\s*'([A-Za-z]+)'", s)}
     assert named <= set(KEY_POSITIONS), named - set(KEY_POSITIONS)
     for command, positions in KEY_POSITIONS.items():

@@ -12,7 +12,7 @@ from rollout_workers.celeryapp.tasks import build_runtime
 from rollout_workers.keys import InvalidKey, ObjectKey, own_key
 from rollout_workers.settings import Settings
 from rollout_workers.workqueue import Claim, Hosts, Outcome, Owner, WorkQueue
-from tests.integration.conftest import SentLog
+from tests.integration.conftest import SentLog, set_lease
 
 A = ObjectKey("default/a")
 B = ObjectKey("default/b")
@@ -190,7 +190,7 @@ def test_the_timer_pass_queues_due_timers_and_nothing_else(
     ticks' own record wait for the tick."""
     wq.add([B])
     wq.claim(B, "dead")
-    rdb.zadd(wq.k_leases, {B: 0})  # the lease ran out
+    set_lease(rdb, wq, B, 0)  # the lease ran out
     wq.add_after([A], 0)
     wq.add_after([ObjectKey("default/c")], 60)
     sent.sent.clear()
@@ -221,7 +221,7 @@ def test_expired_lease_is_requeued_and_the_old_owner_fenced(
 ) -> None:
     wq.add([A])
     wq.claim(A, "dead")
-    rdb.zadd(wq.k_leases, {A: 0})  # the lease ran out
+    set_lease(rdb, wq, A, 0)  # the lease ran out
     result = wq.tick()
     assert result.expired == 1
     assert sent.sent == [A, A]
@@ -330,7 +330,7 @@ def test_stats_and_durations(wq: WorkQueue) -> None:
 def test_lease_deadline_follows_redis_time(wq: WorkQueue, rdb: redis.Redis) -> None:
     wq.add([A])
     wq.claim(A, "w")
-    deadline = rdb.zscore(wq.k_leases, A)
+    deadline = Owner.parse(rdb.hget(wq.k_active, A) or b"").deadline_ms
     assert deadline is not None
     assert deadline / 1000 - time.time() == pytest.approx(wq._settings.lease_ttl, abs=0.5)
 
@@ -426,7 +426,7 @@ def _ticking_for(wq: WorkQueue, rdb: redis.Redis, seconds: float) -> None:
 
 def _extended_ago(wq: WorkQueue, rdb: redis.Redis, key: str, s: float) -> None:
     """As if `key`'s lease (the shipped 15 s) had last been taken or extended `s` seconds ago."""
-    rdb.zadd(wq.k_leases, {key: _redis_ms(rdb) + round((15 - s) * 1000)})
+    set_lease(rdb, wq, key, _redis_ms(rdb) + round((15 - s) * 1000))
 
 
 def test_a_lapsed_hosts_claims_not_extended_since_are_taken_back_and_fenced(
@@ -605,3 +605,23 @@ def _owner(rdb: redis.Redis, wq: WorkQueue, key: str) -> str | None:
     """The token of `key`'s holder, if any."""
     value = rdb.hget(wq.k_active, key)
     return None if value is None else Owner.parse(value).token
+
+
+def test_a_claim_of_the_layout_before_keeps_its_lease_in_the_leases_zset(
+    wq: WorkQueue, rdb: redis.Redis
+) -> None:
+    """A key a host of the layout before holds (its owner record the token alone, its lease
+    deadline in `leases`) is extended, expired and finished as it was."""
+    for key in (A, B):
+        rdb.hset(wq.k_active, key, f"old/1:{key}")
+        rdb.zadd(wq.k_leases, {key: _redis_ms(rdb) + 60_000})
+    assert wq.tick().expired == 0
+    assert wq.heartbeat(A, f"old/1:{A}")
+    assert wq.add([A]).dirty == [A]
+    rdb.zadd(wq.k_leases, {A: 0})
+    assert wq.tick().expired == 1
+    assert not rdb.hexists(wq.k_active, A) and rdb.zscore(wq.k_leases, A) is None
+    assert wq.claim(A, "new") == (Claim.CLAIMED, A), "queued again"
+    assert wq.done(B, f"old/1:{B}", Outcome.OK)
+    assert rdb.zscore(wq.k_leases, B) is None
+    assert _owner(rdb, wq, A) == "new" and rdb.zscore(wq.k_leases, A) is None
