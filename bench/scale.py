@@ -83,7 +83,10 @@ PREFIX = "rw"
 KIND = "rollouts"
 ROLLOUTS_PATH = "/apis/argoproj.io/v1alpha1/rollouts"
 REVISION = "rollout.argoproj.io/revision"
-#: claim.lua stamps the key it claims here (whichever key's message woke it, with fairness).
+#: claim.lua writes the owner record of the key it claims here (whichever key's message woke
+#: it, with fairness), with HSETNX; the layout before stamped it in STARTED with HSET (a
+#: `--before` tree).
+ACTIVE = f"{PREFIX}:wq:{KIND}:active"
 STARTED = f"{PREFIX}:wq:{KIND}:started"
 THREADS = 8
 #: The latency events: an annotation the reconcile copies onto the ReplicaSet (one write per
@@ -404,8 +407,10 @@ class Pool(Controller):
                 while not stop.is_set():
                     command = monitor.next_command()
                     parts = command["command"].split(" ")
-                    # MONITOR shows what a script runs, too: claim.lua's HSET of the claimed key.
-                    if len(parts) == 4 and parts[0] == "HSET" and parts[1] == STARTED:
+                    # MONITOR shows what a script runs, too: claim.lua's HSETNX of the claimed
+                    # key's owner record (a busy claim's too: rare, as its key is held).
+                    claimed = parts[:2] in (["HSETNX", ACTIVE], ["HSET", STARTED])
+                    if claimed and len(parts) >= 4:
                         claims.append((float(command["time"]), parts[2]))
 
         thread = threading.Thread(target=run, name="monitor", daemon=True)

@@ -31,11 +31,11 @@ end
 local function fair_push(k, class)
   if FAIR_MODE == 'off' then return end
   local field = class .. '|' .. fair_tenant(k)
-  local next = fair_p .. ':next'
-  local got = redis.call('HMGET', next, class, field)
+  local tags = fair_p .. ':next'
+  local got = redis.call('HMGET', tags, class, field)
   local tag = math.max(tonumber(got[1] or '0'), tonumber(got[2] or '0'))
   redis.call('ZADD', fair_p .. ':q:' .. class, tag, k)
-  redis.call('HSET', next, field, tag + 1)
+  redis.call('HSET', tags, field, tag + 1)
 end
 
 -- fair_upgrade(k): an event for a key already queued by a resync moves it to the event class.

@@ -156,8 +156,8 @@ class Owner(NamedTuple):
     until when its lease runs (Redis ms)."""
 
     token: str
-    since_ms: int | None  # None (both): recorded by a version that kept neither here
-    deadline_ms: int | None
+    since_ms: int | None  # None: a record of the layout before (the token alone)
+    deadline_ms: int | None  # None: that layout's lease deadline is in the `leases` zset
 
     @classmethod
     def parse(cls, value: bytes | str) -> Owner:
