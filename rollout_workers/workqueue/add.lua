@@ -20,15 +20,7 @@
 -- pushed here, 0 coalesced with a queued key (an event upgrades a key queued by a resync), 2
 -- marked dirty because a worker holds it (done() queues it again), 4 held and already dirty.
 -- Codes 1, 2 and 3 are what client-go's Add counts as an add.
--- Redis' clock, read once and only when a key is queued (a dirty mark needs no time).
-local now = nil
-local function clock()
-  if not now then
-    local t = redis.call('TIME')
-    now = t[1] * 1000 + math.floor(t[2] / 1000)
-  end
-  return now
-end
+-- Redis' clock (clock.lua) is read only when a key is queued: a dirty mark needs no time.
 fair_keys(KEYS[8], KEYS[9])
 local holder, class, count = ARGV[1], ARGV[2], ARGV[3]
 local out = {}

@@ -1,8 +1,7 @@
 -- add_after(delay_ms, keys...): queue each key once its delay has passed. A key already
 -- waiting keeps the earlier of its two due times.
 -- KEYS: timers(zset key->due ms), known
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = clock()
 local due = now + tonumber(ARGV[1])
 for i = 2, #ARGV do
   local k = ARGV[i]

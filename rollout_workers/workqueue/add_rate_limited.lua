@@ -2,8 +2,7 @@
 -- base * 2^(failures-1), capped at max. Returns the delay in ms.
 -- KEYS: failures, timers, known, metrics(hash: `retries`, as client-go's AddRateLimited)
 local k, base, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = clock()
 local n = redis.call('HINCRBY', KEYS[1], k, 1)
 local d = max
 if n < 64 then d = math.min(base * math.pow(2, n - 1), max) end

@@ -14,8 +14,7 @@
 -- epoch: cache/epoch.py); waited is the ms the key was queued. With no bounds given, the caller
 -- counts that in its queue-duration histogram itself (counters.PendingCounts).
 local msg, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = clock()
 fair_keys(KEYS[9], KEYS[10])
 -- Whatever the outcome, no host has this message in hand any more. The key taken may be
 -- another one: its own message is still out there, and keeps its record.

@@ -46,15 +46,7 @@ if not held or owner_parse(held) ~= token then
   redis.call('HINCRBY', KEYS[8], 'lease_lost', 1)
   return {0, 0}
 end
--- Redis' clock, read only when a timer is set or the key queued again.
-local now = nil
-local function clock()
-  if not now then
-    local t = redis.call('TIME')
-    now = t[1] * 1000 + math.floor(t[2] / 1000)
-  end
-  return now
-end
+-- Redis' clock (clock.lua) is read only when a timer is set or the key queued again.
 redis.call('HDEL', KEYS[2], k)
 owner_end(KEYS[3], k, held)
 fair_keys(KEYS[14], KEYS[15])

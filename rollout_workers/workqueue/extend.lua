@@ -5,8 +5,7 @@ local held = redis.call('HGET', KEYS[1], k)
 if not held then return 0 end
 local owner, since, deadline = owner_parse(held)
 if owner ~= token then return 0 end
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = clock()
 if deadline then
   redis.call('HSET', KEYS[1], k, owner_record(owner, since, now + ttl))
 else

@@ -120,16 +120,19 @@ class QueueStats:
 _OWNER_READERS = frozenset({"claim", "done", "extend", "tick", "release"})
 
 
+def _lua(name: str) -> str:
+    return resources.files(__package__).joinpath(f"{name}.lua").read_text()
+
+
 @functools.cache
 def script_source(name: str, fair_mode: str | None = None) -> str:
-    """The text of one of the workqueue's Lua scripts (`add`, `claim`, ...); with a fairness
-    mode, preceded by it and the fair.lua functions."""
-    text = resources.files(__package__).joinpath(f"{name}.lua").read_text()
-    if name in _OWNER_READERS:
-        text = script_source("owner") + text
+    """The text of one of the workqueue's Lua scripts (`add`, `claim`, ...), preceded by the
+    functions it uses: clock.lua's, owner.lua's for the scripts that read owner records, and,
+    with a fairness mode, that mode and fair.lua's."""
+    text = _lua("clock") + (_lua("owner") if name in _OWNER_READERS else "") + _lua(name)
     if fair_mode is None:
         return text
-    return f"local FAIR_MODE = {fair_mode!r}\n{script_source('fair')}{text}"
+    return f"local FAIR_MODE = {fair_mode!r}\n{_lua('fair')}{text}"
 
 
 def held_key(prefix: str, kind: str) -> str:

@@ -6,8 +6,7 @@
 --       held(hash key->who has its message in hand: the caller, as publisher, until its new
 --       message is sent),
 --       dirty_own(hash, see add.lua), fair prefix, tenants, fair.lua's fixed keys
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = clock()
 fair_keys(KEYS[8], KEYS[9])
 local held = redis.call('HGETALL', KEYS[2])
 local send = {}

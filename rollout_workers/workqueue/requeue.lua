@@ -6,8 +6,7 @@
 -- dropped as stale or taking a queued key early.
 -- KEYS: queued, stats, held(hash key->who has its message in hand: the caller, as publisher,
 --       until its new message is sent), fair prefix, tenants
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = clock()
 fair_keys(KEYS[4], KEYS[5])
 local send, sending = {}, {}
 local missing = 0

@@ -29,8 +29,7 @@
 local limit, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
 local lapse, forget, lost = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl, gap = tonumber(ARGV[6]), tonumber(ARGV[7])
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = clock()
 fair_keys(KEYS[11], KEYS[12])
 local send = {}
 local adds = 0

@@ -485,13 +485,13 @@ def _lua_sources() -> Iterator[tuple[str, str]]:
 
 
 def test_the_instrumentation_knows_every_script_and_command(rdb: redis.Redis) -> None:
-    """Every .lua file is a known script (fair.lua and owner.lua are prepended to them), every
+    """Every .lua file is a known script (clock.lua, owner.lua and fair.lua are prepended), every
     command any known script names has key positions, and those agree with the server's COMMAND
     INFO."""
     known = known_scripts()
     sources = set(known)  # a workqueue script with a fairness mode ends with its file's text
     for path, text in _lua_sources():
-        prelude = path.endswith(("/fair.lua", "/owner.lua"))
+        prelude = path.endswith(("/fair.lua", "/owner.lua", "/clock.lua"))
         assert prelude or any(s.endswith(text) for s in sources), path
     named = {m.upper() for s in known for m in re.findall(r"redis\.p?call\(\s*'([A-Za-z]+)'", s)}
     assert named <= set(KEY_POSITIONS), named - set(KEY_POSITIONS)
