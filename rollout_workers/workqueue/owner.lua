@@ -24,3 +24,13 @@ local function owner_end(leases, k, v)
   local _, _, deadline = owner_parse(v)
   if not deadline then redis.call('ZREM', leases, k) end
 end
+
+-- owner_drop(active, leases, dirty, dirty_own, k, v): k's hold (record v) ends without a done
+-- (its lease ran out, its host lapsed or handed it back): the record, its lease and the key's
+-- dirty marks go, the old holder fenced by its token; the caller queues the key again.
+local function owner_drop(active, leases, dirty, dirty_own, k, v)
+  redis.call('HDEL', active, k)
+  owner_end(leases, k, v)
+  redis.call('SREM', dirty, k)
+  redis.call('HDEL', dirty_own, k)
+end

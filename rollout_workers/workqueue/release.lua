@@ -15,10 +15,7 @@ for i = 1, #held, 2 do
   for j = 2, #ARGV do
     local prefix = ARGV[j]
     if string.sub(owner, 1, #prefix) == prefix then
-      redis.call('HDEL', KEYS[2], k)
-      owner_end(KEYS[3], k, owner)
-      redis.call('SREM', KEYS[4], k)
-      redis.call('HDEL', KEYS[7], k)
+      owner_drop(KEYS[2], KEYS[3], KEYS[4], KEYS[7], k, owner)
       redis.call('HINCRBY', KEYS[5], 'released', 1)
       if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
         send[#send + 1] = k

@@ -48,10 +48,7 @@ end
 -- k's holder (owner record v) lost it (lease expired, or its host lapsed): fence it and queue
 -- k again.
 local function take_back(k, v)
-  redis.call('HDEL', KEYS[2], k)
-  owner_end(KEYS[3], k, v)
-  redis.call('SREM', KEYS[4], k)
-  redis.call('HDEL', KEYS[10], k)
+  owner_drop(KEYS[2], KEYS[3], KEYS[4], KEYS[10], k, v)
   if redis.call('ZADD', KEYS[1], 'NX', now, k) == 1 then
     adds = adds + 1
     send[#send + 1] = k
@@ -82,12 +79,13 @@ end
 if timers_only then return finish({#due, 0, 0, 0, 0, 0}) end
 fair_migrate(KEYS[1])
 -- The leases: every owner record (one per key held: as many as the pool reconciles at once).
-local expired = 0
+local expired, ended = 0, {}
 local owners = redis.call('HGETALL', KEYS[2])
 for i = 1, #owners, 2 do
   if expired == limit then break end
   if owner_deadline(KEYS[3], owners[i], owners[i + 1]) <= now then
     take_back(owners[i], owners[i + 1])
+    ended[owners[i]] = true
     expired = expired + 1
   end
 end
@@ -121,11 +119,11 @@ if #lapsed > 0 then
   -- lapsed host is as dead as its host: two signals, not one stalled heartbeat thread.
   if now - since >= lapse then
     local extended_before = now + ttl - lapse
-    local active = redis.call('HGETALL', KEYS[2])
-    for i = 1, #active, 2 do
-      local k, v = active[i], active[i + 1]
+    for i = 1, #owners, 2 do
+      local k, v = owners[i], owners[i + 1]
       local host = string.match(owner_parse(v), '^(.*)/[^/]*$')
-      if host and dead[host] and owner_deadline(KEYS[3], k, v) <= extended_before then
+      if not ended[k] and host and dead[host]
+          and owner_deadline(KEYS[3], k, v) <= extended_before then
         take_back(k, v)
         taken = taken + 1
       end
