@@ -312,6 +312,16 @@ class WatcherSettings(BaseModel):
     backoff_max: float = Field(
         default=30.0, gt=0, description="Longest wait between retries after API errors."
     )
+    event_batch_seconds: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        description="Seconds a watch event may wait for more events of its type, to be written "
+        "to Redis and queued with them in one call; 0 writes what has already arrived.",
+    )
+    event_batch_max: int = Field(
+        default=100, gt=0, le=1000, description="Watch events written to Redis in one call at most."
+    )
     controllers: Names = Field(
         default_factory=lambda: list(CONTROLLERS),
         description="Controllers served (rollouts, analysis, experiments): the types watched "

@@ -103,66 +103,66 @@ class CacheWriter:
         self._apply = Script(client, apply_source())
         self._set_fenced = Script(client, SET_FENCED)
 
-    def _args(
-        self, op: str, obj: Obj, type_rv: str, *, ordered: bool = False, text: bytes | None = None
+    def call(
+        self,
+        changes: Sequence[tuple[str, Obj, bytes | None]],
+        type_rv: str,
+        *,
+        ordered: bool,
     ) -> tuple[list[str], list[str | bytes]]:
-        sets = [self.keys.index(n, v) for n, v in index_values(self.resource, obj)]
-        meta = obj.get("metadata") or {}
-        k = self.keys
-        if op != "put":
-            text = b""
-        elif text is None:
-            text = encode(obj)
-        return (
-            [
-                k.objects,
-                k.versions,
-                k.memberships,
-                k.own(object_key(obj)),
-                self._fence.key,
-                self._fence.copies,
-            ],
-            [
-                op,
-                object_key(obj),
-                text,
-                str(meta.get("resourceVersion", "")),
-                json.dumps(sets),
-                type_rv,
-                "1" if ordered else "",
-                self._fence.token,
-                "1" if self.resource.plural in OBJECT_KINDS else "",
-            ],
-        )
+        """apply.lua's Redis keys and arguments for `changes`, (op 'put' or 'del', object, its
+        text as the server sent it or None) in order. `type_rv`: see apply.lua."""
+        k, fence = self.keys, self._fence
+        keys = [k.objects, k.versions, k.memberships, fence.key, fence.copies]
+        args: list[str | bytes] = [
+            type_rv,
+            "1" if ordered else "",
+            fence.token,
+            "1" if self.resource.plural in OBJECT_KINDS else "",
+        ]
+        for op, obj, text in changes:
+            key = object_key(obj)
+            sets = [k.index(n, v) for n, v in index_values(self.resource, obj)]
+            stored = b"" if op != "put" else encode(obj) if text is None else text
+            rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+            keys.append(k.own(key))
+            args += [op, key, stored, rv, json.dumps(sets)]
+        return keys, args
 
     def apply(self, event_type: str, obj: Obj, text: bytes | None = None) -> Change:
         """Apply one watch event (ADDED, MODIFIED, DELETED) and record its resourceVersion.
         `text`: `obj` as the server encoded it, stored as it is (else `obj` is encoded)."""
-        keys, args = self.apply_call(event_type, obj, text)
-        return self.applied(event_type, obj, self._apply(keys=keys, args=args))
+        return self.apply_events([(event_type, obj, text)])[0]
 
-    def apply_call(
-        self, event_type: str, obj: Obj, text: bytes | None = None
+    def apply_events(self, events: Sequence[tuple[str, Obj, bytes | None]]) -> list[Change]:
+        """Apply watch events in order in one script call, and record the last one's
+        resourceVersion as the type's."""
+        keys, args = self.events_call(events)
+        return self.applied(events, self._apply(keys=keys, args=args))
+
+    def events_call(
+        self, events: Sequence[tuple[str, Obj, bytes | None]]
     ) -> tuple[list[str], list[str | bytes]]:
-        """The Redis keys and arguments of apply.lua for one watch event (see `apply`)."""
-        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        op = "del" if event_type == "DELETED" else "put"
-        return self._args(op, obj, rv, ordered=True, text=text)
+        """The Redis keys and arguments of apply.lua for watch events (see `apply_events`)."""
+        changes = [("del" if t == "DELETED" else "put", obj, text) for t, obj, text in events]
+        return self.call(changes, "=", ordered=True)
 
-    def applied(self, event_type: str, obj: Obj, reply: Any) -> Change:
-        """The Change apply.lua's answer describes; Fenced when it wrote nothing because the
+    def applied(self, events: Sequence[tuple[str, Obj, bytes | None]], reply: Any) -> list[Change]:
+        """The Changes apply.lua's answer describes; Fenced when it wrote nothing because the
         writer's token is not the current leader's."""
-        previous, own, older, fenced = reply
-        if int(fenced):
+        if int(reply[0]):
             raise Fenced(f"{self.resource.plural}: not the leader's fencing token; nothing written")
-        return Change(
-            event_type,
-            object_key(obj),
-            obj,
-            _text(previous) or None,
-            own_write=bool(own),
-            older=bool(older),
-        )
+        return [
+            Change(
+                event_type,
+                object_key(obj),
+                obj,
+                _text(reply[3 * i + 1]) or None,
+                own_write=bool(int(reply[3 * i + 2])),
+                older=bool(int(reply[3 * i + 3])),
+            )
+            for i, (event_type, obj, _) in enumerate(events)
+        ]
 
     def set_resource_version(self, rv: str) -> None:
         """A bookmark: nothing changed, but the type is now current up to `rv`."""
@@ -190,11 +190,8 @@ class CacheWriter:
 
     def _write(self, pending: list[tuple[str, Obj]], batch: int) -> None:
         for chunk in _chunks(pending, batch):
-            pipe = self._redis.pipeline(transaction=False)
-            for op, obj in chunk:
-                keys, args = self._args(op, obj, "")
-                self._apply(keys=keys, args=args, client=pipe)
-            if any(int(reply[3]) for reply in pipe.execute()):
+            keys, args = self.call([(op, obj, None) for op, obj in chunk], "", ordered=False)
+            if int(self._apply(keys=keys, args=args)[0]):
                 raise Fenced(
                     f"{self.resource.plural}: not the leader's fencing token; the rest of this "
                     "relist is not written"

@@ -4,12 +4,14 @@ Two paths with one meaning:
 
 * `changes` takes changes already written to the cache (a relist's pages and deletions) and adds
   the keys they wake, in batches.
-* `event` applies one watch event and adds the keys it wakes in a single Redis round trip: the
-  keys are found before the write (eventkeys.py reads only the object and the indexes of
-  *other* types, which the write does not touch), and one script runs apply.lua and then
-  add.lua for each task kind, dropping the object's own key when apply.lua finds the event is
-  its own controller's write and everything when it is older than the cache or not the
-  leader's (cache/fence.py). add.lua pushes the messages of newly queued keys itself.
+* `events` applies a batch of watch events of one type (what the reflector read within a few
+  milliseconds) and adds the keys they wake in a single Redis round trip: the keys are found
+  before the write (eventkeys.py reads only the objects and the indexes of *other* types, which
+  the write does not touch), and one script runs apply.lua over the batch and then add.lua for
+  each task kind, leaving out a key that only events older than the cache woke, or only its
+  own controller's last write (cache/written.py), and everything when the writer is not the
+  leader (cache/fence.py). add.lua pushes the messages of newly queued keys itself. Both
+  scripts cost a fixed number of Redis commands whatever the batch's size.
 
 Either way the cache write comes before the add, so a reconcile that claims a key reads state at
 least as new as the change that woke it.
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +34,7 @@ from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.kube.resources import Resource
 from rollout_workers.objects import Obj
 from rollout_workers.redisclient import Script
-from rollout_workers.watcher.eventkeys import SELF, Lookup, own_event, own_tenant, woken_keys
+from rollout_workers.watcher.eventkeys import Lookup, own_event, own_tenant, woken_keys
 from rollout_workers.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -40,25 +42,31 @@ log = logging.getLogger(__name__)
 
 ADD_BATCH = 1000
 
-#: KEYS: apply.lua's, then per task kind add.lua's. ARGV: how many arguments apply.lua takes,
-#: those, the number of kinds, then per kind: how many Redis keys, leading arguments, arguments
-#: per key and keys; the position of the event's own object among the keys (0: none); the
-#: leading arguments; the arguments of each key. Returns apply.lua's answer, then per kind
-#: add.lua's code for each key (-1 for the own object's key, not added after its own write).
+#: A watch event: its type, the object, and the object's text as the server sent it (or None).
+Event = tuple[str, Obj, bytes | None]
+
+#: KEYS: apply.lua's, then per task kind add.lua's. ARGV: how many keys and arguments apply.lua
+#: takes, its arguments, the number of kinds, then per kind: how many Redis keys, leading
+#: arguments and keys; the leading arguments; per key, add.lua's arguments (own '') and then
+#: its wakers, the events that woke it: space-separated `i` (the i-th event) or `i:rv` (the
+#: i-th event, of the key's own object, at resourceVersion rv). A key is added when an event
+#: that woke it was applied (not older than the cache) and is not its own controller's last
+#: write; its `own` is the newest such own version when no other event woke it. Returns
+#: apply.lua's answer, then per kind add.lua's code for each key (-1 for a key not added).
 _GLUE = """
-local na = tonumber(ARGV[1])
-local aargs = {}
-for i = 1, na do aargs[i] = ARGV[1 + i] end
-local applied = apply_lua({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}, aargs)
+local nak, na = tonumber(ARGV[1]), tonumber(ARGV[2])
+local akeys, aargs = {}, {}
+for i = 1, nak do akeys[i] = KEYS[i] end
+for i = 1, na do aargs[i] = ARGV[2 + i] end
+local applied = apply_lua(akeys, aargs)
 local out = {applied}
-if applied[3] == 1 or applied[4] == 1 then return out end
-local ki, ai = 7, 2 + na
+if applied[1] == 1 then return out end
+local ki, ai = nak + 1, 3 + na
 local kinds = tonumber(ARGV[ai])
 ai = ai + 1
 for _ = 1, kinds do
-  local nk, nhead, per = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1]), tonumber(ARGV[ai + 2])
-  local n, mine = tonumber(ARGV[ai + 3]), tonumber(ARGV[ai + 4])
-  ai = ai + 5
+  local nk, nhead, n = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1]), tonumber(ARGV[ai + 2])
+  ai = ai + 3
   local keys, args = {}, {}
   for j = 0, nk - 1 do keys[#keys + 1] = KEYS[ki + j] end
   ki = ki + nk
@@ -66,11 +74,27 @@ for _ = 1, kinds do
   ai = ai + nhead
   local taken = {}
   for p = 1, n do
-    if not (p == mine and applied[2] == 1) then
-      for j = 0, per - 1 do args[#args + 1] = ARGV[ai + j] end
+    local woken, other, newest = false, false, nil
+    for w in string.gmatch(ARGV[ai + 4], '%S+') do
+      local i, rv = string.match(w, '^(%d+):?(%d*)$')
+      i = tonumber(i)
+      if applied[3 * i + 1] == 0 then
+        if rv == '' then
+          woken, other = true, true
+        elseif applied[3 * i] == 0 then
+          woken = true
+          if not newest or tonumber(rv) > tonumber(newest) then newest = rv end
+        end
+      end
+    end
+    if woken then
+      local own = newest
+      if other then own = '' end
+      args[#args + 1], args[#args + 2] = ARGV[ai], own
+      args[#args + 1], args[#args + 2] = ARGV[ai + 2], ARGV[ai + 3]
       taken[#taken + 1] = p
     end
-    ai = ai + per
+    ai = ai + 5
   end
   local codes = {}
   if #taken > 0 then codes = add_lua(keys, args) end
@@ -169,42 +193,57 @@ class EventQueuer:
     def event(
         self, writer: CacheWriter, event_type: str, obj: Obj, text: bytes | None = None
     ) -> Change:
-        """Apply one watch event to the cache and queue what it wakes, in one script call.
-        `text`: the object as the server encoded it, stored as it is (else `obj` re-encoded)."""
+        """Apply one watch event to the cache and queue what it wakes (see `events`)."""
+        return self.events(writer, [(event_type, obj, text)])[0]
+
+    def events(self, writer: CacheWriter, batch: Sequence[Event]) -> list[Change]:
+        """Apply watch events of one type to the cache, in order, and queue what they wake,
+        in one script call. Each event is (type, object, the object's text as the server
+        encoded it, stored as it is; None: the object is re-encoded)."""
         resource = writer.resource
-        provisional = Change(event_type, object_key(obj), obj, None)
-        wanted = Wanted(self._label)
-        wanted.add(resource, provisional, self._lookup)
-        keys, apply_args = writer.apply_call(event_type, obj, text)
+        wakers: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        tenants: dict[str, dict[str, str]] = defaultdict(dict)
+        for i, (event_type, obj, _) in enumerate(batch, 1):
+            provisional = Change(event_type, object_key(obj), obj, None)
+            tenant = own_tenant(resource, provisional, self._label) if self._label else None
+            if tenant is not None:
+                tenants[tenant[0]][provisional.key] = tenant[1]
+            mine = own_event(resource, provisional)
+            for kind, woken_now in woken_keys(resource, provisional, self._lookup).items():
+                for key in woken_now:
+                    itself = mine is not None and mine[0] == kind and key == provisional.key
+                    wakers[kind][key].append(f"{i}:{mine[1]}" if mine and itself else str(i))
+        keys, apply_args = writer.events_call(batch)
+        head_args = [len(keys), len(apply_args), *apply_args]
         groups: list[Any] = []
         batches: list[tuple[WorkQueue, list[ObjectKey]]] = []
         later: list[str] = []  # kinds woken in more keys than one call takes
-        for kind, routed in sorted(wanted.keys.items()):
+        for kind, woken in sorted(wakers.items()):
             if kind not in self.kinds:  # a controller this watcher does not serve
                 continue
-            if len(routed) > ADD_BATCH:
+            if len(woken) > ADD_BATCH:
                 later.append(kind)
                 continue
-            valid = valid_keys(kind, routed)
+            valid = valid_keys(kind, woken)
             if not valid:
                 continue
             queue = self._queue(kind)
-            add_keys, head, per_key = queue.add_call(
-                valid, wanted.only_own(kind), wanted.tenants[kind]
-            )
-            itself = SELF.get(resource) == kind and provisional.key in valid
+            add_keys, head, per_key = queue.add_call(valid, {}, tenants[kind])
             keys += add_keys
-            groups += [len(add_keys), len(head), len(per_key[0]), len(valid)]
-            groups.append(valid.index(ObjectKey(provisional.key)) + 1 if itself else 0)
-            groups += head
-            groups += [arg for one in per_key for arg in one]
+            groups += [len(add_keys), len(head), len(valid), *head]
+            for key, args in zip(valid, per_key, strict=True):
+                groups += [*args, " ".join(woken[key])]
             batches.append((queue, valid))
-        reply = self._script(keys=keys, args=[len(apply_args), *apply_args, len(batches), *groups])
-        change = writer.applied(event_type, obj, reply[0])
+        reply = self._script(keys=keys, args=[*head_args, len(batches), *groups])
+        changes = writer.applied(batch, reply[0])
         for (queue, valid), codes in zip(batches, reply[1:], strict=False):
             taken = [(k, c) for k, c in zip(valid, codes, strict=True) if int(c) >= 0]
             queue.added([k for k, _ in taken], [c for _, c in taken])
-        if not change.older:
-            for kind in later:  # the ordinary path, after the write
+        applied = [c for c in changes if not c.older]
+        if later and applied:  # the ordinary path, after the write
+            wanted = Wanted(self._label)
+            for change in applied:
+                wanted.add(resource, change, self._lookup)
+            for kind in later:
                 self._add(kind, valid_keys(kind, wanted.keys[kind]), wanted)
-        return change
+        return changes

@@ -29,7 +29,6 @@ from rollout_workers.kube.config import api_client
 from rollout_workers.kube.resources import WATCHED, Resource, watch_selector
 from rollout_workers.kube.routerobjects import ApiRouterObjects
 from rollout_workers.logs import OutageLog
-from rollout_workers.objects import Obj
 from rollout_workers.reconcile.runtime import Runtime
 from rollout_workers.settings import Settings
 from rollout_workers.watcher.controllers import (
@@ -38,7 +37,7 @@ from rollout_workers.watcher.controllers import (
     served_version,
     watched,
 )
-from rollout_workers.watcher.events import ADD_BATCH, EventQueuer, valid_keys
+from rollout_workers.watcher.events import ADD_BATCH, Event, EventQueuer, valid_keys
 from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.ondemand import (
@@ -121,12 +120,14 @@ class Watcher:
             resource=res,
             settings=settings.kube,
             on_changes=self.on_changes,
-            on_event=self.on_event,
+            on_events=self.on_events,
             label_selector=watch_selector(res, settings.kube.instance_id),
             namespace=namespace if res.namespaced else None,
             field_selector=field_selector,
             stop=self.stop,
             backoff_max=settings.watcher.backoff_max,
+            batch_seconds=settings.watcher.event_batch_seconds,
+            batch_max=settings.watcher.event_batch_max,
         )
 
     def lookup(self, plural: str, index: str, value: str) -> list[str]:
@@ -136,11 +137,9 @@ class Watcher:
         self._ensure_workloads(resource, changes)
         self.queuer.changes(resource, changes)
 
-    def on_event(
-        self, writer: CacheWriter, event_type: str, obj: Obj, text: bytes | None = None
-    ) -> Change:
-        self._ensure_workloads(writer.resource, [Change(event_type, "", obj, None)])
-        return self.queuer.event(writer, event_type, obj, text)
+    def on_events(self, writer: CacheWriter, batch: list[Event]) -> list[Change]:
+        self._ensure_workloads(writer.resource, [Change(t, "", obj, None) for t, obj, _ in batch])
+        return self.queuer.events(writer, batch)
 
     def _ensure_workloads(self, resource: Resource, changes: list[Change]) -> None:
         if resource is r.ROLLOUTS and self.on_demand is not None:

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,9 +40,9 @@ from rollout_workers.settings import KubeSettings
 log = logging.getLogger(__name__)
 
 OnChanges = Callable[[Resource, list[Change]], None]
-#: Applies one watch event through the writer and queues what it wakes (see watcher.events).
-#: (writer, event type, object, the object's text as the server sent it, or None)
-OnEvent = Callable[[CacheWriter, str, dict[str, Any], bytes | None], Change]
+#: Applies watch events of one type through the writer, in order, and queues what they wake
+#: (see watcher.events). Each event is (type, object, its text as the server sent it or None).
+OnEvents = Callable[[CacheWriter, list[tuple[str, dict[str, Any], bytes | None]]], list[Change]]
 
 
 @dataclass
@@ -88,19 +89,25 @@ class Reflector:
         resource: Resource,
         settings: KubeSettings,
         on_changes: OnChanges,
-        on_event: OnEvent | None = None,
+        on_events: OnEvents | None = None,
         label_selector: str | None,
         namespace: str | None,
         stop: threading.Event,
         field_selector: str | None = None,
         backoff_max: float = 30.0,
+        batch_seconds: float = 0.0,
+        batch_max: int = 100,
         rng: random.Random | None = None,
     ) -> None:
+        """`batch_seconds`: how long a watch event may wait for more of the stream to be
+        applied with it (one Redis call a batch, of at most `batch_max` events); 0 applies
+        what has arrived."""
         self.resource = resource
         self.stats = ReflectorStats()
         self._kube, self._writer, self._settings = kube, writer, settings
         self._on_changes = on_changes
-        self._on_event = on_event
+        self._on_events = on_events
+        self._batch_seconds, self._batch_max = batch_seconds, batch_max
         self._selector, self._namespace = label_selector, namespace
         self._fields = field_selector
         self._stop = stop
@@ -252,57 +259,168 @@ class Reflector:
         started = time.monotonic()
         delivered = 0
         self.stats.watch_restarts += 1
-        stream = self._kube.watch(
-            self.resource,
-            resource_version=rv,
-            namespace=self._namespace,
-            label_selector=self._selector,
-            field_selector=self._fields,
-            timeout_seconds=timeout,
-            on_open=self.stats.succeeded,
-            on_response=self._opened,
+        batches = Batches(self._batch_seconds, self._batch_max)
+
+        def opened(response: urllib3.HTTPResponse) -> None:
+            self._opened(response)
+            batches.opened(response)
+
+        batches.start(
+            self._kube.watch(
+                self.resource,
+                resource_version=rv,
+                namespace=self._namespace,
+                label_selector=self._selector,
+                field_selector=self._fields,
+                timeout_seconds=timeout,
+                on_open=self.stats.succeeded,
+                on_response=opened,
+            ),
+            self.resource.plural,
         )
         try:
-            for event in stream:
+            for batch in batches:
                 if self._stop.is_set() or self._cancelled.is_set() or self._relist_wanted():
                     break
-                delivered += 1
-                rv = self._handle(event, rv)
+                delivered += len(batch)
+                rv = self._handle(batch, rv)
         finally:
             with self._lock:
                 self._response = None
+            batches.close()
         if self._relist_wanted():
             return rv
         if not delivered and time.monotonic() - started < 1.0:
             raise KubeError(0, "WatchClosed", "watch closed in under 1s with no events")
         return rv
 
-    def _handle(self, event: object, rv: str) -> str:
-        if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
-            self.stats.malformed += 1
-            log.error("%s: skipping malformed watch event %.200r", self.resource.plural, event)
-            return rv
-        kind, obj = event.get("type"), event["object"]
-        if kind == "ERROR":
-            code = obj.get("code")
-            if code == 410:
-                raise Gone(410, str(obj.get("reason", "Expired")), str(obj.get("message", "")))
-            raise KubeError(int(code or 0), str(obj.get("reason", "")), str(obj.get("message")))
-        new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-        if kind == "BOOKMARK":
-            if new_rv:
-                self._writer.set_resource_version(new_rv)
-            return new_rv or rv
-        if kind not in ("ADDED", "MODIFIED", "DELETED") or not (obj.get("metadata") or {}).get(
-            "name"
-        ):
+    def _handle(self, batch: list[object], rv: str) -> str:
+        """Apply a batch of watch events in order: the object events between two others
+        (bookmark, error, malformed) in one call."""
+        pending: list[tuple[str, dict[str, Any], bytes | None]] = []
+        for event in batch:
+            if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+                self.stats.malformed += 1
+                log.error("%s: skipping malformed watch event %.200r", self.resource.plural, event)
+                continue
+            kind, obj = event.get("type"), event["object"]
+            new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            if kind in ("ADDED", "MODIFIED", "DELETED") and (obj.get("metadata") or {}).get("name"):
+                pending.append((kind, obj, getattr(event, "object_text", None)))
+                rv = new_rv or rv
+                continue
+            self._apply(pending)
+            if kind == "ERROR":
+                code = obj.get("code")
+                if code == 410:
+                    raise Gone(410, str(obj.get("reason", "Expired")), str(obj.get("message", "")))
+                raise KubeError(int(code or 0), str(obj.get("reason", "")), str(obj.get("message")))
+            if kind == "BOOKMARK":
+                if new_rv:
+                    self._writer.set_resource_version(new_rv)
+                rv = new_rv or rv
+                continue
             self.stats.malformed += 1
             log.error("%s: skipping malformed %s event", self.resource.plural, kind)
-            return rv
-        text = getattr(event, "object_text", None)
-        if self._on_event is not None:
-            self._on_event(self._writer, kind, obj, text)
+        self._apply(pending)
+        return rv
+
+    def _apply(self, pending: list[tuple[str, dict[str, Any], bytes | None]]) -> None:
+        if not pending:
+            return
+        if self._on_events is not None:
+            self._on_events(self._writer, pending)
         else:
-            self._on_changes(self.resource, [self._writer.apply(kind, obj, text)])
-        self.stats.events += 1
-        return new_rv or rv
+            self._on_changes(self.resource, self._writer.apply_events(pending))
+        self.stats.events += len(pending)
+        pending.clear()
+
+
+_END = object()
+
+
+class Batches:
+    """A watch stream read in a thread of its own and handed on in batches: the first event
+    waits up to `seconds` for more (at most `size`), so a busy stream costs one Redis call per
+    batch, not per event. The reader holds at most a few batches ahead (backpressure); an
+    error opening or reading the stream is raised to the consumer after the events before it.
+    """
+
+    def __init__(self, seconds: float, size: int) -> None:
+        self._seconds, self._size = seconds, max(1, size)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=4 * self._size)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._response: urllib3.HTTPResponse | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, stream: Iterator[Any], name: str) -> None:
+        """Read `stream` (which calls `opened` once its response is open)."""
+        self._thread = threading.Thread(
+            target=self._read, args=(stream,), name=f"watch-{name}", daemon=True
+        )
+        self._thread.start()
+
+    def opened(self, response: urllib3.HTTPResponse) -> None:
+        with self._lock:
+            self._response, closed = response, self._closed
+        if closed:  # closed while the watch was being opened
+            with contextlib.suppress(Exception):
+                response.shutdown()
+
+    def _read(self, stream: Iterator[Any]) -> None:
+        try:
+            for event in stream:
+                if not self._put(event):
+                    return
+        except BaseException as err:  # handed to the consumer, which raises it
+            self._put(_Failed(err))
+        else:
+            self._put(_END)
+
+    def _put(self, item: Any) -> bool:
+        while True:
+            with self._lock:
+                if self._closed:
+                    return False
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        while True:
+            item = self._queue.get()
+            batch: list[Any] = []
+            deadline = time.monotonic() + self._seconds
+            while item is not _END and not isinstance(item, _Failed):
+                batch.append(item)
+                item = None
+                if len(batch) >= self._size:
+                    break
+                try:
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+            if batch:
+                yield batch
+            if isinstance(item, _Failed):
+                raise item.error
+            if item is _END:
+                return
+
+    def close(self) -> None:
+        """Stop reading: the open stream is shut down and the reader ends."""
+        with self._lock:
+            self._closed, response = True, self._response
+        if response is not None:
+            with contextlib.suppress(Exception):
+                response.shutdown()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+@dataclass
+class _Failed:
+    error: BaseException

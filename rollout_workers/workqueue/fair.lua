@@ -19,29 +19,59 @@ local function fair_keys(prefix, tenants)
   fair_p, fair_t = prefix, tenants
 end
 
-local function fair_tenant(k)
-  if FAIR_MODE == 'label' then
-    local t = redis.call('HGET', fair_t, k)
-    if t then return t end
+-- fair_push_many(ks, class): each of ks (distinct) has just been inserted into `queued`, in
+-- this order. One HMGET, ZADD and HSET however many keys.
+local function fair_push_many(ks, class)
+  if FAIR_MODE == 'off' or #ks == 0 then return end
+  local labelled = {}
+  if FAIR_MODE == 'label' then labelled = redis.call('HMGET', fair_t, unpack(ks)) end
+  local field, fields, at = {}, {class}, {}
+  for i, k in ipairs(ks) do
+    local f = class .. '|' .. (labelled[i] or string.match(k, '^[^/]*'))
+    field[i] = f
+    if not at[f] then
+      fields[#fields + 1] = f
+      at[f] = #fields
+    end
   end
-  return string.match(k, '^[^/]*')
+  local tags = fair_p .. ':next'
+  local got = redis.call('HMGET', tags, unpack(fields))
+  local now, nexts, scored = tonumber(got[1] or '0'), {}, {}
+  for i, k in ipairs(ks) do
+    local f = field[i]
+    local tag = nexts[f] or math.max(now, tonumber(got[at[f]] or '0'))
+    scored[#scored + 1], scored[#scored + 2] = tag, k
+    nexts[f] = tag + 1
+  end
+  redis.call('ZADD', fair_p .. ':q:' .. class, unpack(scored))
+  local updates = {}
+  for j = 2, #fields do
+    updates[#updates + 1], updates[#updates + 2] = fields[j], nexts[fields[j]]
+  end
+  redis.call('HSET', tags, unpack(updates))
 end
 
 -- fair_push(k, class): k has just been inserted into `queued`.
 local function fair_push(k, class)
-  if FAIR_MODE == 'off' then return end
-  local field = class .. '|' .. fair_tenant(k)
-  local tags = fair_p .. ':next'
-  local got = redis.call('HMGET', tags, class, field)
-  local tag = math.max(tonumber(got[1] or '0'), tonumber(got[2] or '0'))
-  redis.call('ZADD', fair_p .. ':q:' .. class, tag, k)
-  redis.call('HSET', tags, field, tag + 1)
+  fair_push_many({k}, class)
 end
 
--- fair_upgrade(k): an event for a key already queued by a resync moves it to the event class.
-local function fair_upgrade(k)
-  if FAIR_MODE ~= 'off' and redis.call('ZREM', fair_p .. ':q:r', k) == 1 then
-    fair_push(k, 'e')
+-- fair_upgrade_many(ks): an event for keys already queued moves those a resync queued to the
+-- event class.
+local function fair_upgrade_many(ks)
+  if FAIR_MODE == 'off' or #ks == 0 then return end
+  local q = fair_p .. ':q:r'
+  if #ks == 1 then
+    if redis.call('ZREM', q, ks[1]) == 1 then fair_push_many(ks, 'e') end
+    return
+  end
+  local scores, moved = redis.call('ZMSCORE', q, unpack(ks)), {}
+  for i, k in ipairs(ks) do
+    if scores[i] then moved[#moved + 1] = k end
+  end
+  if #moved > 0 then
+    redis.call('ZREM', q, unpack(moved))
+    fair_push_many(moved, 'e')
   end
 end
 

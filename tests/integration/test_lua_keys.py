@@ -77,6 +77,7 @@ KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
     "SADD": (1, 1, 1),
     "SET": (1, 1, 1),
     "SMEMBERS": (1, 1, 1),
+    "SMISMEMBER": (1, 1, 1),
     "SREM": (1, 1, 1),
     "TIME": (0, 0, 0),
     "ZADD": (1, 1, 1),
@@ -87,6 +88,7 @@ KEY_POSITIONS: dict[str, tuple[int, int, int]] = {
     "ZREM": (1, 1, 1),
     "ZREMRANGEBYSCORE": (1, 1, 1),
     "ZSCORE": (1, 1, 1),
+    "ZMSCORE": (1, 1, 1),
 }
 
 OLD_FAIR = "<prefix>:wq:<kind>:fair:{of,e,r,<class>:<tenant>}"
