@@ -5,7 +5,7 @@ informers) unchanged."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from rollout_workers.kube.resources import Resource
 from rollout_workers.objects import Obj
@@ -24,9 +24,12 @@ class ObjectReader(Protocol):
 class OwnerReader(Protocol):
     """An object and what it owns of some types (a list per type, in the order the reader
     was built with), read together with the stale-cache guard's verdict on them, or None when
-    the caller is to ask the guard (cache.store.OwnerReads)."""
+    the caller is to ask the guard (cache.store.OwnerReads). `prefetched`: the same read, made
+    with the key's claim (OwnerReads.claim_read)."""
 
-    def read(self, key: str) -> tuple[Obj | None, list[list[Obj]], list[str] | None]: ...
+    def read(
+        self, key: str, prefetched: Any = None
+    ) -> tuple[Obj | None, list[list[Obj]], list[str] | None]: ...
 
 
 class WrittenGuard(Protocol):

@@ -277,7 +277,9 @@ return redis.call('HMGET', KEYS[2], unpack(members))
 
 
 #: An owner and, per owned type, the objects of one owner-index set, with the versions workers
-#: last wrote of the owner and of the owned objects, in one round trip.
+#: last wrote of the owner and of the owned objects, in one round trip: the function
+#: `owner_and_owned(KEYS, ARGV)`, run by OWNER_AND_OWNED on its own and by OWNER_CLAIM_READ
+#: inside a workqueue claim.
 #: KEYS: the owner type's objects hash, the owner's written-version key, then an (index set,
 #: objects hash) pair per owned type.
 #: ARGV: the owner's key; '' when KEYS name the index sets, else '1': the caller does not know
@@ -288,34 +290,53 @@ return redis.call('HMGET', KEYS[2], unpack(members))
 #: Returns {the owner's JSON, its written version, the uid found ('' when not asked), then per
 #: owned type: the index set's members (sorted), their objects, their written versions ({}
 #: when not read)}; nil for what is absent, and only the first three when no uid was found.
-OWNER_AND_OWNED = """
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local out = {raw, redis.call('GET', KEYS[2]), ''}
-local uid = ''
-if ARGV[2] ~= '' then
-  uid = raw and string.match(raw, '"uid"%s*:%s*"([^"]+)"')
-  if not uid then return out end
-  out[3] = uid
-end
-for i = 3, #KEYS, 2 do
-  local members, n = redis.call('SMEMBERS', KEYS[i] .. uid), #out
-  if #members == 0 then
-    out[n + 1], out[n + 2], out[n + 3] = {}, {}, {}
-  else
-    table.sort(members)
-    local prefix, versions = ARGV[(i - 1) / 2 + 2], {}
-    if prefix ~= '' then
-      local keys = {}
-      for j, m in ipairs(members) do keys[j] = prefix .. m end
-      versions = redis.call('MGET', unpack(keys))
-    end
-    out[n + 1] = members
-    out[n + 2] = redis.call('HMGET', KEYS[i + 1], unpack(members))
-    out[n + 3] = versions
+_OWNER_AND_OWNED_FN = """
+local function owner_and_owned(KEYS, ARGV)
+  local raw = redis.call('HGET', KEYS[1], ARGV[1])
+  local out = {raw, redis.call('GET', KEYS[2]), ''}
+  local uid = ''
+  if ARGV[2] ~= '' then
+    uid = raw and string.match(raw, '"uid"%s*:%s*"([^"]+)"')
+    if not uid then return out end
+    out[3] = uid
   end
+  for i = 3, #KEYS, 2 do
+    local members, n = redis.call('SMEMBERS', KEYS[i] .. uid), #out
+    if #members == 0 then
+      out[n + 1], out[n + 2], out[n + 3] = {}, {}, {}
+    else
+      table.sort(members)
+      local prefix, versions = ARGV[(i - 1) / 2 + 2], {}
+      if prefix ~= '' then
+        local keys = {}
+        for j, m in ipairs(members) do keys[j] = prefix .. m end
+        versions = redis.call('MGET', unpack(keys))
+      end
+      out[n + 1] = members
+      out[n + 2] = redis.call('HMGET', KEYS[i + 1], unpack(members))
+      out[n + 3] = versions
+    end
+  end
+  return out
 end
-return out
 """
+
+OWNER_AND_OWNED = _OWNER_AND_OWNED_FN + "return owner_and_owned(KEYS, ARGV)\n"
+
+#: owner_and_owned as a workqueue ClaimRead of the key k claimed: KEYS the owner type's objects
+#: hash, the prefix of its written-version keys, then owner_and_owned's (index set, objects
+#: hash) pairs without the uid; ARGV the owned types' written-version prefixes.
+OWNER_CLAIM_READ = (
+    _OWNER_AND_OWNED_FN
+    + """
+local function claim_read(k, KEYS, ARGV)
+  local keys, args = {KEYS[1], KEYS[2] .. k}, {k, '1'}
+  for i = 3, #KEYS do keys[#keys + 1] = KEYS[i] end
+  for _, a in ipairs(ARGV) do args[#args + 1] = a end
+  return owner_and_owned(keys, args)
+end
+"""
+)
 
 
 class Lister:
@@ -365,6 +386,16 @@ class Lister:
         return sorted(_text(k) for k in self._redis.hkeys(self.keys.objects))
 
 
+@dataclass(frozen=True)
+class KeyRead:
+    """A read of one key's objects for another script to run: `source` defines the Lua
+    function `claim_read(k, KEYS, ARGV)`, given `keys` and `args`."""
+
+    source: str
+    keys: tuple[str, ...]
+    args: tuple[str, ...]
+
+
 class OwnerReads:
     """An owner and what it owns of some types (a rollout, its ReplicaSets, AnalysisRuns and
     Experiments), read in one round trip where `get`, a `by_owner` per type and the stale-cache
@@ -399,16 +430,34 @@ class OwnerReads:
         self._script = Script(client, OWNER_AND_OWNED)
         self._uids: dict[str, str] = {}
 
-    def read(self, key: str) -> tuple[Obj | None, list[list[Obj]], list[str] | None]:
+    def claim_read(self) -> KeyRead:
+        """This read, made by a workqueue claim for the key it claims (a workqueue ClaimRead;
+        its answer is `read`'s `prefetched`)."""
+        keys = [self.owner.keys.objects, self.written.key_prefix(self.owner.resource.plural)]
+        for lister in self.owned:
+            keys += [lister.keys.index(OWNER, ""), lister.keys.objects]
+        return KeyRead(OWNER_CLAIM_READ, tuple(keys), tuple(self._prefixes))
+
+    def read(
+        self, key: str, prefetched: Any = None
+    ) -> tuple[Obj | None, list[list[Obj]], list[str] | None]:
         """The owner (None when it is not cached), its objects of each owned type, and the keys
         among the owner and the checked objects that the cache holds at an older version than
-        a worker wrote (None: not compared, the plain reads were made)."""
+        a worker wrote (None: not compared, the plain reads were made). `prefetched`: what
+        `claim_read` returned for `key` with its claim (else it is read now)."""
         known = self._uids.get(key, "")
-        keys = [self.owner.keys.objects, self.written.key_prefix(self.owner.resource.plural) + key]
-        for lister in self.owned:
-            keys += [lister.keys.index(OWNER, known), lister.keys.objects]
-        args = [key, "" if known else "1", *self._prefixes]
-        raw, owner_written, found_uid, *found = self._script(keys=keys, args=args)
+        if prefetched is not None:
+            known, reply = "", prefetched
+        else:
+            keys = [
+                self.owner.keys.objects,
+                self.written.key_prefix(self.owner.resource.plural) + key,
+            ]
+            for lister in self.owned:
+                keys += [lister.keys.index(OWNER, known), lister.keys.objects]
+            args = [key, "" if known else "1", *self._prefixes]
+            reply = self._script(keys=keys, args=args)
+        raw, owner_written, found_uid, *found = reply
         if not raw:
             self._uids.pop(key, None)
             return None, [[] for _ in self.owned], []

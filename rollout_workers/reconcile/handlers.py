@@ -14,12 +14,12 @@ import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from rollout_workers.cache.epoch import CacheEpoch
 from rollout_workers.keys import ObjectKey
 from rollout_workers.reconcile.runtime import Runtime
-from rollout_workers.workqueue import Outcome
+from rollout_workers.workqueue import ClaimRead, Outcome
 
 
 class LeaseLost(RuntimeError):
@@ -41,6 +41,9 @@ class SyncRequest:
     #: The key whose existence the claim reported (the queue's `claim_guard`) and whether it
     #: existed; None when the claim read none.
     guard: tuple[str, bool] | None = None
+    #: What the handler's claim read (`ReadingHandler`) returned for the key with its claim;
+    #: None when it has none.
+    prefetched: Any = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,23 @@ Handler = Callable[[SyncRequest], Result | None]
 HandlerFactory = Callable[[Runtime], Handler]
 
 
+@dataclass(frozen=True)
+class ReadingHandler:
+    """A handler whose first read the claim makes in its own script call (a workqueue
+    ClaimRead), handed over as the request's `prefetched`: one round trip a reconcile less."""
+
+    handler: Handler
+    read: ClaimRead
+
+    def __call__(self, request: SyncRequest) -> Result | None:
+        return self.handler(request)
+
+
+def claim_read(handler: Handler) -> ClaimRead | None:
+    """The read `handler` wants made with each claim, if any."""
+    return handler.read if isinstance(handler, ReadingHandler) else None
+
+
 class HandlerNotFound(ImportError):
     pass
 
@@ -96,11 +116,11 @@ def load_handler(spec: str, runtime: Runtime) -> Handler:
 CACHE_WAIT = 1.0
 
 
-def when_cache_synced(runtime: Runtime, handler: Handler) -> Handler:
+def when_cache_synced(runtime: Runtime, handler: Handler, read: ClaimRead | None = None) -> Handler:
     """Run `handler` only over a complete cache (see cache/epoch.py): while the watcher has not
     relisted every type since Redis lost its data, the key is requeued after CACHE_WAIT. The
     epoch is read with the claim when the queue's claim guard is the epoch key (the workers'
-    queues: celeryapp/tasks.py), else here."""
+    queues: celeryapp/tasks.py), else here. `read`: the handler's claim read (ReadingHandler)."""
     epoch = CacheEpoch(runtime.redis, prefix=runtime.settings.redis.key_prefix)
 
     def handle(request: SyncRequest) -> Result | None:
@@ -110,7 +130,7 @@ def when_cache_synced(runtime: Runtime, handler: Handler) -> Handler:
             return Result.requeue_after(CACHE_WAIT)
         return handler(request)
 
-    return handle
+    return handle if read is None else ReadingHandler(handle, read)
 
 
 #: The handler of a kind that settings name no handler for.

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 
@@ -24,7 +25,13 @@ from rollout_workers.counters import Increment, PendingCounts, reconcile_increme
 from rollout_workers.counters import Keys as MetricKeys
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
 from rollout_workers.kube.eventsink import BackgroundEventSink
-from rollout_workers.reconcile.handlers import Handler, LeaseLost, Result, SyncRequest
+from rollout_workers.reconcile.handlers import (
+    Handler,
+    LeaseLost,
+    Result,
+    SyncRequest,
+    claim_read,
+)
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue, token_prefix
 
 log = logging.getLogger(__name__)
@@ -162,7 +169,7 @@ def run_sync(
     token = new_token(queue.host)
     try:
         # With fairness on, the message is a wake-up for whichever key's turn it is.
-        (claim, key), guarded = queue.claim_guarded(key, token)
+        (claim, key), guarded, prefetched = queue.claim_guarded(key, token, claim_read(handler))
     except redis.RedisError as err:
         # The key stays queued; the tick resends its message once Redis is back.
         log.error("cannot claim %s/%s: %s", queue.kind, key, err)
@@ -178,6 +185,7 @@ def run_sync(
             key,
             token=token,
             guarded=guarded,
+            prefetched=prefetched,
             keeper=keeper,
             counts=counts,
             events=events,
@@ -197,6 +205,7 @@ def _reconcile(
     *,
     token: str,
     guarded: bool,
+    prefetched: Any,
     keeper: LeaseKeeper,
     counts: PendingCounts | None,
     events: BackgroundEventSink | None,
@@ -210,7 +219,9 @@ def _reconcile(
         with events.tracking() if events is not None else contextlib.nullcontext() as written:
             try:
                 guard = (queue.claim_guard, guarded) if queue.claim_guard is not None else None
-                request = SyncRequest(kind=queue.kind, key=key, lease=lease, guard=guard)
+                request = SyncRequest(
+                    kind=queue.kind, key=key, lease=lease, guard=guard, prefetched=prefetched
+                )
                 result = handler(request) or Result.done()
             except LeaseLost:
                 result = None

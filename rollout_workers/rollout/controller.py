@@ -148,7 +148,7 @@ class RolloutController:
         self.written, self.writer, self.clock = written, writer, clock
 
     def sync(self, request: SyncRequest) -> Result:
-        obj, rss, runs, experiments, stale = self._read(request.key)
+        obj, rss, runs, experiments, stale = self._read(request.key, request.prefetched)
         if obj is None:
             return Result.gone()
         meta = obj.get("metadata") or {}
@@ -266,13 +266,13 @@ class RolloutController:
         return Result.done()
 
     def _read(
-        self, key: str
+        self, key: str, prefetched: Any = None
     ) -> tuple[Obj | None, list[Obj], list[Obj], list[Obj], list[str] | None]:
         """The rollout, its ReplicaSets, AnalysisRuns and Experiments, and the keys of the
         rollout and its ReplicaSets that the cache holds older than our last write (None: the
-        guard is yet to be asked)."""
+        guard is yet to be asked). `prefetched`: the owner read made with the claim."""
         if self.owner_reads is not None:
-            obj, (rss, runs, experiments), stale = self.owner_reads.read(key)
+            obj, (rss, runs, experiments), stale = self.owner_reads.read(key, prefetched)
             return obj, rss, runs, experiments, stale
         obj = self.rollouts.get(key)
         if obj is None:
@@ -537,16 +537,17 @@ def make_handler(runtime: Runtime) -> Handler:
     replicasets = Lister(runtime.redis, prefix=prefix, resource=r.REPLICASETS)
     analysis_runs = Lister(runtime.redis, prefix=prefix, resource=r.ANALYSISRUNS)
     experiments = Lister(runtime.redis, prefix=prefix, resource=r.EXPERIMENTS)
+    owner_reads = OwnerReads(
+        runtime.redis,
+        rollouts,
+        [replicasets, analysis_runs, experiments],
+        written=written,
+        checked={r.REPLICASETS.plural},
+    )
     controller = RolloutController(
         rollouts=rollouts,
         replicasets=replicasets,
-        owner_reads=OwnerReads(
-            runtime.redis,
-            rollouts,
-            [replicasets, analysis_runs, experiments],
-            written=written,
-            checked={r.REPLICASETS.plural},
-        ),
+        owner_reads=owner_reads,
         services=Lister(runtime.redis, prefix=prefix, resource=r.SERVICES),
         ingresses=Lister(runtime.redis, prefix=prefix, resource=r.INGRESSES),
         router_objects=CachedRouterObjects(
@@ -570,7 +571,7 @@ def make_handler(runtime: Runtime) -> Handler:
         events=runtime.events,
         target_groups=aws_verification(kube, settings.aws),
     )
-    return when_cache_synced(runtime, controller.sync)
+    return when_cache_synced(runtime, controller.sync, owner_reads.claim_read())
 
 
 def aws_verification(kube: Kube, aws: AwsSettings) -> TargetGroupVerification | None:

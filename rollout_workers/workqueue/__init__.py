@@ -83,6 +83,7 @@ from rollout_workers.workqueue.queue import (
     AddResult,
     Claim,
     Claimed,
+    ClaimRead,
     Envelope,
     Outcome,
     Owner,
@@ -100,6 +101,7 @@ from rollout_workers.workqueue.queue import (
 __all__ = [
     "AddResult",
     "Claim",
+    "ClaimRead",
     "Claimed",
     "Envelope",
     "Hosts",

@@ -57,6 +57,39 @@ class Claimed(NamedTuple):
     key: ObjectKey
 
 
+class ClaimRead(Protocol):
+    """A read that runs in the claim's own script call, for the key claimed, so that the
+    reconcile need not make it: `source` defines the Lua function `claim_read(k, KEYS, ARGV)`,
+    called with the claimed key and `keys` and `args`; what it returns comes back with the
+    claim (`claim_guarded`). The caller that reads the cache knows its layout; this package
+    only runs it."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def keys(self) -> Sequence[str]: ...
+
+    @property
+    def args(self) -> Sequence[str]: ...
+
+
+#: Runs claim.lua, and for a key claimed, the claim's read. KEYS: claim's, then the read's.
+#: ARGV: how many keys and arguments claim takes, claim's arguments, then the read's. Returns
+#: claim's answer with the read's appended.
+_CLAIM_READ = """
+local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])
+local ckeys, cargs, rkeys, rargs = {}, {}, {}, {}
+for i = 1, nk do ckeys[i] = KEYS[i] end
+for i = nk + 1, #KEYS do rkeys[#rkeys + 1] = KEYS[i] end
+for i = 1, na do cargs[i] = ARGV[2 + i] end
+for i = 3 + na, #ARGV do rargs[#rargs + 1] = ARGV[i] end
+local got = claim_lua(ckeys, cargs)
+if got[1] == 1 then got[5] = claim_read(got[2], rkeys, rargs) end
+return got
+"""
+
+
 class Priority(enum.StrEnum):
     """The class of an add: events and user actions go before periodic resyncs."""
 
@@ -133,6 +166,12 @@ def script_source(name: str, fair_mode: str | None = None) -> str:
     if fair_mode is None:
         return text
     return f"local FAIR_MODE = {fair_mode!r}\n{_lua('fair')}{text}"
+
+
+def claim_read_script(fair_mode: str, read_source: str) -> str:
+    """claim.lua and a ClaimRead's source as functions, then the glue that runs them."""
+    claim = script_source("claim", fair_mode)
+    return f"local function claim_lua(KEYS, ARGV)\n{claim}\nend\n{read_source}\n{_CLAIM_READ}"
 
 
 def held_key(prefix: str, kind: str) -> str:
@@ -253,6 +292,7 @@ class WorkQueue:
         self.add_source = script_source("add", mode)  # see add_call
         self._add = script(self.add_source)
         self._claim = script(script_source("claim", mode))
+        self._claim_reads: dict[str, Script] = {}  # by the read's source
         self._extend = script(script_source("extend"))
         self._done = script(script_source("done", mode))
         self._add_after = script(script_source("add_after"))
@@ -381,9 +421,12 @@ class WorkQueue:
         turn it is (fair queueing over tenants, events before resyncs, oldest first)."""
         return self.claim_guarded(key, token)[0]
 
-    def claim_guarded(self, key: ObjectKey, token: str) -> tuple[Claimed, bool]:
-        """`claim`, and whether `claim_guard` existed as the key was claimed (True when there is
-        none, or nothing was claimed)."""
+    def claim_guarded(
+        self, key: ObjectKey, token: str, read: ClaimRead | None = None
+    ) -> tuple[Claimed, bool, Any]:
+        """`claim`, whether `claim_guard` existed as the key was claimed (True when there is
+        none, or nothing was claimed), and what `read` returned for the key claimed (None when
+        none was given or nothing was claimed)."""
         keys = [
             self.k_queued,
             self.k_active,
@@ -400,9 +443,18 @@ class WorkQueue:
         if self.claim_guard is not None:
             keys.append(self.claim_guard)
         bounds = _BOUNDS_MS if self._counts is None else []
-        code, claimed, *rest = self._claim(
-            keys=keys, args=[key, token, _ms(self._settings.lease_ttl), *bounds]
-        )
+        args: list[Any] = [key, token, _ms(self._settings.lease_ttl), *bounds]
+        if read is None:
+            code, claimed, *rest = self._claim(keys=keys, args=args)
+        else:
+            script = self._claim_reads.get(read.source)
+            if script is None:
+                script = self._claim_reads[read.source] = Script(
+                    self._redis, claim_read_script(self._settings.fair_mode, read.source)
+                )
+            code, claimed, *rest = script(
+                keys=[*keys, *read.keys], args=[len(keys), len(args), *args, *read.args]
+            )
         status = Claim(int(code))
         guard = rest[:1]
         if rest and self._counts is not None:
@@ -417,7 +469,8 @@ class WorkQueue:
                     "claim of %s %s reached %d of %d replicas in time; reconciling anyway",
                     self.kind, claimed, acked, self._replicas,
                 )  # fmt: skip
-        return Claimed(status, ObjectKey(_text(claimed))), not guard or bool(int(guard[0]))
+        claim = Claimed(status, ObjectKey(_text(claimed)))
+        return claim, not guard or bool(int(guard[0])), rest[2] if len(rest) > 2 else None
 
     def heartbeat(self, key: ObjectKey, token: str) -> bool:
         """Extend the lease; False means another owner has the key and the caller must stop."""

@@ -9,7 +9,9 @@ import redis
 from rollout_workers.cache import CacheWriter, Lister
 from rollout_workers.cache.store import OwnerReads
 from rollout_workers.cache.written import WrittenVersions
+from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
+from rollout_workers.workqueue import Claim, Outcome, WorkQueue
 
 
 def rollout(name: str, rv: int, svc: str, ns: str = "prod") -> dict[str, Any]:
@@ -245,6 +247,44 @@ def test_owner_reads_match_the_plain_reads_in_one_round_trip(
     rollouts_w.apply("ADDED", third)
     assert reads.read("prod/a") == (third, [[], []], None)
     assert reads.read("prod/a") == (third, [[], []], [])
+
+
+def test_a_claim_makes_the_owner_read_of_the_key_it_claims(rdb: redis.Redis, wq: WorkQueue) -> None:
+    """OwnerReads.claim_read runs inside the claim's script call: the reconcile gets what its
+    own read would have got (stale-cache verdict included), and makes no round trip of its
+    own; a claim that takes nothing reads nothing."""
+    rollouts_w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
+    rs_w = CacheWriter(rdb, prefix="t", resource=r.REPLICASETS)
+    rollouts = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
+    rss = Lister(rdb, prefix="t", resource=r.REPLICASETS)
+    runs = Lister(rdb, prefix="t", resource=r.ANALYSISRUNS)
+    written = WrittenVersions(rdb, prefix="t")
+    reads = OwnerReads(rdb, rollouts, [rss, runs], written=written, checked={"replicasets"})
+    rollouts_w.apply("ADDED", rollout("a", 1, "s"))
+    for i, name in enumerate(["a-2", "a-1", "other"]):
+        rs_w.apply("ADDED", owned_rs(name, "a" if name != "other" else "b", 10 + i))
+    written.record("replicasets", "prod/a-1", "99")
+    read = reads.claim_read()
+    a = ObjectKey("prod/a")
+    wq.add([a])
+    wq.claim_guarded(a, "warm", read)  # loads the script
+    wq.add([a])
+    wq.done(a, "warm", Outcome.OK)
+    rdb.config_resetstat()
+    (claim, key), _, prefetched = wq.claim_guarded(a, "w1", read)
+    assert (claim, key) == (Claim.CLAIMED, a)
+    assert rdb.info("commandstats")["cmdstat_evalsha"]["calls"] == 1
+    got = reads.read(a, prefetched)
+    assert got == reads.read(a) and got[2] == ["prod/a-1"]
+    assert [o["metadata"]["name"] for o in got[1][0]] == ["a-1", "a-2"]
+    # Not queued: nothing claimed, nothing read.
+    assert wq.claim_guarded(a, "w2", read) == ((Claim.STALE, a), True, None)
+    # Gone from the cache: the reconcile sees it gone.
+    assert wq.done(a, "w1", Outcome.OK)
+    rollouts_w.apply("DELETED", rollout("a", 70, "s"))
+    wq.add([a])
+    (claim, _), _, prefetched = wq.claim_guarded(a, "w3", read)
+    assert claim is Claim.CLAIMED and reads.read(a, prefetched) == (None, [[], []], [])
 
 
 def test_owner_reads_take_the_uid_from_metadata_not_from_the_first_uid_in_the_json(

@@ -124,3 +124,86 @@ def test_kinds_this_watcher_does_not_serve_are_not_queued(
     only_runs.queuer.event(only_runs.writer, "ADDED", run(30))
     assert only_runs.sent["analysisruns"].sent == [RUN]
     assert only_runs.sent["rollouts"].sent == []
+
+
+def other_run(name: str, rv: int, owner: str) -> dict[str, Any]:
+    obj = run(rv)
+    obj["metadata"]["name"] = name
+    obj["metadata"]["ownerReferences"][0]["name"] = owner
+    return obj
+
+
+def test_a_batch_is_cached_and_queued_in_one_call_of_fixed_commands(
+    system: System, rdb: redis.Redis
+) -> None:
+    """A batch of events costs one script call, and its Redis commands do not grow with its
+    size: every object and key command covers the whole batch (only an object entering an
+    index set costs an SADD of its own, as a new object does)."""
+
+    def commands(n: int, rv: int) -> int:
+        def batch(event: str, at: int) -> list[Any]:
+            return [(event, other_run(f"r{rv}-{i}", at + i, f"o{rv}-{i}"), None) for i in range(n)]
+
+        system.queuer.events(system.writer, batch("ADDED", rv))
+        for queue in system.queues.values():  # the keys are to be queued again
+            rdb.delete(queue.k_queued)
+        rdb.config_resetstat()
+        changes = system.queuer.events(system.writer, batch("MODIFIED", rv + n))
+        assert [c.previous_rv for c in changes] == [str(rv + i) for i in range(n)]
+        stats = rdb.info("commandstats")
+        assert stats["cmdstat_evalsha"]["calls"] == 1
+        return sum(int(v["calls"]) for v in stats.values())
+
+    assert commands(2, 100) == commands(40, 200)
+    assert system.lister.count() == 2 + 40
+    assert system.lister.resource_version() == str(200 + 40 + 39)
+    # Every object woke itself and its owner, twice: 84 messages a kind.
+    assert len(system.sent["analysisruns"].sent) == 84
+    assert len(system.sent["rollouts"].sent) == 84
+
+
+def test_a_batch_means_what_its_events_mean_one_by_one(system: System, rdb: redis.Redis) -> None:
+    """The same object twice, an own write, an event older than the cache and a delete, in one
+    batch: the cache ends as if applied one by one, and a key is woken by the events that
+    would have woken it alone."""
+    runs, rollouts = system.queues["analysisruns"], system.queues["rollouts"]
+    system.queuer.event(system.writer, "ADDED", other_run("old", 50, "gone-owner"))
+    rdb.delete(runs.k_queued)
+    rdb.set(own_key("t", "analysisruns", RUN), "12")
+    held = ObjectKey("prod/held")
+    runs.add([held])
+    assert runs.claim(held, "w") == (Claim.CLAIMED, held)
+    for log in system.sent.values():
+        log.sent.clear()
+    for queue in system.queues.values():
+        rdb.delete(queue.k_queued)
+    changes = system.queuer.events(
+        system.writer,
+        [
+            ("ADDED", run(11), None),  # someone else's change
+            ("MODIFIED", run(12), None),  # then the own controller's write
+            ("MODIFIED", other_run("old", 40, "gone-owner"), None),  # older than the cache
+            ("ADDED", other_run("held", 60, "web"), None),  # held: marked dirty, own version
+            ("ADDED", other_run("held", 61, "web"), None),
+            ("DELETED", other_run("held", 62, "web"), None),
+        ],
+    )
+    assert [(c.previous_rv, c.own_write, c.older) for c in changes] == [
+        (None, False, False),
+        ("11", True, False),
+        ("50", False, True),
+        (None, False, False),
+        ("60", False, False),
+        ("61", False, False),
+    ]
+    assert system.lister.get(RUN)["metadata"]["resourceVersion"] == "12"
+    assert system.lister.get("prod/old")["metadata"]["resourceVersion"] == "50"
+    assert system.lister.get("prod/held") is None
+    assert system.lister.resource_version() == "62"
+    # web-1 woken by someone else's change, then its own write: queued, as one by one.
+    assert system.sent["analysisruns"].sent == [RUN]
+    # The older event woke nothing (gone-owner); web (the owner of the rest) once.
+    assert system.sent["rollouts"].sent == [ROLLOUT]
+    assert not rdb.zscore(rollouts.k_queued, "prod/gone-owner")
+    # held: dirty by its own events only up to 61, then its delete (not an own event).
+    assert rdb.sismember(runs.k_dirty, held) and rdb.hget(runs.k_dirty_own, held) is None

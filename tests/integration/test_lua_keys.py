@@ -29,6 +29,7 @@ from rollout_workers.cache.fence import SET_FENCED, Fence, fence_key
 from rollout_workers.cache.store import (
     INDEXED_OBJECTS,
     OWNER_AND_OWNED,
+    OWNER_CLAIM_READ,
     Lister,
     OwnerReads,
     apply_source,
@@ -46,7 +47,7 @@ from rollout_workers.watcher import leader
 from rollout_workers.watcher.events import EventQueuer, event_script
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.workqueue import Claim, Hosts, Outcome, Priority, WorkQueue
-from rollout_workers.workqueue.queue import hosts_key, script_source
+from rollout_workers.workqueue.queue import claim_read_script, hosts_key, script_source
 from tests.integration.conftest import SentLog, consume, host_app, set_lease
 
 Obj = dict[str, Any]
@@ -95,6 +96,7 @@ OLD_FAIR = "<prefix>:wq:<kind>:fair:{of,e,r,<class>:<tenant>}"
 INDEX_SET = "<prefix>:cache:<type>:i:<index>:<value>"
 WRITTEN = "<prefix>:written:<plural>:<key>"
 EVENT_SCRIPT = "watcher/events.py event_script"
+CLAIM_READ = "workqueue claim_read_script with cache/store.py OWNER_CLAIM_READ"
 
 #: (script, key pattern) -> why the script computes the key instead of taking it in KEYS.
 ALLOWLIST: dict[tuple[str, str], str] = {
@@ -107,6 +109,10 @@ ALLOWLIST: dict[tuple[str, str], str] = {
     "named by the owner index's members, read in the same script",
     ("cache/store.py OWNER_AND_OWNED", INDEX_SET): "a key the process reads for the first "
     "time: the owner index sets are named by the uid in the owner's JSON, read in the script",
+    (CLAIM_READ, WRITTEN): "the owner read made with a claim, for the key claimed (with "
+    "fairness, known only once claimed): its written version and its objects' (as above)",
+    (CLAIM_READ, INDEX_SET): "the owner read made with a claim: the index sets are named by the "
+    "uid in the claimed owner's JSON (as above)",
 }
 
 _PREFIX = r"lk\d"
@@ -138,6 +144,8 @@ def known_scripts() -> dict[str, str]:
     names[SET_FENCED] = "cache/fence.py SET_FENCED"
     names[INDEXED_OBJECTS] = "cache/store.py INDEXED_OBJECTS"
     names[OWNER_AND_OWNED] = "cache/store.py OWNER_AND_OWNED"
+    for mode in MODES:
+        names[claim_read_script(mode, OWNER_CLAIM_READ)] = CLAIM_READ
     names[_RECORD] = "cache/written.py _RECORD"
     names[leader._ACQUIRE] = "watcher/leader.py _ACQUIRE"
     names[leader._HOLD] = "watcher/leader.py _HOLD"
@@ -392,6 +400,14 @@ def drive_watcher(rdb: redis.Redis, prefix: str, qs: QueueSettings) -> None:
     reads = OwnerReads(rdb, runs, [runs], written=written, checked={"analysisruns"})
     reads.read("team-a/u1")  # the second read is the one script call
     assert reads.read("team-a/u1")[1] == [owned] and reads.read("team-a/u1")[2] == []
+    # The same read, made by a claim, of the key claimed (with fairness, whose turn it is).
+    sent = SentLog()
+    claiming = WorkQueue(rdb, kind="analysisruns", prefix=prefix, settings=qs, send=sent)
+    claiming.add(["team-a/u1"])
+    (claim, key), _, prefetched = claiming.claim_guarded(
+        ObjectKey("team-a/u1"), "t1", reads.claim_read()
+    )
+    assert claim is Claim.CLAIMED and reads.read(key, prefetched)[:2] == reads.read(key)[:2]
     WrittenVersions(rdb, prefix=prefix, own="analysisruns").record("analysisruns", "team-a/c", "30")
     lease.release()
     assert lease.holder() is None

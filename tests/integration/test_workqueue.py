@@ -78,6 +78,7 @@ def _own_dirty(wq: WorkQueue, rdb: redis.Redis, written: str | None, *adds: str 
         ("9", ["9", "7"], False),
         ("9", ["8"], False),  # an earlier own write: everything up to 9 was seen
         ("7", ["8"], True),  # a version the holder did not write
+        ("7", ["7", "8"], True),  # and then one it did not: the newest is kept
         (None, ["7"], True),  # nothing recorded: the controller did not settle the object
         ("7", ["7", None], True),  # and something else changed too
         ("7", [None, "7"], True),
@@ -595,10 +596,10 @@ def test_a_claim_reports_its_guard_key(rdb: redis.Redis, settings: Settings, sen
         rdb, kind="rollouts", prefix="t", settings=settings.queue, send=sent, claim_guard="t:g"
     )
     guarded.add([A, B])
-    assert guarded.claim_guarded(A, "w1") == ((Claim.CLAIMED, A), False)
+    assert guarded.claim_guarded(A, "w1") == ((Claim.CLAIMED, A), False, None)
     rdb.set("t:g", "epoch")
-    assert guarded.claim_guarded(B, "w1") == ((Claim.CLAIMED, B), True)
-    assert guarded.claim_guarded(B, "w2") == ((Claim.STALE, B), True)  # nothing claimed
+    assert guarded.claim_guarded(B, "w1") == ((Claim.CLAIMED, B), True, None)
+    assert guarded.claim_guarded(B, "w2") == ((Claim.STALE, B), True, None)  # nothing claimed
 
 
 def _owner(rdb: redis.Redis, wq: WorkQueue, key: str) -> str | None:

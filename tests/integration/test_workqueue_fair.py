@@ -3,6 +3,8 @@ takes the key whose turn it is, and every workqueue guarantee still holds."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import redis
 
@@ -209,3 +211,70 @@ def test_keys_queued_under_the_ring_layout_move_to_the_class_queues(
     assert rdb.keys(f"{wq.k_fair}:[eor]*") == []
     sent.sent[:] = [A1, A2, B1, C1]  # their messages, as the old layout's adds sent them
     assert _drain(wq, sent) == [A1, B1, A2, C1]
+
+
+def _state(rdb: redis.Redis, wq: WorkQueue) -> dict[str, object]:
+    """The queue's Redis state without its clock: members of zsets scored by time, the fair
+    tags as they are."""
+    out: dict[str, object] = {}
+    for name in (wq.k_queued, wq.k_known, wq.k_dirty):
+        kind = rdb.type(name)
+        members = rdb.zrange(name, 0, -1) if kind == b"zset" else rdb.smembers(name)
+        out[name.rpartition(":")[2]] = sorted(members)
+    for name in (wq.k_dirty_own, wq.k_tenants, wq.k_held, wq.k_fair_fixed[0]):
+        out[name.rpartition(":")[2]] = rdb.hgetall(name)
+    for p, q in wq.k_fair_queues.items():
+        out[f"q:{p.value}"] = rdb.zrange(q, 0, -1, withscores=True)
+    return out
+
+
+@pytest.mark.parametrize("fairness", ["off", "namespace", "label:team"])
+@pytest.mark.parametrize("seed", range(6))
+def test_one_add_of_many_keys_is_the_adds_of_each_in_turn(
+    rdb: redis.Redis, settings: Settings, fairness: str, seed: int
+) -> None:
+    """add.lua covers every key of a call with one command each (one HMGET of the owners, one
+    ZADD, ...): the codes and the state it leaves are those of adding the keys one by one,
+    duplicates, held keys, own versions and resync upgrades included."""
+    rng = random.Random(seed)
+    keys = [ObjectKey(f"team-{t}/r{i}") for t in "abc" for i in range(4)]
+    mode = settings.queue.model_copy(update={"fairness": fairness})
+    queues = [
+        WorkQueue(rdb, kind="rollouts", prefix=p, settings=mode, send=SentLog(), host="h")
+        for p in ("one", "each")
+    ]
+    # The same history for both: resync adds, claims (held keys), dirty marks with versions.
+    resynced = rng.sample(keys, 4)
+    held = rng.sample([k for k in keys if k not in resynced], 3)
+    for wq in queues:
+        wq.add(resynced + held, priority=Priority.RESYNC)
+        for k in held:
+            while wq.claim(k, f"w-{k}").key != k:  # with fairness, whichever key's turn
+                pass
+        wq.add(held, own=dict.fromkeys(held, "5"))
+    for wq in queues:  # what the claims took besides, back in the queue for both alike
+        wq.add(resynced, priority=Priority.RESYNC)
+    calls = []
+    for _ in range(12):
+        k = rng.choice(keys)
+        calls.append((k, rng.choice(["", "3", "9"]), rng.choice(["", "blue", "green"])))
+    # Held keys dirty for their own version already, given a newer, an older and none.
+    for k, version in zip(held, ["9", "3", ""], strict=True):
+        calls.insert(rng.randrange(len(calls) + 1), (k, version, ""))
+    priority = rng.choice([Priority.EVENT, Priority.RESYNC])
+    one, each = queues
+
+    def args(batch: list[tuple[ObjectKey, str, str]]) -> dict[str, object]:
+        return {
+            "own": {k: v for k, v, _ in batch if v},
+            "tenants": {k: t for k, _, t in batch if t},
+            "priority": priority,
+        }
+
+    # One by one, each key with what the one call gives it (the last own and tenant of it).
+    last = {k: (k, v, t) for k, v, t in calls}
+    together = one.add([k for k, _, _ in calls], **args(list(last.values())))  # type: ignore[arg-type]
+    apart = [each.add([k], **args([last[k]])) for k, _, _ in calls]  # type: ignore[arg-type]
+    for name in ("queued", "coalesced", "dirty"):
+        assert getattr(together, name) == [k for r in apart for k in getattr(r, name)], name
+    assert _state(rdb, one) == _state(rdb, each)
