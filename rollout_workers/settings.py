@@ -313,11 +313,12 @@ class WatcherSettings(BaseModel):
         default=30.0, gt=0, description="Longest wait between retries after API errors."
     )
     event_batch_seconds: float = Field(
-        default=0.01,
+        default=0.03,
         ge=0,
         le=1,
-        description="Seconds a watch event may wait for more events of its type, to be written "
-        "to Redis and queued with them in one call; 0 writes what has already arrived.",
+        description="Seconds a batch of watch events of one type may gather, to be written to "
+        "Redis and queued in one call: it closes once no event came for a sixth of that (a lone "
+        "event waits that sixth); 0 writes what has already arrived.",
     )
     event_batch_max: int = Field(
         default=100, gt=0, le=1000, description="Watch events written to Redis in one call at most."

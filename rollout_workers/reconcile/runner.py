@@ -246,6 +246,7 @@ def _reconcile(
             increments=pending,
             versions=versions.records(),
             versions_ttl=written_versions.TTL_SECONDS,
+            held=time.monotonic() - started,
         )
         versions.clear()  # applied, whoever held the key
     except redis.RedisError as err:

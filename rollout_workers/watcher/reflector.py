@@ -340,10 +340,12 @@ _END = object()
 
 
 class Batches:
-    """A watch stream read in a thread of its own and handed on in batches: the first event
-    waits up to `seconds` for more (at most `size`), so a busy stream costs one Redis call per
-    batch, not per event. The reader holds at most a few batches ahead (backpressure); an
-    error opening or reading the stream is raised to the consumer after the events before it.
+    """A watch stream read in a thread of its own and handed on in batches, so that a busy
+    stream costs one Redis call per batch, not per event: a batch takes the events that keep
+    coming, each within a sixth of `seconds` of the one before, for up to `seconds` after its
+    first (at most `size`). A lone event thus waits a sixth of `seconds`. The reader holds at
+    most a few batches ahead (backpressure); an error opening or reading the stream is raised
+    to the consumer after the events before it.
     """
 
     def __init__(self, seconds: float, size: int) -> None:
@@ -393,14 +395,15 @@ class Batches:
         while True:
             item = self._queue.get()
             batch: list[Any] = []
-            deadline = time.monotonic() + self._seconds
+            deadline, gap = time.monotonic() + self._seconds, self._seconds / 6
             while item is not _END and not isinstance(item, _Failed):
                 batch.append(item)
                 item = None
                 if len(batch) >= self._size:
                     break
+                wait = min(gap, deadline - time.monotonic())
                 try:
-                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                    item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
                 except queue.Empty:
                     break
             if batch:

@@ -1,5 +1,5 @@
 -- done(key, token, outcome, delay_ms, duration_ms, base_ms, max_ms, keep, holder, message,
---      n, ttl, versions..., increments...):
+--      held_ms, n, ttl, versions..., increments...):
 -- release a claim and record the outcome in one step.
 -- KEYS: queued, active(hash key->owner record, see owner.lua), leases, dirty, failures(hash
 --       key->count), timers(zset key->due ms), known, stats(hash), durations(list of recent
@@ -13,6 +13,8 @@
 -- holder: the caller's host ('' for none), recorded as the publisher of a dirty key's message
 -- message: the dirty key's message as the broker holds it, pushed here when the key is queued
 --          again ('' for none: the caller sends it, and `holder` records who is publishing)
+-- held_ms: the ms since the claim answered, by the caller's clock ('' for none): the time now is
+-- then the claim's (Redis time, in the owner record) plus that, and no clock is read
 -- versions: n pairs (index into KEYS, resourceVersion): what the reconcile wrote, each kept
 -- for ttl seconds unless a newer one is (cache/written.py; applied first, whoever holds the
 -- key: they are facts about the API server)
@@ -32,13 +34,13 @@
 local k, token, outcome = ARGV[1], ARGV[2], ARGV[3]
 local delay, duration = tonumber(ARGV[4]), ARGV[5]
 local base, max, keep = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local versions = tonumber(ARGV[11])
-for i = 13, 12 + 2 * versions, 2 do
+local versions = tonumber(ARGV[12])
+for i = 14, 13 + 2 * versions, 2 do
   local key, rv = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
   -- Written at once (SET's GET: Redis 6.2), the newer one put back in the rare case it was.
-  local was = redis.call('SET', key, rv, 'EX', ARGV[12], 'GET')
+  local was = redis.call('SET', key, rv, 'EX', ARGV[13], 'GET')
   if was and (tonumber(was) or 0) > tonumber(rv) then
-    redis.call('SET', key, was, 'EX', ARGV[12])
+    redis.call('SET', key, was, 'EX', ARGV[13])
   end
 end
 local held = redis.call('HGET', KEYS[2], k)
@@ -46,11 +48,18 @@ if not held or owner_parse(held) ~= token then
   redis.call('HINCRBY', KEYS[8], 'lease_lost', 1)
   return {0, 0}
 end
--- Redis' clock (clock.lua) is read only when a timer is set or the key queued again.
+-- The time, for a timer set or the key queued again: the claim's plus the time held, else
+-- Redis' clock (clock.lua, read only then).
+local _, claimed = owner_parse(held)
+local held_ms = tonumber(ARGV[11])
+local function now()
+  if claimed and held_ms then return claimed + held_ms end
+  return clock()
+end
 redis.call('HDEL', KEYS[2], k)
 owner_end(KEYS[3], k, held)
 fair_keys(KEYS[14], KEYS[15])
-for i = 13 + 2 * versions, #ARGV, 3 do
+for i = 14 + 2 * versions, #ARGV, 3 do
   redis.call('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
 end
 if keep > 0 then
@@ -68,11 +77,11 @@ if outcome == 'error' then
   local n = redis.call('HINCRBY', KEYS[5], k, 1)
   local d = max
   if n < 64 then d = math.min(base * math.pow(2, n - 1), max) end
-  due = clock() + d
+  due = now() + d
 else
   redis.call('HDEL', KEYS[5], k)
   if outcome == 'after' then
-    if delay > 0 then due = clock() + delay else again = true end
+    if delay > 0 then due = now() + delay else again = true end
   end
 end
 if outcome == 'gone' then
@@ -95,7 +104,7 @@ if redis.call('SREM', KEYS[4], k) == 1 then
     again = true
   end
 end
-if again and redis.call('ZADD', KEYS[1], 'NX', clock(), k) == 1 then
+if again and redis.call('ZADD', KEYS[1], 'NX', now(), k) == 1 then
   send = 1
   fair_push(k, 'e')
   if ARGV[10] ~= '' then

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import functools
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -490,8 +491,13 @@ class WorkQueue:
         increments: Sequence[Increment] = (),
         versions: Sequence[tuple[str, str]] = (),
         versions_ttl: int = 0,
+        held: float | None = None,
     ) -> bool:
         """Release a claim and apply its outcome; False when the lease had been lost.
+
+        `held`: the seconds since the claim answered, by the caller's monotonic clock; the
+        script then takes the claim's time (Redis') plus that as the time now (a timer's start,
+        the key's enqueue time) and reads no clock.
 
         `increments` (metric counters) are applied in the same script, only when the lease
         was still held, so they cost no round trip and count each reconcile once.
@@ -544,6 +550,7 @@ class WorkQueue:
                 DURATIONS_KEPT if self._counts is None else 0,
                 self._holder,
                 message,
+                "" if held is None else str(math.ceil(held * 1000)),
                 *extra,
             ],
         )

@@ -626,3 +626,21 @@ def test_a_claim_of_the_layout_before_keeps_its_lease_in_the_leases_zset(
     assert wq.done(B, f"old/1:{B}", Outcome.OK)
     assert rdb.zscore(wq.k_leases, B) is None
     assert _owner(rdb, wq, A) == "new" and rdb.zscore(wq.k_leases, A) is None
+
+
+def test_done_given_the_time_held_reads_no_clock(wq: WorkQueue, rdb: redis.Redis) -> None:
+    """With the time since the claim answered, done's time is the claim's plus that: a timer
+    starts there, and no clock is read; without it, Redis' clock."""
+    wq.add([A])
+    assert wq.claim(A, "w1") == (Claim.CLAIMED, A)
+    since = Owner.parse(rdb.hget(wq.k_active, A) or b"").since_ms
+    assert since is not None
+    rdb.config_resetstat()
+    assert wq.done(A, "w1", Outcome.AFTER, delay=60, held=2.5)
+    assert "cmdstat_time" not in rdb.info("commandstats")
+    assert rdb.zscore(wq.k_timers, A) == since + 2_500 + 60_000
+    wq.add([A])
+    assert wq.claim(A, "w2") == (Claim.CLAIMED, A)
+    before = int(rdb.time()[0]) * 1000
+    assert wq.done(A, "w2", Outcome.ERROR)
+    assert (rdb.zscore(wq.k_timers, A) or 0) >= before

@@ -23,10 +23,19 @@ def paced(items: list[Any], gaps: dict[int, float]) -> Iterator[Any]:
         yield item
 
 
-def test_events_within_the_window_go_together_and_a_pause_starts_another_batch() -> None:
+def test_events_that_keep_coming_go_together_and_a_pause_starts_another_batch() -> None:
+    """A batch gathers for up to its window while events come within a quarter of it."""
+    batches = Batches(0.4, 100)
+    batches.start(paced(list(range(8)), {1: 0.03, 2: 0.03, 3: 0.03, 5: 0.25}), "test")
+    assert list(batches) == [[0, 1, 2, 3, 4], [5, 6, 7]]
+    batches.close()
+
+
+def test_a_batch_closes_at_its_window_while_events_keep_coming() -> None:
     batches = Batches(0.2, 100)
-    batches.start(paced(list(range(6)), {3: 0.5}), "test")
-    assert list(batches) == [[0, 1, 2], [3, 4, 5]]
+    batches.start(paced(list(range(12)), dict.fromkeys(range(1, 12), 0.03)), "test")
+    got = list(batches)
+    assert [e for batch in got for e in batch] == list(range(12)) and 2 <= len(got) <= 4, got
     batches.close()
 
 
