@@ -70,6 +70,11 @@ class Keys:
         return own_key(self._prefix, self._plural, key)
 
 
+#: A watch event to apply: its type (ADDED, MODIFIED, DELETED), the object, and the object's
+#: text as the server sent it (stored as it is; None: the object is encoded).
+Event = tuple[str, Obj, bytes | None]
+
+
 @dataclass(frozen=True)
 class Change:
     """One applied change: the object (new, or last known for a delete) and what it replaced."""
@@ -103,9 +108,9 @@ class CacheWriter:
         self._apply = Script(client, apply_source())
         self._set_fenced = Script(client, SET_FENCED)
 
-    def call(
+    def _call(
         self,
-        changes: Sequence[tuple[str, Obj, bytes | None]],
+        changes: Sequence[Event],
         type_rv: str,
         *,
         ordered: bool,
@@ -134,20 +139,18 @@ class CacheWriter:
         `text`: `obj` as the server encoded it, stored as it is (else `obj` is encoded)."""
         return self.apply_events([(event_type, obj, text)])[0]
 
-    def apply_events(self, events: Sequence[tuple[str, Obj, bytes | None]]) -> list[Change]:
+    def apply_events(self, events: Sequence[Event]) -> list[Change]:
         """Apply watch events in order in one script call, and record the last one's
         resourceVersion as the type's."""
         keys, args = self.events_call(events)
         return self.applied(events, self._apply(keys=keys, args=args))
 
-    def events_call(
-        self, events: Sequence[tuple[str, Obj, bytes | None]]
-    ) -> tuple[list[str], list[str | bytes]]:
+    def events_call(self, events: Sequence[Event]) -> tuple[list[str], list[str | bytes]]:
         """The Redis keys and arguments of apply.lua for watch events (see `apply_events`)."""
         changes = [("del" if t == "DELETED" else "put", obj, text) for t, obj, text in events]
-        return self.call(changes, "=", ordered=True)
+        return self._call(changes, "=", ordered=True)
 
-    def applied(self, events: Sequence[tuple[str, Obj, bytes | None]], reply: Any) -> list[Change]:
+    def applied(self, events: Sequence[Event], reply: Any) -> list[Change]:
         """The Changes apply.lua's answer describes; Fenced when it wrote nothing because the
         writer's token is not the current leader's."""
         if int(reply[0]):
@@ -190,7 +193,7 @@ class CacheWriter:
 
     def _write(self, pending: list[tuple[str, Obj]], batch: int) -> None:
         for chunk in _chunks(pending, batch):
-            keys, args = self.call([(op, obj, None) for op, obj in chunk], "", ordered=False)
+            keys, args = self._call([(op, obj, None) for op, obj in chunk], "", ordered=False)
             if int(self._apply(keys=keys, args=args)[0]):
                 raise Fenced(
                     f"{self.resource.plural}: not the leader's fencing token; the rest of this "
@@ -278,8 +281,9 @@ return redis.call('HMGET', KEYS[2], unpack(members))
 
 #: An owner and, per owned type, the objects of one owner-index set, with the versions workers
 #: last wrote of the owner and of the owned objects, in one round trip: the function
-#: `owner_and_owned(KEYS, ARGV)`, run by OWNER_AND_OWNED on its own and by OWNER_CLAIM_READ
-#: inside a workqueue claim.
+#: `owner_and_owned(KEYS, ARGV, also)`, run by OWNER_AND_OWNED on its own and by
+#: OWNER_CLAIM_READ inside a workqueue claim (`also`: more string keys to read, whose values
+#: come back as a second result).
 #: KEYS: the owner type's objects hash, the owner's written-version key, then an (index set,
 #: objects hash) pair per owned type.
 #: ARGV: the owner's key; '' when KEYS name the index sets, else '1': the caller does not know
@@ -289,51 +293,74 @@ return redis.call('HMGET', KEYS[2], unpack(members))
 #: prefix of its objects' written-version keys ('' for none: not read).
 #: Returns {the owner's JSON, its written version, the uid found ('' when not asked), then per
 #: owned type: the index set's members (sorted), their objects, their written versions ({}
-#: when not read)}; nil for what is absent, and only the first three when no uid was found.
+#: when not read)}; nil for what is absent, and only the first three when the owner is absent
+#: or no uid was found.
 _OWNER_AND_OWNED_FN = """
-local function owner_and_owned(KEYS, ARGV)
-  local raw = redis.call('HGET', KEYS[1], ARGV[1])
-  local out = {raw, redis.call('GET', KEYS[2]), ''}
-  local uid = ''
-  if ARGV[2] ~= '' then
-    uid = raw and string.match(raw, '"uid"%s*:%s*"([^"]+)"')
-    if not uid then return out end
-    out[3] = uid
+local function owner_and_owned(KEYS, ARGV, also)
+  -- Every string read (the owner's written version, the strings `also` names, then the owned
+  -- objects' written versions of the types asked for) in one MGET at the end.
+  local written, at = {KEYS[2]}, {}
+  for _, key in ipairs(also or {}) do written[#written + 1] = key end
+  local function strings()
+    local got = redis.call('MGET', unpack(written))
+    local extra = {}
+    for j = 1, #written - 1 do extra[j] = got[j + 1] end
+    return got, extra
   end
+  local raw = redis.call('HGET', KEYS[1], ARGV[1])
+  local out = {raw, false, ''}
+  local uid = ''
+  if raw and ARGV[2] ~= '' then
+    uid = string.match(raw, '"uid"%s*:%s*"([^"]+)"')
+    if uid then out[3] = uid end
+  end
+  if not raw or not uid then
+    local got, extra = strings()
+    out[2] = got[1]
+    return out, extra
+  end
+  local nalso = #written
   for i = 3, #KEYS, 2 do
     local members, n = redis.call('SMEMBERS', KEYS[i] .. uid), #out
-    if #members == 0 then
-      out[n + 1], out[n + 2], out[n + 3] = {}, {}, {}
-    else
+    out[n + 1], out[n + 2], out[n + 3] = members, {}, {}
+    if #members > 0 then
       table.sort(members)
-      local prefix, versions = ARGV[(i - 1) / 2 + 2], {}
-      if prefix ~= '' then
-        local keys = {}
-        for j, m in ipairs(members) do keys[j] = prefix .. m end
-        versions = redis.call('MGET', unpack(keys))
-      end
-      out[n + 1] = members
       out[n + 2] = redis.call('HMGET', KEYS[i + 1], unpack(members))
-      out[n + 3] = versions
+      local prefix = ARGV[(i - 1) / 2 + 2]
+      if prefix ~= '' then
+        at[#at + 1] = {n + 3, #written + 1, #members}
+        for _, m in ipairs(members) do written[#written + 1] = prefix .. m end
+      end
     end
   end
-  return out
+  local versions = redis.call('MGET', unpack(written))
+  out[2] = versions[1]
+  local extra = {}
+  for j = 2, nalso do extra[j - 1] = versions[j] end
+  for _, a in ipairs(at) do
+    local part = {}
+    for j = 1, a[3] do part[j] = versions[a[2] + j - 1] end
+    out[a[1]] = part
+  end
+  return out, extra
 end
 """
 
-OWNER_AND_OWNED = _OWNER_AND_OWNED_FN + "return owner_and_owned(KEYS, ARGV)\n"
+OWNER_AND_OWNED = _OWNER_AND_OWNED_FN + "local out = owner_and_owned(KEYS, ARGV)\nreturn out\n"
 
 #: owner_and_owned as a workqueue ClaimRead of the key k claimed: KEYS the owner type's objects
 #: hash, the prefix of its written-version keys, then owner_and_owned's (index set, objects
-#: hash) pairs without the uid; ARGV the owned types' written-version prefixes.
+#: hash) pairs without the uid; ARGV the owned types' written-version prefixes. The claim's
+#: guard key, when given, is read in the same MGET as the written versions.
 OWNER_CLAIM_READ = (
     _OWNER_AND_OWNED_FN
     + """
-local function claim_read(k, KEYS, ARGV)
+local function claim_read(k, KEYS, ARGV, guard)
   local keys, args = {KEYS[1], KEYS[2] .. k}, {k, '1'}
   for i = 3, #KEYS do keys[#keys + 1] = KEYS[i] end
   for _, a in ipairs(ARGV) do args[#args + 1] = a end
-  return owner_and_owned(keys, args)
+  local out, extra = owner_and_owned(keys, args, {guard})
+  return out, guard and (extra[1] and 1 or 0)
 end
 """
 )

@@ -27,7 +27,7 @@ from typing import Any
 
 import redis
 
-from rollout_workers.cache import CacheWriter, Change
+from rollout_workers.cache import CacheWriter, Change, Event
 from rollout_workers.cache.indexers import object_key
 from rollout_workers.cache.store import apply_source
 from rollout_workers.keys import InvalidKey, ObjectKey, parse_key
@@ -41,9 +41,6 @@ log = logging.getLogger(__name__)
 
 
 ADD_BATCH = 1000
-
-#: A watch event: its type, the object, and the object's text as the server sent it (or None).
-Event = tuple[str, Obj, bytes | None]
 
 #: KEYS: apply.lua's, then per task kind add.lua's. ARGV: how many keys and arguments apply.lua
 #: takes, its arguments, the number of kinds, then per kind: how many Redis keys, leading
@@ -198,8 +195,7 @@ class EventQueuer:
 
     def events(self, writer: CacheWriter, batch: Sequence[Event]) -> list[Change]:
         """Apply watch events of one type to the cache, in order, and queue what they wake,
-        in one script call. Each event is (type, object, the object's text as the server
-        encoded it, stored as it is; None: the object is re-encoded)."""
+        in one script call."""
         resource = writer.resource
         wakers: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
         tenants: dict[str, dict[str, str]] = defaultdict(dict)

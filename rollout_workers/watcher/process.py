@@ -18,7 +18,7 @@ import time
 import redis
 
 from rollout_workers import health as endpoints
-from rollout_workers.cache import CacheWriter, Change, Lister
+from rollout_workers.cache import CacheWriter, Change, Event, Lister
 from rollout_workers.cache.epoch import CacheEpoch
 from rollout_workers.cache.fence import Fence, fence_key
 from rollout_workers.celeryapp.app import create_app
@@ -37,7 +37,7 @@ from rollout_workers.watcher.controllers import (
     served_version,
     watched,
 )
-from rollout_workers.watcher.events import ADD_BATCH, Event, EventQueuer, valid_keys
+from rollout_workers.watcher.events import ADD_BATCH, EventQueuer, valid_keys
 from rollout_workers.watcher.health import WatcherHealth
 from rollout_workers.watcher.leader import LeaderLease
 from rollout_workers.watcher.ondemand import (

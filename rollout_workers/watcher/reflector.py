@@ -30,7 +30,7 @@ from typing import Any
 import redis
 import urllib3
 
-from rollout_workers.cache import CacheWriter, Change
+from rollout_workers.cache import CacheWriter, Change, Event
 from rollout_workers.cache.fence import Fenced
 from rollout_workers.kube.client import Kube
 from rollout_workers.kube.errors import Gone, KubeError, NotFound
@@ -41,8 +41,8 @@ log = logging.getLogger(__name__)
 
 OnChanges = Callable[[Resource, list[Change]], None]
 #: Applies watch events of one type through the writer, in order, and queues what they wake
-#: (see watcher.events). Each event is (type, object, its text as the server sent it or None).
-OnEvents = Callable[[CacheWriter, list[tuple[str, dict[str, Any], bytes | None]]], list[Change]]
+#: (see watcher.events).
+OnEvents = Callable[[CacheWriter, list[Event]], list[Change]]
 
 
 @dataclass
@@ -297,7 +297,7 @@ class Reflector:
     def _handle(self, batch: list[object], rv: str) -> str:
         """Apply a batch of watch events in order: the object events between two others
         (bookmark, error, malformed) in one call."""
-        pending: list[tuple[str, dict[str, Any], bytes | None]] = []
+        pending: list[Event] = []
         for event in batch:
             if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
                 self.stats.malformed += 1
@@ -325,7 +325,7 @@ class Reflector:
         self._apply(pending)
         return rv
 
-    def _apply(self, pending: list[tuple[str, dict[str, Any], bytes | None]]) -> None:
+    def _apply(self, pending: list[Event]) -> None:
         if not pending:
             return
         if self._on_events is not None:

@@ -60,10 +60,12 @@ class Claimed(NamedTuple):
 
 class ClaimRead(Protocol):
     """A read that runs in the claim's own script call, for the key claimed, so that the
-    reconcile need not make it: `source` defines the Lua function `claim_read(k, KEYS, ARGV)`,
-    called with the claimed key and `keys` and `args`; what it returns comes back with the
-    claim (`claim_guarded`). The caller that reads the cache knows its layout; this package
-    only runs it."""
+    reconcile need not make it: `source` defines the Lua function
+    `claim_read(k, KEYS, ARGV, guard)`, called with the claimed key, `keys` and `args`, and the
+    queue's `claim_guard` key (nil for none); it returns what comes back with the claim
+    (`claim_guarded`) and, given a guard, 1 if that key exists, else 0 (the read reads it with
+    its own, and the claim does not). The caller that reads the cache knows its layout; this
+    package only runs it."""
 
     @property
     def source(self) -> str: ...
@@ -75,18 +77,25 @@ class ClaimRead(Protocol):
     def args(self) -> Sequence[str]: ...
 
 
-#: Runs claim.lua, and for a key claimed, the claim's read. KEYS: claim's, then the read's.
-#: ARGV: how many keys and arguments claim takes, claim's arguments, then the read's. Returns
-#: claim's answer with the read's appended.
+#: Runs claim.lua, and for a key claimed, the claim's read. KEYS: claim's without its guard,
+#: the guard if any, then the read's. ARGV: how many keys and arguments claim takes, '1' when a
+#: guard follows claim's keys, claim's arguments, then the read's. Returns claim's answer (its
+#: guard as the read found it) with the read's appended.
 _CLAIM_READ = """
 local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])
 local ckeys, cargs, rkeys, rargs = {}, {}, {}, {}
 for i = 1, nk do ckeys[i] = KEYS[i] end
-for i = nk + 1, #KEYS do rkeys[#rkeys + 1] = KEYS[i] end
-for i = 1, na do cargs[i] = ARGV[2 + i] end
-for i = 3 + na, #ARGV do rargs[#rargs + 1] = ARGV[i] end
+local guard, first = nil, nk + 1
+if ARGV[3] == '1' then guard, first = KEYS[nk + 1], nk + 2 end
+for i = first, #KEYS do rkeys[#rkeys + 1] = KEYS[i] end
+for i = 1, na do cargs[i] = ARGV[3 + i] end
+for i = 4 + na, #ARGV do rargs[#rargs + 1] = ARGV[i] end
 local got = claim_lua(ckeys, cargs)
-if got[1] == 1 then got[5] = claim_read(got[2], rkeys, rargs) end
+if got[1] == 1 then
+  local read, guarded = claim_read(got[2], rkeys, rargs, guard)
+  got[5] = read
+  if guard then got[3] = guarded end
+end
 return got
 """
 
@@ -441,12 +450,11 @@ class WorkQueue:
             self.k_tenants,
             *self.k_fair_fixed,
         ]
-        if self.claim_guard is not None:
-            keys.append(self.claim_guard)
         bounds = _BOUNDS_MS if self._counts is None else []
         args: list[Any] = [key, token, _ms(self._settings.lease_ttl), *bounds]
+        guard_key = [self.claim_guard] if self.claim_guard is not None else []
         if read is None:
-            code, claimed, *rest = self._claim(keys=keys, args=args)
+            code, claimed, *rest = self._claim(keys=[*keys, *guard_key], args=args)
         else:
             script = self._claim_reads.get(read.source)
             if script is None:
@@ -454,7 +462,8 @@ class WorkQueue:
                     self._redis, claim_read_script(self._settings.fair_mode, read.source)
                 )
             code, claimed, *rest = script(
-                keys=[*keys, *read.keys], args=[len(keys), len(args), *args, *read.args]
+                keys=[*keys, *guard_key, *read.keys],
+                args=[len(keys), len(args), "1" if guard_key else "", *args, *read.args],
             )
         status = Claim(int(code))
         guard = rest[:1]

@@ -11,7 +11,9 @@ from rollout_workers.cache.store import OwnerReads
 from rollout_workers.cache.written import WrittenVersions
 from rollout_workers.keys import ObjectKey
 from rollout_workers.kube import resources as r
+from rollout_workers.settings import Settings
 from rollout_workers.workqueue import Claim, Outcome, WorkQueue
+from tests.integration.conftest import SentLog
 
 
 def rollout(name: str, rv: int, svc: str, ns: str = "prod") -> dict[str, Any]:
@@ -249,7 +251,9 @@ def test_owner_reads_match_the_plain_reads_in_one_round_trip(
     assert reads.read("prod/a") == (third, [[], []], [])
 
 
-def test_a_claim_makes_the_owner_read_of_the_key_it_claims(rdb: redis.Redis, wq: WorkQueue) -> None:
+def test_a_claim_makes_the_owner_read_of_the_key_it_claims(
+    rdb: redis.Redis, wq: WorkQueue, settings: Settings
+) -> None:
     """OwnerReads.claim_read runs inside the claim's script call: the reconcile gets what its
     own read would have got (stale-cache verdict included), and makes no round trip of its
     own; a claim that takes nothing reads nothing."""
@@ -279,8 +283,24 @@ def test_a_claim_makes_the_owner_read_of_the_key_it_claims(rdb: redis.Redis, wq:
     assert [o["metadata"]["name"] for o in got[1][0]] == ["a-1", "a-2"]
     # Not queued: nothing claimed, nothing read.
     assert wq.claim_guarded(a, "w2", read) == ((Claim.STALE, a), True, None)
+    # The claim's guard (the cache epoch) is read with the written versions, in their MGET.
+    guarded = WorkQueue(
+        rdb, kind="rollouts", prefix="t", settings=settings.queue, send=SentLog(),
+        claim_guard="t:cache:epoch",
+    )  # fmt: skip
+    for epoch in (None, "e1"):
+        if epoch:
+            rdb.set("t:cache:epoch", epoch)
+        assert wq.done(a, "w1" if epoch is None else "g1", Outcome.OK)
+        guarded.add([a])
+        rdb.config_resetstat()
+        (claim, _), synced, prefetched = guarded.claim_guarded(a, "g1", read)
+        stats = rdb.info("commandstats")
+        assert claim is Claim.CLAIMED and synced is (epoch is not None)
+        assert "cmdstat_exists" not in stats and stats["cmdstat_mget"]["calls"] == 1
+        assert reads.read(a, prefetched)[2] == ["prod/a-1"]
+    assert guarded.done(a, "g1", Outcome.OK)
     # Gone from the cache: the reconcile sees it gone.
-    assert wq.done(a, "w1", Outcome.OK)
     rollouts_w.apply("DELETED", rollout("a", 70, "s"))
     wq.add([a])
     (claim, _), _, prefetched = wq.claim_guarded(a, "w3", read)
