@@ -193,19 +193,32 @@ def owned_rs(name: str, owner_uid: str, rv: int) -> dict[str, Any]:
     }
 
 
+class OwnerCache:
+    """Rollout prod/a (uid "a") with ReplicaSets a-2 and a-1, and `other` of another owner; the
+    owner reads of rollouts over ReplicaSets and AnalysisRuns."""
+
+    def __init__(self, rdb: redis.Redis) -> None:
+        self.rollouts_w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
+        rs_w = CacheWriter(rdb, prefix="t", resource=r.REPLICASETS)
+        self.rollouts = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
+        self.rss = Lister(rdb, prefix="t", resource=r.REPLICASETS)
+        self.runs = Lister(rdb, prefix="t", resource=r.ANALYSISRUNS)
+        self.written = WrittenVersions(rdb, prefix="t")
+        self.reads = OwnerReads(
+            rdb, self.rollouts, [self.rss, self.runs], written=self.written,
+            checked={"replicasets"},
+        )  # fmt: skip
+        self.rollouts_w.apply("ADDED", rollout("a", 1, "s"))
+        for i, name in enumerate(["a-2", "a-1", "other"]):
+            rs_w.apply("ADDED", owned_rs(name, "a" if name != "other" else "b", 10 + i))
+
+
 def test_owner_reads_match_the_plain_reads_in_one_round_trip(
     rdb: redis.Redis,
 ) -> None:
-    rollouts_w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
-    rs_w = CacheWriter(rdb, prefix="t", resource=r.REPLICASETS)
-    rollouts = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
-    rss = Lister(rdb, prefix="t", resource=r.REPLICASETS)
-    runs = Lister(rdb, prefix="t", resource=r.ANALYSISRUNS)
-    written = WrittenVersions(rdb, prefix="t")
-    reads = OwnerReads(rdb, rollouts, [rss, runs], written=written, checked={"replicasets"})
-    rollouts_w.apply("ADDED", rollout("a", 1, "s"))  # uid "a"
-    for i, name in enumerate(["a-2", "a-1", "other"]):
-        rs_w.apply("ADDED", owned_rs(name, "a" if name != "other" else "b", 10 + i))
+    c = OwnerCache(rdb)
+    rollouts_w, rollouts, rss, runs = c.rollouts_w, c.rollouts, c.rss, c.runs
+    written, reads = c.written, c.reads
 
     def plain() -> tuple[object, list[list[dict[str, Any]]]]:
         obj = rollouts.get("prod/a")
@@ -257,16 +270,8 @@ def test_a_claim_makes_the_owner_read_of_the_key_it_claims(
     """OwnerReads.claim_read runs inside the claim's script call: the reconcile gets what its
     own read would have got (stale-cache verdict included), and makes no round trip of its
     own; a claim that takes nothing reads nothing."""
-    rollouts_w = CacheWriter(rdb, prefix="t", resource=r.ROLLOUTS)
-    rs_w = CacheWriter(rdb, prefix="t", resource=r.REPLICASETS)
-    rollouts = Lister(rdb, prefix="t", resource=r.ROLLOUTS)
-    rss = Lister(rdb, prefix="t", resource=r.REPLICASETS)
-    runs = Lister(rdb, prefix="t", resource=r.ANALYSISRUNS)
-    written = WrittenVersions(rdb, prefix="t")
-    reads = OwnerReads(rdb, rollouts, [rss, runs], written=written, checked={"replicasets"})
-    rollouts_w.apply("ADDED", rollout("a", 1, "s"))
-    for i, name in enumerate(["a-2", "a-1", "other"]):
-        rs_w.apply("ADDED", owned_rs(name, "a" if name != "other" else "b", 10 + i))
+    c = OwnerCache(rdb)
+    rollouts_w, written, reads = c.rollouts_w, c.written, c.reads
     written.record("replicasets", "prod/a-1", "99")
     read = reads.claim_read()
     a = ObjectKey("prod/a")
