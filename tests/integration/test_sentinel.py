@@ -152,12 +152,31 @@ def test_workqueue_add_claim_done_across_a_failover(
 
 
 def _served(rt: Runtime, key: str, timeout: float) -> None:
-    _retry(lambda: rt.queue("rollouts").add([ObjectKey(key)]), timeout, f"add {key}")
-    wait_for(
-        lambda: _retry(lambda: any(t["key"] == key for t in trace(rt.redis)), timeout, "trace"),
-        timeout,
-        f"{key} reconciled",
-    )
+    """Add `key` until a reconcile of it is traced: under load the Sentinels may fail over
+    again, and an add the new master had not yet replicated is lost with the old one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _retry(lambda: rt.queue("rollouts").add([ObjectKey(key)]), timeout, f"add {key}")
+        try:
+            wait_for(
+                lambda: _retry(
+                    lambda: any(t["key"] == key for t in trace(rt.redis)), timeout, "trace"
+                ),
+                min(5.0, max(0.1, deadline - time.monotonic())),
+                f"{key} reconciled",
+            )
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+
+
+def _settled(client: redis.Redis, timeout: float = 30.0) -> None:
+    """Wait until the master has a replica with every write so far: the failover is over, and
+    what the test writes next survives the Sentinels moving the master again."""
+    deadline = time.monotonic() + timeout
+    while _retry(lambda: int(client.execute_command("WAIT", 1, 1000)), timeout, "WAIT") < 1:
+        assert time.monotonic() < deadline, "no replica caught up with the new master"
 
 
 def test_a_worker_host_and_beat_keep_serving_across_a_failover(
@@ -184,6 +203,7 @@ def test_a_worker_host_and_beat_keep_serving_across_a_failover(
         reconciled = time.monotonic() - killed_at
 
         # Still our hardened transport after the failover: garbage is dropped, not fatal.
+        _settled(rt.redis)
         rt.redis.lpush("rollouts", b"\x00\xffnot json")
         _served(rt, "default/after-garbage", timeout=30)
         assert "dropped a malformed message from the broker" in worker.text()
